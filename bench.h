@@ -1,0 +1,22 @@
+/* bench.h — per-token latency against context length, with and without the
+ * KV cache, timed through the forward pass's own stage hooks. */
+#ifndef QKV_BENCH_H
+#define QKV_BENCH_H
+
+#include "model.h"
+
+typedef struct {
+    int ctx;              /* --ctx N: measure positions up to N (0 = seq_len) */
+    int no_cache;         /* --no-cache: also recompute the prefix every token */
+    int repeats;          /* --repeats N: median over N runs (default 3) */
+    int threads;          /* threads in use (reported) */
+    const char *csv_path; /* --csv FILE */
+    const char *svg_path; /* --svg FILE */
+    const char *model_path;
+} BenchOptions;
+
+/* Runs the benchmark and prints its report on stdout. Returns 0, or -1 with
+ * err filled. */
+int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,800 @@
+/* model.h — the transformer: config, weights, KV cache and the forward pass.
+ *
+ * stb-style: this header is the interface everywhere, and the implementation
+ * in the one file that defines QKV_MODEL_IMPLEMENTATION before including it.
+ *
+ * Reading order: config and weights (what a checkpoint holds), loading (three
+ * file formats, every size checked before a byte of data is touched), the run
+ * state and KV cache, the kernels (small named functions, shapes in comments),
+ * then forward(), which strings the kernels into Llama-style blocks.
+ */
+#ifndef QKV_MODEL_H
+#define QKV_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* Config and weights                                                        */
+
+typedef struct {
+    int dim;          /* width of the residual stream */
+    int hidden_dim;   /* MLP inner width */
+    int n_layers;
+    int n_heads;      /* query heads */
+    int n_kv_heads;   /* key/value heads; n_heads is a multiple (GQA, MQA) */
+    int head_size;
+    int vocab_size;
+    int seq_len;      /* context length: positions the KV cache holds */
+    float norm_eps;   /* RMSNorm epsilon */
+    float rope_theta; /* RoPE base frequency */
+    int shared_classifier; /* 1: logits use tok_embeddings as the classifier */
+    int weight_type;  /* WeightType of the matrices */
+    int bos_id, eos_id;
+} Config;
+
+/* The weight type is a property of each matrix, so a kernel per type can be
+ * swapped in (int8 group-quantized weights are the next one). */
+typedef enum { WEIGHT_F32 = 0 } WeightType;
+
+typedef struct {
+    WeightType type;
+    int rows, cols;   /* y[rows] = W[rows, cols] x[cols], row-major */
+    const void *data;
+} Matrix;
+
+typedef struct {
+    const float *attention_norm; /* [dim] */
+    Matrix wq;                   /* [n_heads*head_size, dim] */
+    Matrix wk, wv;               /* [n_kv_heads*head_size, dim] */
+    Matrix wo;                   /* [dim, n_heads*head_size] */
+    const float *ffn_norm;       /* [dim] */
+    Matrix w1, w3;               /* [hidden_dim, dim]: gate and up */
+    Matrix w2;                   /* [dim, hidden_dim]: down */
+} LayerWeights;
+
+typedef struct {
+    const float *token_embedding; /* [vocab_size, dim] */
+    LayerWeights *layers;         /* [n_layers] */
+    const float *final_norm;      /* [dim] */
+    Matrix classifier;            /* [vocab_size, dim] */
+} Weights;
+
+typedef enum { FORMAT_QKV, FORMAT_LLAMA2C_LEGACY, FORMAT_LLAMA2C_V1 } FileFormat;
+
+typedef struct {
+    Config config;
+    Weights weights;
+    FileFormat format;
+    const unsigned char *tokenizer_data; /* embedded tokenizer (qkv files), else NULL */
+    size_t tokenizer_bytes;
+    size_t weight_bytes;  /* bytes of all weight tensors */
+    size_t n_params;
+    void *mapping;        /* the mmap'd file */
+    size_t file_bytes;
+} Model;
+
+/* Sizes that ought to be enough for any model this engine runs on a CPU; a
+ * header beyond them is hostile or corrupt, and is refused before allocating. */
+#define QKV_MAX_DIM      (1 << 16)
+#define QKV_MAX_HIDDEN   (1 << 18)
+#define QKV_MAX_LAYERS   1024
+#define QKV_MAX_HEADS    1024
+#define QKV_MAX_VOCAB    (1 << 20)
+#define QKV_MAX_SEQ_LEN  (1 << 20)
+
+/* Loads a checkpoint of any of the three formats. Returns 0, or -1 with a
+ * one-line reason in err. */
+int model_load(Model *m, const char *path, char *err, size_t err_len);
+void model_free(Model *m);
+const char *model_format_name(FileFormat f);
+
+/* ------------------------------------------------------------------------ */
+/* KV cache and run state                                                    */
+
+/* Keys and values of every layer for every position seen so far. A position
+ * lives in slot pos % capacity, so a sliding window is a change of capacity
+ * and of which positions attention visits, not of layout. */
+typedef struct {
+    int n_layers, capacity, kv_dim;
+    float *keys;   /* [n_layers, capacity, kv_dim] */
+    float *values; /* [n_layers, capacity, kv_dim] */
+} KVCache;
+
+typedef struct {
+    float *x;       /* [dim] residual stream */
+    float *xb;      /* [max(dim, q_dim)] normed input / attention output */
+    float *xb2;     /* [dim] a block's output before the residual add */
+    float *q;       /* [q_dim] queries of all heads */
+    float *k, *v;   /* [kv_dim] this position's key and value */
+    float *hb, *hb2;/* [hidden_dim] MLP gate and up */
+    float *attention_scores;  /* [n_heads, seq_len] raw q·k of the current layer */
+    float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores */
+    float *logits;  /* [vocab_size] */
+    KVCache kv_cache;
+} RunState;
+
+int run_state_init(RunState *s, const Config *c);
+void run_state_free(RunState *s);
+
+/* ------------------------------------------------------------------------ */
+/* Observer: how trace, step mode and bench see the real forward pass        */
+
+typedef enum {
+    STAGE_ATTENTION_BEGIN, /* scores, softmax and weighted sum of one layer start */
+    STAGE_ATTENTION_END,
+} ForwardStage;
+
+typedef struct {
+    void *ctx;
+    /* Called once per layer after attention: attention_scores and
+     * attention_weights of the run state hold row h at h*seq_len, entries
+     * 0..n_visible-1 (keys of positions pos-n_visible+1..pos). */
+    void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
+    /* Called at stage boundaries (for timing). */
+    void (*stage)(void *ctx, ForwardStage stage, int layer);
+} ForwardObserver;
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+
+void rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
+void softmax(float *x, int n);
+void matmul(float *out, const float *x, const Matrix *w);
+void rope(float *vec, int n_heads, int head_size, int pos, float theta);
+void attention_head(float *out, float *scores, float *weights, const float *q,
+                    const float *keys, const float *values, int stride,
+                    int n_visible, int head_size);
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                   */
+
+/* Runs token at position pos through the model, appending its key and value
+ * to the KV cache; returns the logits (inside s). observer may be NULL. */
+float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObserver *observer);
+
+/* Runs n tokens at positions pos..pos+n-1 (a prompt); returns the logits of
+ * the last one. Only the last position pays for the classifier. */
+float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
+                      const ForwardObserver *observer);
+
+/* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
+double flops_weights_per_token(const Config *c);
+double flops_attention_per_token(const Config *c, int n_visible);
+size_t kv_cache_bytes_per_token(const Config *c);
+
+#endif /* QKV_MODEL_H */
+
+/* ======================================================================== */
+#ifdef QKV_MODEL_IMPLEMENTATION
+#ifndef QKV_MODEL_IMPLEMENTED
+#define QKV_MODEL_IMPLEMENTED
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Loading: a bounds-checked view of the mapped file                         */
+
+typedef struct {
+    const unsigned char *base;
+    size_t size;
+    char *err;
+    size_t err_len;
+} FileView;
+
+static int load_error(FileView *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->err, f->err_len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint32_t read_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static int32_t read_i32(const unsigned char *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t read_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static float read_f32(const unsigned char *p) { float v; memcpy(&v, p, 4); return v; }
+
+/* a*b*c... with overflow detection; returns 0 on overflow */
+static int mul_sizes(size_t *out, size_t a, size_t b) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+static int check_range(int v, int lo, int hi) { return v >= lo && v <= hi; }
+
+/* Every check a config must pass before any size derived from it is trusted. */
+static int validate_config(FileView *f, const Config *c) {
+    if (!check_range(c->dim, 1, QKV_MAX_DIM)) return load_error(f, "bad dim %d", c->dim);
+    if (!check_range(c->hidden_dim, 1, QKV_MAX_HIDDEN)) return load_error(f, "bad hidden_dim %d", c->hidden_dim);
+    if (!check_range(c->n_layers, 1, QKV_MAX_LAYERS)) return load_error(f, "bad n_layers %d", c->n_layers);
+    if (!check_range(c->n_heads, 1, QKV_MAX_HEADS)) return load_error(f, "bad n_heads %d", c->n_heads);
+    if (!check_range(c->n_kv_heads, 1, c->n_heads))
+        return load_error(f, "bad n_kv_heads %d (must be 1..n_heads=%d)", c->n_kv_heads, c->n_heads);
+    if (c->n_heads % c->n_kv_heads != 0)
+        return load_error(f, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads, c->n_kv_heads);
+    if (!check_range(c->head_size, 2, QKV_MAX_DIM) || c->head_size % 2 != 0)
+        return load_error(f, "bad head_size %d (must be even, for RoPE pairs)", c->head_size);
+    if ((long long)c->n_heads * c->head_size > QKV_MAX_DIM)
+        return load_error(f, "n_heads*head_size %lld too large", (long long)c->n_heads * c->head_size);
+    if (!check_range(c->vocab_size, 1, QKV_MAX_VOCAB)) return load_error(f, "bad vocab_size %d", c->vocab_size);
+    if (!check_range(c->seq_len, 1, QKV_MAX_SEQ_LEN)) return load_error(f, "bad seq_len %d", c->seq_len);
+    if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f)) return load_error(f, "bad norm_eps %g", c->norm_eps);
+    if (!(c->rope_theta > 1.0f && isfinite(c->rope_theta))) return load_error(f, "bad rope_theta %g", c->rope_theta);
+    if (c->weight_type != WEIGHT_F32) return load_error(f, "unsupported weight type %d", c->weight_type);
+    if (!check_range(c->bos_id, 0, c->vocab_size - 1) || !check_range(c->eos_id, 0, c->vocab_size - 1))
+        return load_error(f, "bos/eos id outside the vocabulary");
+    return 0;
+}
+
+/* llama2.c's two headers carry the 7 ints; the rest is llama2.c's constants. */
+static int config_from_llama2c(FileView *f, Config *c, const unsigned char *p) {
+    memset(c, 0, sizeof *c);
+    c->dim = read_i32(p); c->hidden_dim = read_i32(p + 4); c->n_layers = read_i32(p + 8);
+    c->n_heads = read_i32(p + 12); c->n_kv_heads = read_i32(p + 16);
+    c->vocab_size = read_i32(p + 20); c->seq_len = read_i32(p + 24);
+    c->norm_eps = 1e-5f; c->rope_theta = 10000.0f; c->weight_type = WEIGHT_F32;
+    c->bos_id = 1; c->eos_id = 2;
+    if (c->n_heads <= 0 || c->dim <= 0) return load_error(f, "bad dim %d or n_heads %d", c->dim, c->n_heads);
+    if (c->dim % c->n_heads != 0)
+        return load_error(f, "dim %d is not divisible by n_heads %d", c->dim, c->n_heads);
+    c->head_size = c->dim / c->n_heads;
+    return 0;
+}
+
+/* Lays out the weights of llama2.c's layouts: consecutive tensors in a fixed
+ * order. A cursor walks the file; each step checks the bytes are there. */
+typedef struct { FileView *f; size_t offset; } Cursor;
+
+static const float *take_floats(Cursor *cur, size_t count) {
+    size_t bytes;
+    if (!mul_sizes(&bytes, count, sizeof(float)) || cur->offset > cur->f->size ||
+        bytes > cur->f->size - cur->offset) {
+        load_error(cur->f, "truncated file: tensor data runs past the end (%zu bytes)", cur->f->size);
+        return NULL;
+    }
+    const float *p = (const float *)(cur->f->base + cur->offset);
+    cur->offset += bytes;
+    return p;
+}
+
+static Matrix f32_matrix(const float *data, int rows, int cols) {
+    Matrix mat = { WEIGHT_F32, rows, cols, data };
+    return mat;
+}
+
+/* Takes one [rows, cols] matrix per layer, consecutive in the file. */
+static int take_layer_matrices(Cursor *cur, Model *m, size_t field, int rows, int cols) {
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const float *p = take_floats(cur, (size_t)rows * cols);
+        if (!p) return -1;
+        *(Matrix *)((char *)&m->weights.layers[l] + field) = f32_matrix(p, rows, cols);
+    }
+    return 0;
+}
+
+static int take_layer_vectors(Cursor *cur, Model *m, size_t field, int n) {
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const float *p = take_floats(cur, (size_t)n);
+        if (!p) return -1;
+        *(const float **)((char *)&m->weights.layers[l] + field) = p;
+    }
+    return 0;
+}
+
+#define LAYER_FIELD(name) offsetof(LayerWeights, name)
+
+static int take_attention_and_mlp(Cursor *cur, Model *m, int with_norms) {
+    const Config *c = &m->config;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    if (with_norms && take_layer_vectors(cur, m, LAYER_FIELD(attention_norm), c->dim)) return -1;
+    if (take_layer_matrices(cur, m, LAYER_FIELD(wq), q_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wk), kv_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wv), kv_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wo), c->dim, q_dim)) return -1;
+    if (with_norms && take_layer_vectors(cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
+    if (take_layer_matrices(cur, m, LAYER_FIELD(w1), c->hidden_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(w2), c->dim, c->hidden_dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(w3), c->hidden_dim, c->dim)) return -1;
+    return 0;
+}
+
+static int take_classifier(Cursor *cur, Model *m) {
+    const Config *c = &m->config;
+    const float *p = c->shared_classifier ? m->weights.token_embedding
+                                          : take_floats(cur, (size_t)c->vocab_size * c->dim);
+    if (!p) return -1;
+    m->weights.classifier = f32_matrix(p, c->vocab_size, c->dim);
+    return 0;
+}
+
+/* Legacy: 7 x i32 header; negative vocab_size means a separate classifier. */
+static int load_llama2c_legacy(FileView *f, Model *m) {
+    if (f->size < 28) return load_error(f, "truncated file: %zu bytes, shorter than a header", f->size);
+    Config *c = &m->config;
+    if (config_from_llama2c(f, c, f->base)) return -1;
+    c->shared_classifier = c->vocab_size > 0;
+    if (c->vocab_size < 0) c->vocab_size = -c->vocab_size;
+    if (validate_config(f, c)) return -1;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    Cursor cur = { f, 28 };
+    if (!(m->weights.token_embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim))) return -1;
+    if (take_attention_and_mlp(&cur, m, 1)) return -1;
+    if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
+    /* precomputed RoPE tables (freq_cis_real, freq_cis_imag): skipped, we compute them */
+    if (!take_floats(&cur, (size_t)c->seq_len * c->head_size)) return -1;
+    return take_classifier(&cur, m);
+}
+
+/* Version 1: "ak42" magic, version, 7 ints, shared flag, padded to 256. Norms
+ * come first, then the embedding, then the matrices. */
+static int load_llama2c_v1(FileView *f, Model *m) {
+    if (f->size < 256) return load_error(f, "truncated file: %zu bytes, shorter than the 256-byte header", f->size);
+    int version = read_i32(f->base + 4);
+    if (version != 1)
+        return load_error(f, "llama2.c checkpoint version %d is not supported (only 1, float32)", version);
+    Config *c = &m->config;
+    if (config_from_llama2c(f, c, f->base + 8)) return -1;
+    c->shared_classifier = f->base[36] != 0;
+    if (validate_config(f, c)) return -1;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    Cursor cur = { f, 256 };
+    if (take_layer_vectors(&cur, m, LAYER_FIELD(attention_norm), c->dim) ||
+        take_layer_vectors(&cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
+    if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
+    if (!(m->weights.token_embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim))) return -1;
+    if (take_attention_and_mlp(&cur, m, 0)) return -1;
+    return take_classifier(&cur, m);
+}
+
+/* ---- qkv format: header, embedded tokenizer, table of named tensors ---- */
+
+#define QKV_HEADER_BYTES 256
+#define QKV_TENSOR_ENTRY_BYTES 96
+#define QKV_TENSOR_NAME_BYTES 64
+
+typedef struct {
+    const unsigned char *entries;
+    uint32_t n_tensors;
+    FileView *f;
+} TensorTable;
+
+/* Finds the tensor called name, checks its type, shape and data bounds. */
+static const float *find_tensor(TensorTable *t, const char *name, int rows, int cols) {
+    for (uint32_t i = 0; i < t->n_tensors; i++) {
+        const unsigned char *e = t->entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
+        if (strncmp((const char *)e, name, QKV_TENSOR_NAME_BYTES) != 0) continue;
+        uint32_t type = read_u32(e + 64), ndim = read_u32(e + 68);
+        uint32_t d0 = read_u32(e + 72), d1 = read_u32(e + 76);
+        uint64_t offset = read_u64(e + 88);
+        int want_ndim = cols > 0 ? 2 : 1;
+        if (type != WEIGHT_F32) { load_error(t->f, "tensor %s: unsupported type %u", name, type); return NULL; }
+        if ((int)ndim != want_ndim || d0 != (uint32_t)rows || (want_ndim == 2 && d1 != (uint32_t)cols)) {
+            load_error(t->f, "tensor %s: shape does not match the config", name);
+            return NULL;
+        }
+        size_t count = (size_t)rows * (size_t)(cols > 0 ? cols : 1), bytes = count * sizeof(float);
+        if (offset % sizeof(float) != 0 || offset > t->f->size || bytes > t->f->size - offset) {
+            load_error(t->f, "truncated file: tensor %s runs past the end", name);
+            return NULL;
+        }
+        return (const float *)(t->f->base + offset);
+    }
+    load_error(t->f, "tensor %s missing", name);
+    return NULL;
+}
+
+static int find_layer_tensors(TensorTable *t, Model *m, int l) {
+    const Config *c = &m->config;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    struct { const char *name; size_t field; int rows, cols; } specs[] = {
+        { "attention_norm", LAYER_FIELD(attention_norm), c->dim, 0 },
+        { "attention.wq", LAYER_FIELD(wq), q_dim, c->dim },
+        { "attention.wk", LAYER_FIELD(wk), kv_dim, c->dim },
+        { "attention.wv", LAYER_FIELD(wv), kv_dim, c->dim },
+        { "attention.wo", LAYER_FIELD(wo), c->dim, q_dim },
+        { "ffn_norm", LAYER_FIELD(ffn_norm), c->dim, 0 },
+        { "feed_forward.w1", LAYER_FIELD(w1), c->hidden_dim, c->dim },
+        { "feed_forward.w2", LAYER_FIELD(w2), c->dim, c->hidden_dim },
+        { "feed_forward.w3", LAYER_FIELD(w3), c->hidden_dim, c->dim },
+    };
+    char name[QKV_TENSOR_NAME_BYTES];
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, specs[i].name);
+        const float *p = find_tensor(t, name, specs[i].rows, specs[i].cols);
+        if (!p) return -1;
+        char *slot = (char *)&m->weights.layers[l] + specs[i].field;
+        if (specs[i].cols > 0) *(Matrix *)slot = f32_matrix(p, specs[i].rows, specs[i].cols);
+        else *(const float **)slot = p;
+    }
+    return 0;
+}
+
+static void config_from_qkv(Config *c, const unsigned char *h) {
+    c->dim = read_i32(h + 8); c->hidden_dim = read_i32(h + 12); c->n_layers = read_i32(h + 16);
+    c->n_heads = read_i32(h + 20); c->n_kv_heads = read_i32(h + 24); c->head_size = read_i32(h + 28);
+    c->vocab_size = read_i32(h + 32); c->seq_len = read_i32(h + 36);
+    c->norm_eps = read_f32(h + 40); c->rope_theta = read_f32(h + 44);
+    c->shared_classifier = read_i32(h + 48); c->weight_type = read_i32(h + 52);
+    c->bos_id = read_i32(h + 56); c->eos_id = read_i32(h + 60);
+}
+
+static int load_qkv(FileView *f, Model *m) {
+    const unsigned char *h = f->base;
+    if (f->size < QKV_HEADER_BYTES) return load_error(f, "truncated file: %zu bytes, shorter than the header", f->size);
+    uint32_t version = read_u32(h + 4);
+    if (version != 1) return load_error(f, "qkv format version %u is not supported (this engine reads 1)", version);
+    Config *c = &m->config;
+    config_from_qkv(c, h);
+    if (c->shared_classifier != 0 && c->shared_classifier != 1) return load_error(f, "bad shared_classifier flag");
+    if (validate_config(f, c)) return -1;
+    uint32_t n_tensors = read_u32(h + 64);
+    uint64_t tok_off = read_u64(h + 72), tok_bytes = read_u64(h + 80);
+    uint64_t table_off = read_u64(h + 88), file_bytes = read_u64(h + 96);
+    if (file_bytes != f->size)
+        return load_error(f, "truncated or padded file: header says %llu bytes, file has %zu",
+                          (unsigned long long)file_bytes, f->size);
+    if (tok_off > f->size || tok_bytes > f->size - tok_off)
+        return load_error(f, "tokenizer section runs past the end of the file");
+    size_t table_bytes;
+    if (!mul_sizes(&table_bytes, n_tensors, QKV_TENSOR_ENTRY_BYTES) || table_off > f->size ||
+        table_bytes > f->size - table_off)
+        return load_error(f, "tensor table runs past the end of the file");
+    m->tokenizer_data = f->base + tok_off;
+    m->tokenizer_bytes = tok_bytes;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    TensorTable t = { f->base + table_off, n_tensors, f };
+    if (!(m->weights.token_embedding = find_tensor(&t, "tok_embeddings", c->vocab_size, c->dim))) return -1;
+    for (int l = 0; l < c->n_layers; l++)
+        if (find_layer_tensors(&t, m, l)) return -1;
+    if (!(m->weights.final_norm = find_tensor(&t, "norm", c->dim, 0))) return -1;
+    const float *cls = c->shared_classifier ? m->weights.token_embedding
+                                            : find_tensor(&t, "output", c->vocab_size, c->dim);
+    if (!cls) return -1;
+    m->weights.classifier = f32_matrix(cls, c->vocab_size, c->dim);
+    return 0;
+}
+
+static size_t count_params(const Config *c) {
+    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
+    size_t per_layer = 2 * (size_t)c->dim + q_dim * c->dim * 2 + kv_dim * c->dim * 2 +
+                       3 * (size_t)c->hidden_dim * c->dim;
+    size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers + c->dim;
+    if (!c->shared_classifier) n += (size_t)c->vocab_size * c->dim;
+    return n;
+}
+
+const char *model_format_name(FileFormat f) {
+    switch (f) {
+    case FORMAT_QKV: return "qkv v1";
+    case FORMAT_LLAMA2C_LEGACY: return "llama2.c legacy";
+    case FORMAT_LLAMA2C_V1: return "llama2.c v1";
+    }
+    return "?";
+}
+
+static int map_file(FileView *f, Model *m, const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return load_error(f, "%s is not a regular file", path);
+    }
+    if (st.st_size < 8) {
+        close(fd);
+        return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return load_error(f, "cannot map %s: %s", path, strerror(errno));
+    m->mapping = p;
+    m->file_bytes = (size_t)st.st_size;
+    f->base = p;
+    f->size = (size_t)st.st_size;
+    return 0;
+}
+
+int model_load(Model *m, const char *path, char *err, size_t err_len) {
+    memset(m, 0, sizeof *m);
+    FileView f = { NULL, 0, err, err_len };
+    if (map_file(&f, m, path)) return -1;
+    int rc;
+    if (memcmp(f.base, "QKVM", 4) == 0) {
+        m->format = FORMAT_QKV;
+        rc = load_qkv(&f, m);
+    } else if (read_u32(f.base) == 0x616b3432u) {
+        m->format = FORMAT_LLAMA2C_V1;
+        rc = load_llama2c_v1(&f, m);
+    } else {
+        /* The legacy format has no magic: a plausible header is its only sign. */
+        int32_t dim = read_i32(f.base), hidden = read_i32(f.base + 4);
+        if (f.size < 28 || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
+            load_error(&f, "%s: not a checkpoint (unknown magic, and not a llama2.c legacy header)", path);
+            rc = -1;
+        } else {
+            m->format = FORMAT_LLAMA2C_LEGACY;
+            rc = load_llama2c_legacy(&f, m);
+        }
+    }
+    if (rc != 0) {
+        model_free(m);
+        return -1;
+    }
+    m->n_params = count_params(&m->config);
+    m->weight_bytes = m->n_params * sizeof(float);
+    return 0;
+}
+
+void model_free(Model *m) {
+    free(m->weights.layers);
+    if (m->mapping) munmap(m->mapping, m->file_bytes);
+    memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Run state                                                                 */
+
+int run_state_init(RunState *s, const Config *c) {
+    memset(s, 0, sizeof *s);
+    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
+    size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
+    size_t cache_floats;
+    if (!mul_sizes(&cache_floats, (size_t)c->n_layers * c->seq_len, kv_dim)) return -1;
+    s->x = calloc((size_t)c->dim, sizeof(float));
+    s->xb = calloc(width, sizeof(float));
+    s->xb2 = calloc((size_t)c->dim, sizeof(float));
+    s->q = calloc(q_dim, sizeof(float));
+    s->k = calloc(kv_dim, sizeof(float));
+    s->v = calloc(kv_dim, sizeof(float));
+    s->hb = calloc((size_t)c->hidden_dim, sizeof(float));
+    s->hb2 = calloc((size_t)c->hidden_dim, sizeof(float));
+    s->attention_scores = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
+    s->attention_weights = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
+    s->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    s->kv_cache.n_layers = c->n_layers;
+    s->kv_cache.capacity = c->seq_len;
+    s->kv_cache.kv_dim = (int)kv_dim;
+    s->kv_cache.keys = calloc(cache_floats, sizeof(float));
+    s->kv_cache.values = calloc(cache_floats, sizeof(float));
+    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
+        !s->attention_scores || !s->attention_weights || !s->logits || !s->kv_cache.keys ||
+        !s->kv_cache.values) {
+        run_state_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void run_state_free(RunState *s) {
+    free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
+    free(s->hb); free(s->hb2); free(s->attention_scores); free(s->attention_weights);
+    free(s->logits); free(s->kv_cache.keys); free(s->kv_cache.values);
+    memset(s, 0, sizeof *s);
+}
+
+/* Row of the cache that holds position pos in layer l. */
+static float *kv_slot(float *base, const KVCache *kv, int layer, int pos) {
+    size_t slot = (size_t)layer * kv->capacity + (size_t)(pos % kv->capacity);
+    return base + slot * kv->kv_dim;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+
+/* out[n] = weight[n] * x[n] / sqrt(mean(x^2) + eps) */
+void rmsnorm(float *out, const float *x, const float *weight, int n, float eps) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    float scale = 1.0f / sqrtf(ss / n + eps);
+    for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * x[i]);
+}
+
+/* x[n] <- exp(x - max) / sum: subtracting the max keeps exp from overflowing */
+void softmax(float *x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; i++) if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+/* Dot product of n floats. Sixteen independent partial sums let the compiler
+ * keep them in vector registers; target_clones builds AVX-512, AVX2+FMA and
+ * baseline versions and picks one at load time from the CPU's features. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QKV_NO_CLONES)
+#define QKV_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define QKV_SIMD_CLONES
+#endif
+
+QKV_SIMD_CLONES
+static float dot_f32(const float *a, const float *b, int n) {
+    float acc[16] = { 0 };
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) acc[l] += a[j + l] * b[j + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    for (; j < n; j++) sum += a[j] * b[j];
+    return sum;
+}
+
+/* out[rows] = W[rows, cols] @ x[cols]; rows are split across threads */
+static void matmul_f32(float *out, const float *x, const float *w, int rows, int cols) {
+    int i;
+#pragma omp parallel for schedule(static)
+    for (i = 0; i < rows; i++) out[i] = dot_f32(w + (size_t)i * cols, x, cols);
+}
+
+void matmul(float *out, const float *x, const Matrix *w) {
+    switch (w->type) {
+    case WEIGHT_F32: matmul_f32(out, x, (const float *)w->data, w->rows, w->cols); break;
+    }
+}
+
+/* Rotary position embedding, in place on vec[n_heads*head_size]: within each
+ * head, the pair (2i, 2i+1) turns by pos * theta^(-2i/head_size) radians. */
+void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
+    for (int i = 0; i < head_size; i += 2) {
+        float freq = 1.0f / powf(theta, (float)i / (float)head_size);
+        float angle = pos * freq, c = cosf(angle), s = sinf(angle);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = vec + (size_t)h * head_size + i;
+            float a = v[0], b = v[1];
+            v[0] = a * c - b * s;
+            v[1] = a * s + b * c;
+        }
+    }
+}
+
+/* One head of scaled dot-product attention for one query row:
+ *   scores[t]  = q · keys[t]                       t < n_visible (raw, kept for the trace)
+ *   weights[t] = softmax(scores / sqrt(head_size))[t]
+ *   out        = sum_t weights[t] * values[t]       out[head_size]
+ * keys and values point at this head's slice of row 0; rows are stride floats
+ * apart. Positions a query may not see are simply not visited: that is the
+ * causal mask, and why the cache holds only the past. */
+void attention_head(float *out, float *scores, float *weights, const float *q,
+                    const float *keys, const float *values, int stride,
+                    int n_visible, int head_size) {
+    float scale = 1.0f / sqrtf((float)head_size);
+    for (int t = 0; t < n_visible; t++) {
+        scores[t] = dot_f32(q, keys + (size_t)t * stride, head_size);
+        weights[t] = scores[t] * scale;
+    }
+    softmax(weights, n_visible);
+    memset(out, 0, (size_t)head_size * sizeof(float));
+    for (int t = 0; t < n_visible; t++) {
+        const float *v = values + (size_t)t * stride;
+        float w = weights[t];
+        for (int i = 0; i < head_size; i++) out[i] += w * v[i];
+    }
+}
+
+/* x <- silu(gate) * up, elementwise over hidden_dim */
+static void swiglu(float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static void add_residual(float *x, const float *delta, int n) {
+    for (int i = 0; i < n; i++) x[i] += delta[i];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                   */
+
+static void notify_stage(const ForwardObserver *o, ForwardStage stage, int layer) {
+    if (o && o->stage) o->stage(o->ctx, stage, layer);
+}
+
+/* Attention of every query head at position pos, against the cache. */
+static void attention(const Config *c, RunState *s, int layer, int pos) {
+    const KVCache *kv = &s->kv_cache;
+    int heads_per_kv = c->n_heads / c->n_kv_heads;
+    int n_visible = pos + 1;
+    int h;
+#pragma omp parallel for schedule(static)
+    for (h = 0; h < c->n_heads; h++) {
+        size_t kv_offset = (size_t)(h / heads_per_kv) * c->head_size;
+        attention_head(s->xb + (size_t)h * c->head_size,
+                       s->attention_scores + (size_t)h * c->seq_len,
+                       s->attention_weights + (size_t)h * c->seq_len,
+                       s->q + (size_t)h * c->head_size,
+                       kv_slot(kv->keys, kv, layer, 0) + kv_offset,
+                       kv_slot(kv->values, kv, layer, 0) + kv_offset,
+                       kv->kv_dim, n_visible, c->head_size);
+    }
+}
+
+/* One block: x += attention(rmsnorm(x)); x += mlp(rmsnorm(x)) */
+static void transformer_block(const Model *m, RunState *s, int layer, int pos,
+                              const ForwardObserver *o) {
+    const Config *c = &m->config;
+    const LayerWeights *w = &m->weights.layers[layer];
+    KVCache *kv = &s->kv_cache;
+
+    rmsnorm(s->xb, s->x, w->attention_norm, c->dim, c->norm_eps);
+    matmul(s->q, s->xb, &w->wq);
+    matmul(s->k, s->xb, &w->wk);
+    matmul(s->v, s->xb, &w->wv);
+    rope(s->q, c->n_heads, c->head_size, pos, c->rope_theta);
+    rope(s->k, c->n_kv_heads, c->head_size, pos, c->rope_theta);
+    memcpy(kv_slot(kv->keys, kv, layer, pos), s->k, (size_t)kv->kv_dim * sizeof(float));
+    memcpy(kv_slot(kv->values, kv, layer, pos), s->v, (size_t)kv->kv_dim * sizeof(float));
+
+    notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
+    attention(c, s, layer, pos);
+    notify_stage(o, STAGE_ATTENTION_END, layer);
+    if (o && o->attention) o->attention(o->ctx, layer, pos, pos + 1, s);
+
+    matmul(s->xb2, s->xb, &w->wo);
+    add_residual(s->x, s->xb2, c->dim);
+
+    rmsnorm(s->xb, s->x, w->ffn_norm, c->dim, c->norm_eps);
+    matmul(s->hb, s->xb, &w->w1);
+    matmul(s->hb2, s->xb, &w->w3);
+    swiglu(s->hb, s->hb2, c->hidden_dim);
+    matmul(s->xb2, s->hb, &w->w2);
+    add_residual(s->x, s->xb2, c->dim);
+}
+
+static void forward_body(const Model *m, RunState *s, int token, int pos, const ForwardObserver *o) {
+    const Config *c = &m->config;
+    memcpy(s->x, m->weights.token_embedding + (size_t)token * c->dim, (size_t)c->dim * sizeof(float));
+    for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, o);
+}
+
+static float *classify(const Model *m, RunState *s) {
+    const Config *c = &m->config;
+    rmsnorm(s->x, s->x, m->weights.final_norm, c->dim, c->norm_eps);
+    matmul(s->logits, s->x, &m->weights.classifier);
+    return s->logits;
+}
+
+float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObserver *observer) {
+    forward_body(m, s, token, pos, observer);
+    return classify(m, s);
+}
+
+float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
+                      const ForwardObserver *observer) {
+    for (int i = 0; i < n - 1; i++) forward_body(m, s, tokens[i], pos + i, observer);
+    return forward(m, s, tokens[n - 1], pos + n - 1, observer);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cost model                                                                */
+
+double flops_weights_per_token(const Config *c) {
+    double q_dim = (double)c->n_heads * c->head_size, kv_dim = (double)c->n_kv_heads * c->head_size;
+    double per_layer = c->dim * (2 * q_dim + 2 * kv_dim) + 3.0 * c->dim * c->hidden_dim;
+    return 2.0 * (per_layer * c->n_layers + (double)c->vocab_size * c->dim);
+}
+
+/* scores (q·k) and the weighted sum of values: 2 multiply-adds per visible
+ * position per head dimension, for every query head and layer */
+double flops_attention_per_token(const Config *c, int n_visible) {
+    return 4.0 * (double)c->n_layers * c->n_heads * c->head_size * n_visible;
+}
+
+size_t kv_cache_bytes_per_token(const Config *c) {
+    return 2 * (size_t)c->n_layers * c->n_kv_heads * c->head_size * sizeof(float);
+}
+
+#endif /* QKV_MODEL_IMPLEMENTED */
+#endif /* QKV_MODEL_IMPLEMENTATION */

@@ -1,0 +1,144 @@
+/* sampler.h — picks the next token from the logits: greedy, temperature,
+ * top-k, top-p. stb-style: define QKV_SAMPLER_IMPLEMENTATION in one file.
+ *
+ * With top-k off, the random stream and every choice are llama2.c's, so the
+ * same checkpoint, seed and flags give the same text in both engines. */
+#ifndef QKV_SAMPLER_H
+#define QKV_SAMPLER_H
+
+#include <stdint.h>
+
+typedef enum { SAMPLE_GREEDY, SAMPLE_TEMPERATURE, SAMPLE_TOP_P } SampleMethod;
+
+typedef struct {
+    float prob;
+    int index;
+} ProbIndex;
+
+typedef struct {
+    int vocab_size;
+    float temperature; /* 0 = greedy */
+    float topp;        /* nucleus mass in (0, 1]; 1 = off */
+    int topk;          /* keep the k most likely; 0 = off */
+    uint64_t rng_state;
+    ProbIndex *candidates; /* [vocab_size] scratch for top-k / top-p */
+} Sampler;
+
+/* How the last token was chosen, for the trace. */
+typedef struct {
+    SampleMethod method;
+    int n_candidates;  /* tokens left after top-k and top-p cutoffs */
+    float coin;        /* the uniform draw in [0,1), when sampling */
+    float probability; /* probability of the chosen token after temperature */
+} SampleInfo;
+
+int sampler_init(Sampler *s, int vocab_size, float temperature, float topp, int topk, uint64_t seed);
+void sampler_free(Sampler *s);
+/* Picks a token; logits are turned into probabilities in place. info may be NULL. */
+int sample(Sampler *s, float *logits, SampleInfo *info);
+
+#endif
+
+#ifdef QKV_SAMPLER_IMPLEMENTATION
+#ifndef QKV_SAMPLER_IMPLEMENTED
+#define QKV_SAMPLER_IMPLEMENTED
+#include <stdlib.h>
+#include "model.h"
+
+int sampler_init(Sampler *s, int vocab_size, float temperature, float topp, int topk, uint64_t seed) {
+    s->vocab_size = vocab_size;
+    s->temperature = temperature;
+    s->topp = topp;
+    s->topk = topk;
+    s->rng_state = seed;
+    s->candidates = malloc((size_t)vocab_size * sizeof(ProbIndex));
+    return s->candidates ? 0 : -1;
+}
+
+void sampler_free(Sampler *s) { free(s->candidates); s->candidates = NULL; }
+
+/* xorshift*: a small, fast generator whose stream matches llama2.c's */
+static uint32_t random_u32(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static float random_f32(uint64_t *state) { return (random_u32(state) >> 8) / 16777216.0f; }
+
+/* the first index of the largest value */
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* walk the cumulative distribution until it passes the coin */
+static int sample_cdf(const float *probs, int n, float coin) {
+    float cdf = 0.0f;
+    for (int i = 0; i < n; i++) {
+        cdf += probs[i];
+        if (coin < cdf) return i;
+    }
+    return n - 1;
+}
+
+static int by_probability_desc(const void *a, const void *b) {
+    const ProbIndex *x = a, *y = b;
+    if (x->prob > y->prob) return -1;
+    if (x->prob < y->prob) return 1;
+    return 0;
+}
+
+/* Sorts the candidates that can matter, then keeps the top k of them (if k
+ * is on) and the shortest prefix whose mass reaches topp (if p is on).
+ * Returns how many are kept and their mass. Like llama2.c, tokens below
+ * (1-topp)/(n-1) are dropped before sorting: they can never be in the nucleus. */
+static int select_candidates(Sampler *s, const float *probs, float *mass) {
+    int n = 0, nucleus = s->topp > 0.0f && s->topp < 1.0f && s->vocab_size > 1;
+    float cutoff = nucleus ? (1.0f - s->topp) / (s->vocab_size - 1) : 0.0f;
+    for (int i = 0; i < s->vocab_size; i++)
+        if (!nucleus || probs[i] >= cutoff) s->candidates[n++] = (ProbIndex){ probs[i], i };
+    qsort(s->candidates, (size_t)n, sizeof(ProbIndex), by_probability_desc);
+    if (s->topk > 0 && s->topk < n) n = s->topk;
+    float cumulative = 0.0f;
+    int last = n - 1;
+    for (int i = 0; i < n; i++) {
+        cumulative += s->candidates[i].prob;
+        if (nucleus && cumulative > s->topp) { last = i; break; }
+    }
+    *mass = cumulative;
+    return last + 1;
+}
+
+int sample(Sampler *s, float *logits, SampleInfo *info) {
+    SampleInfo local;
+    if (!info) info = &local;
+    if (s->temperature == 0.0f) {
+        int next = argmax(logits, s->vocab_size);
+        *info = (SampleInfo){ SAMPLE_GREEDY, 1, 0.0f, 1.0f };
+        return next;
+    }
+    for (int i = 0; i < s->vocab_size; i++) logits[i] /= s->temperature;
+    softmax(logits, s->vocab_size);
+    float coin = random_f32(&s->rng_state);
+    if ((s->topp <= 0.0f || s->topp >= 1.0f) && s->topk <= 0) {
+        int next = sample_cdf(logits, s->vocab_size, coin);
+        *info = (SampleInfo){ SAMPLE_TEMPERATURE, s->vocab_size, coin, logits[next] };
+        return next;
+    }
+    float mass;
+    int n = select_candidates(s, logits, &mass);
+    float r = coin * mass, cdf = 0.0f;
+    int chosen = s->candidates[n - 1].index;
+    for (int i = 0; i < n; i++) {
+        cdf += s->candidates[i].prob;
+        if (r < cdf) { chosen = s->candidates[i].index; break; }
+    }
+    *info = (SampleInfo){ SAMPLE_TOP_P, n, coin, logits[chosen] };
+    return chosen;
+}
+
+#endif
+#endif

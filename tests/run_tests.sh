@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test program and counts their "ok" / "FAIL" / "skip" lines.
+# Each test_*.sh and tests/test_engine print one line per check.
+set -u
+cd "$(dirname "$0")/.."
+CC=${CC:-cc}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+mkdir -p build
+if ! $CC -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -o build/test_engine tests/test_engine.c tokenizer.c -lm; then
+    echo "FAIL build tests/test_engine.c" | tee -a "$log"
+else
+    ./build/test_engine 2>&1 | tee -a "$log"
+fi
+for t in tests/test_*.sh; do
+    bash "$t" 2>&1 | tee -a "$log"
+done
+
+passed=$(grep -c '^ok ' "$log")
+failed=$(grep -c '^FAIL ' "$log")
+skipped=$(grep -c '^skip ' "$log")
+echo
+grep '^FAIL ' "$log" | sed 's/^/  /'
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]

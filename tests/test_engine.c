@@ -1,0 +1,412 @@
+/* test_engine.c — the engine's kernels, forward pass and tokenizer against
+ * independent oracles: the seeds' worked example, hand-computed values,
+ * golden logits from export/reference.py (NumPy, float64) and Llama 2's
+ * reference token ids.
+ *
+ * Prints one line per check: "ok NAME", "FAIL NAME: why" or "skip NAME: why";
+ * tests/run_tests.sh counts them. Run from the repository root. */
+#define QKV_MODEL_IMPLEMENTATION
+#include "../model.h"
+#include "../tokenizer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures = 0;
+
+static void report(int ok, const char *name, const char *fmt, ...) {
+    if (ok) { printf("ok %s\n", name); return; }
+    failures++;
+    printf("FAIL %s: ", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static void skip(const char *name, const char *why) { printf("skip %s: %s\n", name, why); }
+
+static int close_to(float a, float b, float tol) { return fabsf(a - b) <= tol; }
+
+static int vector_close(const float *a, const float *b, int n, float tol, char *why, size_t why_len) {
+    for (int i = 0; i < n; i++)
+        if (!close_to(a[i], b[i], tol)) {
+            snprintf(why, why_len, "element %d: %.6f, expected %.6f", i, a[i], b[i]);
+            return 0;
+        }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The seeds' worked example: "The river bank flooded"                       */
+
+/* X, W_Q, W_K, W_V from the article (rows = tokens / input features). The
+ * engine's matmul takes W as [out, in], so the matrices are given
+ * transposed: row j is output j. */
+static const float X[4][3] = { { 0, 0, 1 }, { 1, 0, 0 }, { 0, 1, 0 }, { 1, 0, 1 } };
+static const float WQ_T[2 * 3] = { 1, 2, 0, 0, 0, 1 };
+static const float WK_T[2 * 3] = { 2, 0, 0, 0, 1, 1 };
+static const float WV_T[2 * 3] = { 1, 0, 0, 0, 1, 0 };
+
+static void project_tokens(float q[4][2], float k[4][2], float v[4][2]) {
+    Matrix wq = { WEIGHT_F32, 2, 3, WQ_T }, wk = { WEIGHT_F32, 2, 3, WK_T }, wv = { WEIGHT_F32, 2, 3, WV_T };
+    for (int i = 0; i < 4; i++) {
+        matmul(q[i], X[i], &wq);
+        matmul(k[i], X[i], &wk);
+        matmul(v[i], X[i], &wv);
+    }
+}
+
+static void test_worked_example(void) {
+    float q[4][2], k[4][2], v[4][2], out[2], scores[4], weights[4];
+    char why[128] = "";
+    project_tokens(q, k, v);
+    const float q_bank[2] = { 2, 0 }, q_flooded[2] = { 1, 1 };
+    report(vector_close(q[2], q_bank, 2, 0, why, sizeof why) && vector_close(q[3], q_flooded, 2, 0, why, sizeof why),
+           "worked example: queries ('bank' [2,0], 'flooded' [1,1])", "%s", why);
+
+    /* without the mask "bank" sees all four tokens */
+    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 2, 4, 2);
+    const float bank_scores[4] = { 0, 4, 0, 4 }, bank_weights[4] = { 0.028f, 0.472f, 0.028f, 0.472f };
+    const float bank_out[2] = { 0.944f, 0.028f };
+    report(vector_close(scores, bank_scores, 4, 1e-6f, why, sizeof why), "worked example: bank's raw scores [0,4,0,4]", "%s", why);
+    report(vector_close(weights, bank_weights, 4, 0.0006f, why, sizeof why),
+           "worked example: bank's weights [0.028,0.472,0.028,0.472]", "%s", why);
+    report(vector_close(out, bank_out, 2, 0.0006f, why, sizeof why), "worked example: bank's output [0.944,0.028]", "%s", why);
+
+    /* with the causal mask "bank" sees The, river, bank */
+    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 2, 3, 2);
+    const float causal_weights[3] = { 0.053f, 0.894f, 0.053f }, causal_out[2] = { 0.894f, 0.053f };
+    report(vector_close(weights, causal_weights, 3, 0.0006f, why, sizeof why),
+           "worked example: causal weights of bank [0.053,0.894,0.053]", "%s", why);
+    report(vector_close(out, causal_out, 2, 0.0006f, why, sizeof why), "worked example: causal output [0.894,0.053]", "%s", why);
+
+    /* "The" sees only itself; "flooded", the last token, is unchanged by the mask */
+    attention_head(out, scores, weights, q[0], &k[0][0], &v[0][0], 2, 1, 2);
+    report(weights[0] == 1.0f, "worked example: 'The' under the mask attends only to itself", "weight %f", weights[0]);
+    float full[4];
+    attention_head(out, scores, full, q[3], &k[0][0], &v[0][0], 2, 4, 2);
+    float sum = full[0] + full[1] + full[2] + full[3];
+    report(close_to(sum, 1.0f, 1e-6f), "worked example: a weights row sums to 1", "sum %f", sum);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels against hand-computed values                                      */
+
+static void test_kernels(void) {
+    char why[128] = "";
+    float x[3] = { 1, 2, 3 };
+    softmax(x, 3);
+    const float expect[3] = { 0.09003057f, 0.24472847f, 0.66524096f };
+    report(vector_close(x, expect, 3, 1e-6f, why, sizeof why), "softmax [1,2,3]", "%s", why);
+
+    float big[2] = { 1000, 999 };
+    softmax(big, 2);
+    const float big_expect[2] = { 0.73105858f, 0.26894142f }; /* 1/(1+e^-1) */
+    report(vector_close(big, big_expect, 2, 1e-6f, why, sizeof why), "softmax is stable at 1000", "%s", why);
+
+    float v[4] = { 1, 2, 3, 4 }, w[4] = { 1, 1, 1, 1 }, out[4];
+    rmsnorm(out, v, w, 4, 1e-5f);
+    /* mean square 7.5, 1/sqrt(7.50001) = 0.36514813 */
+    const float norm_expect[4] = { 0.36514813f, 0.73029626f, 1.09544439f, 1.46059252f };
+    report(vector_close(out, norm_expect, 4, 1e-6f, why, sizeof why), "rmsnorm [1,2,3,4]", "%s", why);
+    float w2[4] = { 2, 0, 1, -1 };
+    rmsnorm(out, v, w2, 4, 1e-5f);
+    const float norm2_expect[4] = { 0.73029626f, 0, 1.09544439f, -1.46059252f };
+    report(vector_close(out, norm2_expect, 4, 1e-6f, why, sizeof why), "rmsnorm applies its weight", "%s", why);
+
+    /* two heads of size 4: pair 0 turns by pos rad, pair 1 by pos/100 rad */
+    float r[8] = { 1, 0, 1, 0, 0, 1, 0, 2 };
+    rope(r, 2, 4, 1, 10000.0f);
+    const float rope_expect[8] = { 0.54030231f, 0.84147098f, 0.99995000f, 0.00999983f,
+                                   -0.84147098f, 0.54030231f, -0.01999967f, 1.99990000f };
+    report(vector_close(r, rope_expect, 8, 1e-6f, why, sizeof why), "rope at pos 1, theta 10000", "%s", why);
+    float r0[4] = { 0.3f, -0.7f, 1.5f, 2.0f }, r0_copy[4] = { 0.3f, -0.7f, 1.5f, 2.0f };
+    rope(r0, 1, 4, 0, 10000.0f);
+    report(vector_close(r0, r0_copy, 4, 0, why, sizeof why), "rope at pos 0 is the identity", "%s", why);
+
+    float m[6] = { 1, 2, 3, 4, 5, 6 }, xin[3] = { 1, 0, -1 }, y[2];
+    Matrix mat = { WEIGHT_F32, 2, 3, m };
+    matmul(y, xin, &mat);
+    report(y[0] == -2 && y[1] == -2, "matmul [2,3] x [3]", "got %f %f", y[0], y[1]);
+    /* lengths that are not multiples of the vector width */
+    float a[37], b[37], expect_dot = 0;
+    for (int i = 0; i < 37; i++) { a[i] = (float)(i % 7) - 3; b[i] = (float)(i % 5) * 0.5f; expect_dot += a[i] * b[i]; }
+    Matrix row = { WEIGHT_F32, 1, 37, a };
+    matmul(y, b, &row);
+    report(close_to(y[0], expect_dot, 1e-4f), "matmul of odd length 37", "got %f expected %f", y[0], expect_dot);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Golden logits and attention from export/reference.py                      */
+
+typedef struct {
+    char name[64];
+    int config[8]; /* dim hidden_dim n_layers n_heads n_kv_heads head_size vocab_size seq_len */
+    int n_tokens, tokens[1024];
+    int n_checks, check_pos[64];
+    float *logits[64];
+    int n_attn;
+    struct { int pos, layer, head; float *scores, *weights; } attn[4096];
+} Golden;
+
+static float *read_floats(char **cursor, int n) {
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) v[i] = strtof(*cursor, cursor);
+    return v;
+}
+
+static int load_golden(Golden *g, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    memset(g, 0, sizeof *g);
+    static char line[1 << 20];
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        if (!strncmp(p, "model ", 6)) sscanf(p + 6, "%63s", g->name);
+        else if (!strncmp(p, "config ", 7))
+            sscanf(p, "config dim %d hidden_dim %d n_layers %d n_heads %d n_kv_heads %d head_size %d vocab_size %d seq_len %d",
+                   &g->config[0], &g->config[1], &g->config[2], &g->config[3], &g->config[4], &g->config[5],
+                   &g->config[6], &g->config[7]);
+        else if (!strncmp(p, "tokens ", 7)) {
+            p += 7;
+            g->n_tokens = (int)strtol(p, &p, 10);
+            for (int i = 0; i < g->n_tokens && i < 1024; i++) g->tokens[i] = (int)strtol(p, &p, 10);
+        } else if (!strncmp(p, "logits ", 7) && g->n_checks < 64) {
+            p += 7;
+            g->check_pos[g->n_checks] = (int)strtol(p, &p, 10);
+            g->logits[g->n_checks++] = read_floats(&p, g->config[6]);
+        } else if ((!strncmp(p, "scores ", 7) || !strncmp(p, "weights ", 8)) && g->n_attn < 4096) {
+            int is_scores = p[0] == 's';
+            p += is_scores ? 7 : 8;
+            int pos = (int)strtol(p, &p, 10), layer = (int)strtol(p, &p, 10), head = (int)strtol(p, &p, 10);
+            int i;
+            for (i = 0; i < g->n_attn; i++)
+                if (g->attn[i].pos == pos && g->attn[i].layer == layer && g->attn[i].head == head) break;
+            if (i == g->n_attn) { g->attn[i].pos = pos; g->attn[i].layer = layer; g->attn[i].head = head; g->n_attn++; }
+            float *v = read_floats(&p, pos + 1);
+            if (is_scores) g->attn[i].scores = v; else g->attn[i].weights = v;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Records the attention the forward pass computed, through the observer. */
+typedef struct {
+    const Golden *golden;
+    double worst_weight, worst_score, worst_row_sum;
+    int compared;
+} AttentionCheck;
+
+static void check_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
+    AttentionCheck *ac = ctx;
+    const Golden *g = ac->golden;
+    int seq_len = g->config[7];
+    for (int i = 0; i < g->n_attn; i++) {
+        if (g->attn[i].pos != pos || g->attn[i].layer != layer) continue;
+        const float *w = s->attention_weights + (size_t)g->attn[i].head * seq_len;
+        const float *sc = s->attention_scores + (size_t)g->attn[i].head * seq_len;
+        double sum = 0;
+        for (int t = 0; t < n_visible; t++) {
+            double dw = fabs(w[t] - g->attn[i].weights[t]);
+            double ds = fabs(sc[t] - g->attn[i].scores[t]) / (1.0 + fabs(g->attn[i].scores[t]));
+            if (dw > ac->worst_weight) ac->worst_weight = dw;
+            if (ds > ac->worst_score) ac->worst_score = ds;
+            sum += w[t];
+        }
+        if (fabs(sum - 1) > ac->worst_row_sum) ac->worst_row_sum = fabs(sum - 1);
+        ac->compared++;
+    }
+}
+
+/* max |engine - golden| relative to the largest golden logit */
+static double logits_error(const float *logits, const float *golden, int n) {
+    double worst = 0, scale = 0;
+    for (int i = 0; i < n; i++) {
+        if (fabs(golden[i]) > scale) scale = fabs(golden[i]);
+        if (fabs(logits[i] - golden[i]) > worst) worst = fabs(logits[i] - golden[i]);
+    }
+    return worst / (scale > 0 ? scale : 1);
+}
+
+static int config_matches(const Config *c, const Golden *g) {
+    int mine[8] = { c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size, c->vocab_size, c->seq_len };
+    return memcmp(mine, g->config, sizeof mine) == 0;
+}
+
+static void test_golden_checkpoint(const Golden *g, const char *path) {
+    char name[256], err[256];
+    Model m;
+    snprintf(name, sizeof name, "load %s", path);
+    if (model_load(&m, path, err, sizeof err)) { report(0, name, "%s", err); return; }
+    report(config_matches(&m.config, g), name, "config differs from the golden file");
+    RunState s;
+    run_state_init(&s, &m.config);
+    AttentionCheck ac = { g, 0, 0, 0, 0 };
+    ForwardObserver obs = { &ac, check_attention, NULL };
+    double worst = 0;
+    int last = g->check_pos[g->n_checks - 1];
+    float *stepped = malloc((size_t)m.config.vocab_size * sizeof(float));
+    for (int pos = 0, c = 0; pos <= last; pos++) {
+        float *logits = forward(&m, &s, g->tokens[pos], pos, &obs);
+        if (pos == g->check_pos[c]) {
+            double e = logits_error(logits, g->logits[c], m.config.vocab_size);
+            if (e > worst) worst = e;
+            c++;
+        }
+        if (pos == last) memcpy(stepped, logits, (size_t)m.config.vocab_size * sizeof(float));
+    }
+    snprintf(name, sizeof name, "%s: logits match reference.py within 1e-4 at %d positions", path, g->n_checks);
+    report(worst <= 1e-4, name, "worst relative error %.3g", worst);
+    snprintf(name, sizeof name, "%s: attention weights match reference.py within 1e-5 (%d rows)", path, ac.compared);
+    report(ac.compared > 0 && ac.worst_weight <= 1e-5 && ac.worst_score <= 1e-4, name,
+           "worst weight error %.3g, score error %.3g", ac.worst_weight, ac.worst_score);
+    snprintf(name, sizeof name, "%s: attention rows sum to 1 within 1e-6", path);
+    report(ac.worst_row_sum <= 1e-6, name, "worst |sum-1| %.3g", ac.worst_row_sum);
+
+    /* the prompt path (many positions in one call) gives the same logits */
+    run_state_free(&s);
+    run_state_init(&s, &m.config);
+    float *batched = forward_tokens(&m, &s, g->tokens, last + 1, 0, NULL);
+    snprintf(name, sizeof name, "%s: forward_tokens equals step-by-step forward", path);
+    report(memcmp(batched, stepped, (size_t)m.config.vocab_size * sizeof(float)) == 0, name, "logits differ");
+    free(stepped);
+    run_state_free(&s);
+    model_free(&m);
+}
+
+/* Decoding with the cache equals recomputing the prefix from scratch: the
+ * logits at the last position, computed incrementally, equal those of a
+ * fresh state that is given the whole prefix again, position by position. */
+static void test_cache_equals_recompute(const Golden *g, const char *path) {
+    Model m;
+    char err[256], name[256];
+    if (model_load(&m, path, err, sizeof err)) return;
+    int V = m.config.vocab_size, n = g->n_tokens < m.config.seq_len ? g->n_tokens : m.config.seq_len;
+    RunState cached;
+    run_state_init(&cached, &m.config);
+    float *incremental = malloc((size_t)V * sizeof(float));
+    double worst = 0;
+    for (int pos = 0; pos < n; pos++) {
+        memcpy(incremental, forward(&m, &cached, g->tokens[pos], pos, NULL), (size_t)V * sizeof(float));
+        RunState fresh;
+        run_state_init(&fresh, &m.config);
+        float *recomputed = forward_tokens(&m, &fresh, g->tokens, pos + 1, 0, NULL);
+        double e = logits_error(incremental, recomputed, V);
+        if (e > worst) worst = e;
+        run_state_free(&fresh);
+    }
+    snprintf(name, sizeof name, "%s: KV-cache decoding equals recomputing the prefix (%d positions)", path, n);
+    report(worst == 0, name, "worst relative difference %.3g", worst);
+    free(incremental);
+    run_state_free(&cached);
+    model_free(&m);
+}
+
+static void test_golden(void) {
+    const char *models[] = { "gqa", "mqa", "sepcls" };
+    const char *formats[] = { "qkv", "legacy.bin", "v1.bin" };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/golden/%s.txt", models[i]);
+        Golden *g = malloc(sizeof *g);
+        if (load_golden(g, path)) { report(0, path, "missing golden file"); free(g); continue; }
+        int found = 0;
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+            snprintf(path, sizeof path, "tests/data/%s.%s", models[i], formats[f]);
+            if (access(path, R_OK) != 0) continue;
+            found++;
+            test_golden_checkpoint(g, path);
+            if (f == 0) test_cache_equals_recompute(g, path);
+        }
+        report(found >= 2, models[i], "fewer than two formats of this model");
+        for (int c = 0; c < g->n_checks; c++) free(g->logits[c]);
+        for (int a = 0; a < g->n_attn; a++) { free(g->attn[a].scores); free(g->attn[a].weights); }
+        free(g);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                 */
+
+static int decode_all(const Tokenizer *t, const int *tokens, int n, char *out, size_t cap) {
+    size_t len = 0;
+    for (int i = 1; i < n; i++) {
+        int piece_len;
+        const char *piece = tokenizer_decode(t, tokens[i - 1], tokens[i], &piece_len);
+        if (len + (size_t)piece_len >= cap) return -1;
+        memcpy(out + len, piece, (size_t)piece_len);
+        len += (size_t)piece_len;
+    }
+    out[len] = '\0';
+    return 0;
+}
+
+static void test_round_trip(const Tokenizer *t, const char *label) {
+    const char *texts[] = { "the cat sat on the mat", "héllo wörld — naïve café", "你好，世界 🙂 ok", "a\nb\tc  d", "" };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int tokens[256];
+        int n = tokenizer_encode(t, texts[i], 1, 0, tokens);
+        char back[512], name[256];
+        decode_all(t, tokens, n, back, sizeof back);
+        snprintf(name, sizeof name, "%s: round trip \"%s\" (%d tokens)", label, texts[i], n);
+        report(strcmp(back, texts[i]) == 0, name, "decoded \"%s\"", back);
+    }
+}
+
+static void test_llama2_ids(const Tokenizer *t) {
+    struct { const char *text; int n; int ids[64]; } cases[] = {
+        { "", 1, { 1 } },
+        { "I believe the meaning of life is", 8, { 1, 306, 4658, 278, 6593, 310, 2834, 338 } },
+        { "Simply put, the theory of relativity states that ", 13,
+          { 1, 3439, 17632, 1925, 29892, 278, 6368, 310, 14215, 537, 5922, 393, 29871 } },
+        { "A brief message congratulating the team on the launch:\n\n        Hi everyone,\n\n        I just ", 26,
+          { 1, 319, 11473, 2643, 378, 629, 271, 18099, 278, 3815, 373, 278, 6826, 29901, 13, 13, 4706, 6324, 14332,
+            29892, 13, 13, 4706, 306, 925, 29871 } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int tokens[256];
+        int n = tokenizer_encode(t, cases[i].text, 1, 0, tokens);
+        char name[160];
+        snprintf(name, sizeof name, "llama2 tokenizer: reference ids of case %zu", i);
+        int same = n == cases[i].n && memcmp(tokens, cases[i].ids, (size_t)n * sizeof(int)) == 0;
+        report(same, name, "got %d tokens, expected %d", n, cases[i].n);
+    }
+}
+
+static void test_tokenizer(void) {
+    Tokenizer t;
+    char err[256];
+    if (tokenizer_load_file(&t, "tests/data/tiny-tokenizer.bin", -1, err, sizeof err) == 0) {
+        test_round_trip(&t, "tiny tokenizer");
+        tokenizer_free(&t);
+    } else report(0, "tiny tokenizer", "%s", err);
+
+    const char *llama = "../shared/data/llama2-tokenizer.bin";
+    if (access(llama, R_OK) != 0) {
+        skip("llama2 tokenizer", "../shared/data is absent");
+        return;
+    }
+    if (tokenizer_load_file(&t, llama, 32000, err, sizeof err)) { report(0, "llama2 tokenizer", "%s", err); return; }
+    test_llama2_ids(&t);
+    test_round_trip(&t, "llama2 tokenizer");
+    const char *utf8_bad[] = { "\xC3\x28", "\xE2\x82", "\xF0\x9F\x98", "\xED\xA0\x80", "\xC0\xAF" };
+    int all_found = 1;
+    for (size_t i = 0; i < sizeof utf8_bad / sizeof utf8_bad[0]; i++) all_found &= utf8_invalid_at(utf8_bad[i]) != 0;
+    report(all_found && utf8_invalid_at("ok é 🙂") == 0, "utf8 validation", "a bad sequence passed or a good one failed");
+    tokenizer_free(&t);
+}
+
+int main(void) {
+    test_worked_example();
+    test_kernels();
+    test_golden();
+    test_tokenizer();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,346 @@
+/* tokenizer.c — byte-pair encoding with merge scores, as llama2.c's
+ * tokenizer.bin (and the section embedded in a qkv checkpoint) stores it.
+ *
+ * Encoding: a dummy space, then each UTF-8 character as its own piece (or as
+ * <0xXX> byte tokens when the vocabulary lacks it), then repeatedly merge the
+ * adjacent pair whose concatenation is the highest-scoring piece (leftmost on
+ * ties). A heap of candidate pairs makes that O(n log n), so whole files can
+ * be encoded, with exactly the result of llama2.c's O(n^2) rescan.
+ */
+#include "tokenizer.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                   */
+
+typedef struct {
+    const unsigned char *p, *end;
+} Reader;
+
+static int read_bytes(Reader *r, void *out, size_t n) {
+    if ((size_t)(r->end - r->p) < n) return -1;
+    memcpy(out, r->p, n);
+    r->p += n;
+    return 0;
+}
+
+static int compare_tokens(const void *a, const void *b) {
+    return strcmp(((const TokenIndex *)a)->piece, ((const TokenIndex *)b)->piece);
+}
+
+static int lookup_piece(const Tokenizer *t, const char *piece) {
+    TokenIndex key = { piece, 0 };
+    const TokenIndex *found = bsearch(&key, t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), compare_tokens);
+    return found ? found->id : -1;
+}
+
+static int fail(Tokenizer *t, char *err, size_t err_len, const char *msg) {
+    snprintf(err, err_len, "%s", msg);
+    tokenizer_free(t);
+    return -1;
+}
+
+static void index_vocabulary(Tokenizer *t) {
+    for (int i = 0; i < t->vocab_size; i++) t->sorted[i] = (TokenIndex){ t->vocab[i], i };
+    qsort(t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), compare_tokens);
+    char name[8];
+    for (int b = 0; b < 256; b++) {
+        t->byte_values[b] = (char)b;
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        t->byte_tokens[b] = lookup_piece(t, name);
+    }
+}
+
+/* Entries in a tokenizer section, for a tokenizer.bin used without a model. */
+static int count_entries(const unsigned char *data, size_t n) {
+    Reader r = { data + 4, data + n };
+    int count = 0;
+    int32_t len;
+    float score;
+    while (r.p < r.end) {
+        if (read_bytes(&r, &score, 4) || read_bytes(&r, &len, 4) || len < 0 || (size_t)(r.end - r.p) < (size_t)len)
+            return -1;
+        r.p += len;
+        count++;
+    }
+    return count;
+}
+
+int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size,
+                         char *err, size_t err_len) {
+    memset(t, 0, sizeof *t);
+    t->bos_id = 1;
+    t->eos_id = 2;
+    if (vocab_size < 0 && n >= 4) vocab_size = count_entries(data, n);
+    if (vocab_size <= 0) return fail(t, err, err_len, "tokenizer: empty or malformed");
+    Reader r = { data, data + n };
+    int32_t max_len;
+    if (read_bytes(&r, &max_len, 4) || max_len <= 0 || max_len > (1 << 16))
+        return fail(t, err, err_len, "tokenizer: truncated or bad header");
+    t->max_token_length = max_len;
+    t->vocab_size = vocab_size;
+    t->vocab = calloc((size_t)vocab_size, sizeof(char *));
+    t->piece_lengths = calloc((size_t)vocab_size, sizeof(int));
+    t->scores = calloc((size_t)vocab_size, sizeof(float));
+    t->sorted = calloc((size_t)vocab_size, sizeof(TokenIndex));
+    if (!t->vocab || !t->piece_lengths || !t->scores || !t->sorted)
+        return fail(t, err, err_len, "tokenizer: out of memory");
+    for (int i = 0; i < vocab_size; i++) {
+        int32_t len;
+        if (read_bytes(&r, &t->scores[i], 4) || read_bytes(&r, &len, 4))
+            return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
+        if (len < 0 || len > max_len) return fail(t, err, err_len, "tokenizer: a piece is longer than max_token_length");
+        if (!(t->vocab[i] = malloc((size_t)len + 1))) return fail(t, err, err_len, "tokenizer: out of memory");
+        if (read_bytes(&r, t->vocab[i], (size_t)len))
+            return fail(t, err, err_len, "tokenizer: truncated inside a piece");
+        t->vocab[i][len] = '\0';
+        t->piece_lengths[i] = len;
+    }
+    if (r.p != r.end)
+        return fail(t, err, err_len, "tokenizer: has more tokens than the model's vocabulary (wrong tokenizer?)");
+    index_vocabulary(t);
+    return 0;
+}
+
+int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, err_len, "cannot open tokenizer %s", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *data = size > 0 ? malloc((size_t)size) : NULL;
+    int ok = data && fread(data, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (!ok) {
+        free(data);
+        snprintf(err, err_len, "cannot read tokenizer %s", path);
+        return -1;
+    }
+    int rc = tokenizer_load_bytes(t, data, (size_t)size, vocab_size, err, err_len);
+    free(data);
+    return rc;
+}
+
+void tokenizer_free(Tokenizer *t) {
+    if (t->vocab)
+        for (int i = 0; i < t->vocab_size; i++) free(t->vocab[i]);
+    free(t->vocab);
+    free(t->piece_lengths);
+    free(t->scores);
+    free(t->sorted);
+    memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* UTF-8                                                                     */
+
+/* Length of the well-formed UTF-8 sequence at s, or 0 if it is not one
+ * (overlong forms, surrogates and code points past U+10FFFF included). */
+static int utf8_sequence_length(const unsigned char *s) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int n;
+    unsigned min;
+    if ((c & 0xE0) == 0xC0) { n = 2; min = 0x80; c &= 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 3; min = 0x800; c &= 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 4; min = 0x10000; c &= 0x07; }
+    else return 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    return n;
+}
+
+size_t utf8_invalid_at(const char *text) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (s[i]) {
+        int n = utf8_sequence_length(s + i);
+        if (n == 0) return i + 1;
+        i += (size_t)n;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+
+/* A candidate merge of the live tokens at left and right. */
+typedef struct {
+    float score;
+    int left, right;       /* positions in the symbol list */
+    int left_id, right_id; /* the tokens there when this was pushed */
+    int merged_id;
+} Merge;
+
+typedef struct {
+    Merge *items;
+    int count;
+} MergeHeap;
+
+/* Higher score first; on equal scores, the leftmost pair (llama2.c's rule). */
+static int merge_before(const Merge *a, const Merge *b) {
+    if (a->score != b->score) return a->score > b->score;
+    return a->left < b->left;
+}
+
+static void heap_push(MergeHeap *h, Merge m) {
+    int i = h->count++;
+    h->items[i] = m;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!merge_before(&h->items[i], &h->items[parent])) break;
+        Merge tmp = h->items[i]; h->items[i] = h->items[parent]; h->items[parent] = tmp;
+        i = parent;
+    }
+}
+
+static Merge heap_pop(MergeHeap *h) {
+    Merge top = h->items[0];
+    h->items[0] = h->items[--h->count];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, best = i;
+        if (l < h->count && merge_before(&h->items[l], &h->items[best])) best = l;
+        if (r < h->count && merge_before(&h->items[r], &h->items[best])) best = r;
+        if (best == i) break;
+        Merge tmp = h->items[i]; h->items[i] = h->items[best]; h->items[best] = tmp;
+        i = best;
+    }
+    return top;
+}
+
+typedef struct {
+    const Tokenizer *t;
+    int *ids, *next, *prev; /* a doubly linked list over the symbols */
+    MergeHeap heap;
+    char *buffer;           /* room for two pieces joined */
+} Encoder;
+
+static void push_pair(Encoder *e, int left) {
+    int right = left < 0 ? -1 : e->next[left];
+    if (left < 0 || right < 0) return;
+    const Tokenizer *t = e->t;
+    int a = e->ids[left], b = e->ids[right];
+    int la = t->piece_lengths[a], lb = t->piece_lengths[b];
+    if (la + lb > t->max_token_length) return;
+    memcpy(e->buffer, t->vocab[a], (size_t)la);
+    memcpy(e->buffer + la, t->vocab[b], (size_t)lb);
+    e->buffer[la + lb] = '\0';
+    int id = lookup_piece(t, e->buffer);
+    if (id < 0) return;
+    heap_push(&e->heap, (Merge){ t->scores[id], left, right, a, b, id });
+}
+
+/* Splits text into characters (or byte tokens) after the dummy space. */
+static int initial_symbols(const Tokenizer *t, const char *text, int *ids) {
+    int n = 0;
+    if (text[0] != '\0') {
+        int space = lookup_piece(t, " ");
+        if (space >= 0) ids[n++] = space;
+    }
+    const unsigned char *s = (const unsigned char *)text;
+    char ch[5];
+    while (*s) {
+        int len = utf8_sequence_length(s);
+        if (len == 0) len = 1; /* a stray byte stands alone */
+        memcpy(ch, s, (size_t)len);
+        ch[len] = '\0';
+        int id = lookup_piece(t, ch);
+        if (id >= 0) ids[n++] = id;
+        else
+            for (int i = 0; i < len; i++) {
+                int b = t->byte_tokens[s[i]];
+                ids[n++] = b >= 0 ? b : 0; /* no byte token: <unk> */
+            }
+        s += len;
+    }
+    return n;
+}
+
+static int merge_all(Encoder *e, int n) {
+    for (int i = 0; i < n; i++) {
+        e->next[i] = i + 1 < n ? i + 1 : -1;
+        e->prev[i] = i - 1;
+    }
+    for (int i = 0; i + 1 < n; i++) push_pair(e, i);
+    while (e->heap.count > 0) {
+        Merge m = heap_pop(&e->heap);
+        /* stale if either side has merged since it was pushed */
+        if (e->ids[m.left] != m.left_id || e->next[m.left] != m.right || e->ids[m.right] != m.right_id)
+            continue;
+        e->ids[m.left] = m.merged_id;
+        e->ids[m.right] = -1;
+        e->next[m.left] = e->next[m.right];
+        if (e->next[m.right] >= 0) e->prev[e->next[m.right]] = m.left;
+        push_pair(e, e->prev[m.left]);
+        push_pair(e, m.left);
+    }
+    int count = 0;
+    for (int i = 0; i >= 0 && n > 0; i = e->next[i]) e->ids[count++] = e->ids[i];
+    return count;
+}
+
+int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int *tokens) {
+    size_t cap = strlen(text) + 2;
+    Encoder e = { t, NULL, NULL, NULL, { NULL, 0 }, NULL };
+    e.ids = malloc(cap * sizeof(int));
+    e.next = malloc(cap * sizeof(int));
+    e.prev = malloc(cap * sizeof(int));
+    e.heap.items = malloc(cap * 3 * sizeof(Merge)); /* each merge pushes at most two */
+    e.buffer = malloc((size_t)t->max_token_length * 2 + 2);
+    int n = -1;
+    if (e.ids && e.next && e.prev && e.heap.items && e.buffer) {
+        int symbols = initial_symbols(t, text, e.ids);
+        symbols = merge_all(&e, symbols);
+        n = 0;
+        if (bos) tokens[n++] = t->bos_id;
+        memcpy(tokens + n, e.ids, (size_t)symbols * sizeof(int));
+        n += symbols;
+        if (eos) tokens[n++] = t->eos_id;
+    }
+    free(e.ids); free(e.next); free(e.prev); free(e.heap.items); free(e.buffer);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding and printing                                                     */
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len) {
+    const char *piece = t->vocab[token];
+    int n = t->piece_lengths[token];
+    if (prev == t->bos_id && n > 0 && piece[0] == ' ') { piece++; n--; }
+    if (n == 6 && memcmp(piece, "<0x", 3) == 0 && piece[5] == '>') {
+        int hi = hex_digit(piece[3]), lo = hex_digit(piece[4]);
+        if (hi >= 0 && lo >= 0) {
+            *len = 1;
+            return &t->byte_values[hi * 16 + lo];
+        }
+    }
+    *len = n;
+    return piece;
+}
+
+void print_piece(const char *piece, int len) {
+    for (int i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)piece[i];
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) continue;
+        putchar(c);
+    }
+}

@@ -1,0 +1,48 @@
+/* tokenizer.h — byte-pair encoding as llama2.c's tokenizer.bin stores it. */
+#ifndef QKV_TOKENIZER_H
+#define QKV_TOKENIZER_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *piece;
+    int id;
+} TokenIndex;
+
+typedef struct {
+    char **vocab;          /* [vocab_size] NUL-terminated pieces */
+    int *piece_lengths;    /* [vocab_size] bytes in each piece (a piece may hold a NUL byte) */
+    float *scores;         /* [vocab_size] merge priority: higher merges first */
+    int vocab_size;
+    int max_token_length;
+    TokenIndex *sorted;    /* pieces sorted for binary search */
+    int byte_tokens[256];  /* id of <0xXX> for each byte, -1 if absent */
+    char byte_values[256]; /* byte b at index b: what a byte token decodes to */
+    int bos_id, eos_id;
+} Tokenizer;
+
+/* Reads llama2.c's layout: i32 max_token_length, then per token f32 score,
+ * i32 length, bytes. From a file (tokenizer.bin) or from memory (the section
+ * embedded in a qkv checkpoint). Returns 0, or -1 with a reason in err. */
+int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len);
+int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size,
+                         char *err, size_t err_len);
+void tokenizer_free(Tokenizer *t);
+
+/* Checks that text is well-formed UTF-8; returns 0 if so, else the 1-based
+ * byte offset of the first bad byte. */
+size_t utf8_invalid_at(const char *text);
+
+/* Encodes text into tokens (room for strlen(text)+3 ids), optionally with BOS
+ * first and EOS last; returns the count, or -1 if out of memory. */
+int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int *tokens);
+
+/* The text of token after prev: a leading space is dropped after BOS, and a
+ * byte token <0xXX> becomes its byte. *len receives its length in bytes. */
+const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len);
+
+/* Writes a piece with every control byte except \t \n \r left out, so a
+ * model can never drive the terminal. */
+void print_piece(const char *piece, int len);
+
+#endif
