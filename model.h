@@ -366,6 +366,7 @@ static int load_llama2c_v1(FileView *f, Model *m) {
 typedef struct {
     const unsigned char *entries;
     uint32_t n_tensors;
+    uint32_t alignment;
     FileView *f;
 } TensorTable;
 
@@ -384,7 +385,12 @@ static const float *find_tensor(TensorTable *t, const char *name, int rows, int 
             return NULL;
         }
         size_t count = (size_t)rows * (size_t)(cols > 0 ? cols : 1), bytes = count * sizeof(float);
-        if (offset % sizeof(float) != 0 || offset > t->f->size || bytes > t->f->size - offset) {
+        if (offset % t->alignment != 0) {
+            load_error(t->f, "tensor %s: data offset %llu is not %u-byte aligned", name,
+                       (unsigned long long)offset, t->alignment);
+            return NULL;
+        }
+        if (offset > t->f->size || bytes > t->f->size - offset) {
             load_error(t->f, "truncated file: tensor %s runs past the end", name);
             return NULL;
         }
@@ -438,7 +444,9 @@ static int load_qkv(FileView *f, Model *m) {
     config_from_qkv(c, h);
     if (c->shared_classifier != 0 && c->shared_classifier != 1) return load_error(f, "bad shared_classifier flag");
     if (validate_config(f, c)) return -1;
-    uint32_t n_tensors = read_u32(h + 64);
+    uint32_t n_tensors = read_u32(h + 64), alignment = read_u32(h + 68);
+    if (alignment < 4 || alignment > 4096 || (alignment & (alignment - 1)) != 0)
+        return load_error(f, "bad tensor alignment %u (a power of two from 4 to 4096)", alignment);
     uint64_t tok_off = read_u64(h + 72), tok_bytes = read_u64(h + 80);
     uint64_t table_off = read_u64(h + 88), file_bytes = read_u64(h + 96);
     if (file_bytes != f->size)
@@ -454,7 +462,7 @@ static int load_qkv(FileView *f, Model *m) {
     m->tokenizer_bytes = tok_bytes;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     if (!m->weights.layers) return load_error(f, "out of memory");
-    TensorTable t = { f->base + table_off, n_tensors, f };
+    TensorTable t = { f->base + table_off, n_tensors, alignment, f };
     if (!(m->weights.token_embedding = find_tensor(&t, "tok_embeddings", c->vocab_size, c->dim))) return -1;
     for (int l = 0; l < c->n_layers; l++)
         if (find_layer_tensors(&t, m, l)) return -1;
@@ -631,10 +639,13 @@ static float dot_f32(const float *a, const float *b, int n) {
     return sum;
 }
 
+/* Work below this many multiply-adds is not worth waking other threads for. */
+#define QKV_PARALLEL_MIN_WORK (1 << 15)
+
 /* out[rows] = W[rows, cols] @ x[cols]; rows are split across threads */
 static void matmul_f32(float *out, const float *x, const float *w, int rows, int cols) {
     int i;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * cols >= QKV_PARALLEL_MIN_WORK)
     for (i = 0; i < rows; i++) out[i] = dot_f32(w + (size_t)i * cols, x, cols);
 }
 
@@ -708,7 +719,7 @@ static void attention(const Config *c, RunState *s, int layer, int pos) {
     int heads_per_kv = c->n_heads / c->n_kv_heads;
     int n_visible = pos + 1;
     int h;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)c->n_heads * n_visible * c->head_size >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
         size_t kv_offset = (size_t)(h / heads_per_kv) * c->head_size;
         attention_head(s->xb + (size_t)h * c->head_size,

@@ -188,15 +188,18 @@ static double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The tokenizer: -z FILE if given, else the one inside a qkv checkpoint. */
+/* The tokenizer: -z FILE if given, else the one inside a qkv checkpoint. An
+ * embedded one is always read, so a damaged checkpoint is refused either way. */
 static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
     char err[256];
     int vocab = m ? m->config.vocab_size : -1;
-    int rc;
-    if (o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
-    else if (m && m->tokenizer_data)
+    int rc = 0;
+    if (m && m->tokenizer_data) {
         rc = tokenizer_load_bytes(t, m->tokenizer_data, m->tokenizer_bytes, vocab, err, sizeof err);
-    else {
+        if (rc == 0 && o->tokenizer) tokenizer_free(t);
+    }
+    if (rc == 0 && o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
+    else if (!m || !m->tokenizer_data) {
         snprintf(err, sizeof err, "this checkpoint has no tokenizer inside: give one with -z tokenizer.bin");
         rc = -1;
     }
@@ -244,17 +247,17 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
 
 static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
-    int steps = o->steps;
-    if (steps > c->seq_len) {
-        fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
-        steps = c->seq_len;
-    }
     int n_prompt;
     int *prompt = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
     if (n_prompt > c->seq_len) {
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
         exit(1);
+    }
+    int steps = o->steps;
+    if (steps > c->seq_len) {
+        fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
+        steps = c->seq_len;
     }
     if (steps < n_prompt) steps = n_prompt;
 

@@ -8,7 +8,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 mkdir -p build
-if ! $CC -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -o build/test_engine tests/test_engine.c tokenizer.c -lm; then
+if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o build/test_engine tests/test_engine.c tokenizer.c -lm; then
     echo "FAIL build tests/test_engine.c" | tee -a "$log"
 else
     ./build/test_engine 2>&1 | tee -a "$log"

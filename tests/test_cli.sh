@@ -24,7 +24,7 @@ expect_error() {
     first=$(head -n 1 "$tmp/err")
     if [ "$rc" -ne "$code" ]; then fail "$name" "exit $rc, expected $code ($first)"
     elif [ "$code" -eq 1 ] && [ "$lines" -ne 1 ]; then fail "$name" "$lines stderr lines, expected one"
-    elif ! grep -qiE "$pattern" <<<"$first"; then fail "$name" "message '$first' lacks /$pattern/"
+    elif ! grep -qiE -- "$pattern" <<<"$first"; then fail "$name" "message '$first' lacks /$pattern/"
     elif [ -s "$tmp/out" ]; then fail "$name" "printed on stdout"
     else ok "$name"; fi
 }
