@@ -370,34 +370,47 @@ typedef struct {
     FileView *f;
 } TensorTable;
 
-/* Finds the tensor called name, checks its type, shape and data bounds. */
-static const float *find_tensor(TensorTable *t, const char *name, int rows, int cols) {
+/* The table entry called name; NULL if absent. A name listed twice is
+ * ambiguous, so it is an error, not a choice. */
+static const unsigned char *find_entry(TensorTable *t, const char *name) {
+    const unsigned char *found = NULL;
     for (uint32_t i = 0; i < t->n_tensors; i++) {
         const unsigned char *e = t->entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
         if (strncmp((const char *)e, name, QKV_TENSOR_NAME_BYTES) != 0) continue;
-        uint32_t type = read_u32(e + 64), ndim = read_u32(e + 68);
-        uint32_t d0 = read_u32(e + 72), d1 = read_u32(e + 76);
-        uint64_t offset = read_u64(e + 88);
-        int want_ndim = cols > 0 ? 2 : 1;
-        if (type != WEIGHT_F32) { load_error(t->f, "tensor %s: unsupported type %u", name, type); return NULL; }
-        if ((int)ndim != want_ndim || d0 != (uint32_t)rows || (want_ndim == 2 && d1 != (uint32_t)cols)) {
-            load_error(t->f, "tensor %s: shape does not match the config", name);
+        if (found) {
+            load_error(t->f, "tensor %s is listed twice", name);
             return NULL;
         }
-        size_t count = (size_t)rows * (size_t)(cols > 0 ? cols : 1), bytes = count * sizeof(float);
-        if (offset % t->alignment != 0) {
-            load_error(t->f, "tensor %s: data offset %llu is not %u-byte aligned", name,
-                       (unsigned long long)offset, t->alignment);
-            return NULL;
-        }
-        if (offset > t->f->size || bytes > t->f->size - offset) {
-            load_error(t->f, "truncated file: tensor %s runs past the end", name);
-            return NULL;
-        }
-        return (const float *)(t->f->base + offset);
+        found = e;
     }
-    load_error(t->f, "tensor %s missing", name);
-    return NULL;
+    if (!found) load_error(t->f, "tensor %s missing", name);
+    return found;
+}
+
+/* Finds the tensor called name, checks its type, shape and data bounds. */
+static const float *find_tensor(TensorTable *t, const char *name, int rows, int cols) {
+    const unsigned char *e = find_entry(t, name);
+    if (!e) return NULL;
+    uint32_t type = read_u32(e + 64), ndim = read_u32(e + 68);
+    uint32_t d0 = read_u32(e + 72), d1 = read_u32(e + 76);
+    uint64_t offset = read_u64(e + 88);
+    int want_ndim = cols > 0 ? 2 : 1;
+    if (type != WEIGHT_F32) { load_error(t->f, "tensor %s: unsupported type %u", name, type); return NULL; }
+    if ((int)ndim != want_ndim || d0 != (uint32_t)rows || (want_ndim == 2 && d1 != (uint32_t)cols)) {
+        load_error(t->f, "tensor %s: shape does not match the config", name);
+        return NULL;
+    }
+    size_t bytes = (size_t)rows * (size_t)(cols > 0 ? cols : 1) * sizeof(float);
+    if (offset % t->alignment != 0) {
+        load_error(t->f, "tensor %s: data offset %llu is not %u-byte aligned", name,
+                   (unsigned long long)offset, t->alignment);
+        return NULL;
+    }
+    if (offset > t->f->size || bytes > t->f->size - offset) {
+        load_error(t->f, "truncated file: tensor %s runs past the end", name);
+        return NULL;
+    }
+    return (const float *)(t->f->base + offset);
 }
 
 static int find_layer_tensors(TensorTable *t, Model *m, int l) {

@@ -223,10 +223,10 @@ static int *encode_text(const Tokenizer *t, const char *text, const char *what, 
     return tokens;
 }
 
-static void print_token(const Tokenizer *t, int prev, int token) {
+static void print_token(TextPrinter *out, const Tokenizer *t, int prev, int token) {
     int len;
     const char *piece = tokenizer_decode(t, prev, token, &len);
-    print_piece(piece, len);
+    text_printer_put(out, piece, len);
     fflush(stdout);
 }
 
@@ -271,7 +271,8 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
 
     double start = now_seconds();
     float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
-    for (int i = 1; i < n_prompt; i++) print_token(t, prompt[i - 1], prompt[i]);
+    TextPrinter out = { { 0 }, 0 };
+    for (int i = 1; i < n_prompt; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
     double prompt_done = now_seconds();
 
     /* the sampler works on a copy, so the trace sees the logits themselves */
@@ -285,7 +286,7 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
         int next = sample(&sampler, probs, &info);
         tracer_step(tr, pos, token, logits, next, &info);
         if (next == t->bos_id || next == t->eos_id) break;
-        print_token(t, token, next);
+        print_token(&out, t, token, next);
         generated++;
         token = next;
         if (tracer_pause(tr)) break;

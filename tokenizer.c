@@ -143,7 +143,7 @@ void tokenizer_free(Tokenizer *t) {
 
 /* Length of the well-formed UTF-8 sequence at s, or 0 if it is not one
  * (overlong forms, surrogates and code points past U+10FFFF included). */
-static int utf8_sequence_length(const unsigned char *s) {
+int utf8_sequence_length(const unsigned char *s) {
     unsigned c = s[0];
     if (c < 0x80) return 1;
     int n;
@@ -337,10 +337,37 @@ const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len) 
     return piece;
 }
 
-void print_piece(const char *piece, int len) {
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)piece[i];
-        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) continue;
-        putchar(c);
+static int printable_ascii(unsigned char c) {
+    return c >= 0x20 ? c != 0x7F : (c == '\t' || c == '\n' || c == '\r');
+}
+
+/* Bytes a sequence starting with lead has in all, or 0 if lead cannot start one. */
+static int utf8_expected_length(unsigned char lead) {
+    if ((lead & 0xE0) == 0xC0) return 2;
+    if ((lead & 0xF0) == 0xE0) return 3;
+    if ((lead & 0xF8) == 0xF0) return 4;
+    return 0;
+}
+
+static void text_printer_byte(TextPrinter *p, unsigned char c) {
+    if (p->n_pending > 0 && (c & 0xC0) != 0x80) p->n_pending = 0; /* sequence broken off: drop it */
+    if (p->n_pending == 0) {
+        if (c < 0x80) {
+            if (printable_ascii(c)) putchar(c);
+            return;
+        }
+        if (utf8_expected_length(c) == 0) return; /* a stray continuation or invalid byte */
     }
+    if (p->n_pending < 0 || p->n_pending >= (int)sizeof p->pending) p->n_pending = 0;
+    p->pending[p->n_pending++] = c;
+    if (p->n_pending < utf8_expected_length(p->pending[0])) return;
+    unsigned char seq[5];
+    memcpy(seq, p->pending, (size_t)p->n_pending);
+    seq[p->n_pending] = 0;
+    if (utf8_sequence_length(seq) == p->n_pending) fwrite(seq, 1, (size_t)p->n_pending, stdout);
+    p->n_pending = 0;
+}
+
+void text_printer_put(TextPrinter *p, const char *piece, int len) {
+    for (int i = 0; i < len; i++) text_printer_byte(p, (unsigned char)piece[i]);
 }

@@ -33,6 +33,11 @@ void tokenizer_free(Tokenizer *t);
  * byte offset of the first bad byte. */
 size_t utf8_invalid_at(const char *text);
 
+/* Bytes in the valid UTF-8 sequence at s (1..4), or 0 if it is not one
+ * (overlong, surrogate, beyond U+10FFFF, bad continuation). Reads at most
+ * up to the first NUL, so s must be NUL-terminated. */
+int utf8_sequence_length(const unsigned char *s);
+
 /* Encodes text into tokens (room for strlen(text)+3 ids), optionally with BOS
  * first and EOS last; returns the count, or -1 if out of memory. */
 int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int *tokens);
@@ -41,8 +46,16 @@ int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int
  * byte token <0xXX> becomes its byte. *len receives its length in bytes. */
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len);
 
-/* Writes a piece with every control byte except \t \n \r left out, so a
- * model can never drive the terminal. */
-void print_piece(const char *piece, int len);
+/* Prints generated text so that stdout only ever receives well-formed UTF-8
+ * and no control bytes except \t \n \r: a model can neither drive the
+ * terminal nor print half a character. Byte tokens that together make a
+ * character are held until it is complete; bytes that cannot make one are
+ * dropped (as llama2.c drops unprintable bytes). */
+typedef struct {
+    unsigned char pending[4];
+    int n_pending;
+} TextPrinter;
+
+void text_printer_put(TextPrinter *p, const char *piece, int len);
 
 #endif

@@ -1,0 +1,662 @@
+"""Read and write qkv checkpoints and llama2.c's checkpoint and tokenizer files.
+
+The byte layouts are specified in FORMAT.md; this module follows it exactly and
+needs nothing but the Python standard library and NumPy.
+
+Data model
+----------
+A model is three things:
+
+config : dict with the keys
+    dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_size, vocab_size,
+    seq_len (ints), norm_eps, rope_theta (floats), shared_classifier (0/1),
+    bos_id, eos_id (ints).
+    For writing, head_size defaults to dim // n_heads, norm_eps to 1e-5,
+    rope_theta to 10000, bos_id/eos_id to 1/2 and shared_classifier to
+    ("output" not in tensors).  The readers always return every key, with
+    norm_eps and rope_theta rounded to float32 (the value stored in / implied
+    by the file), so the config read from the three formats compares equal.
+    Use default_config(...) / complete_config(config) to fill the defaults.
+
+tensors : dict  name -> numpy float32 array, names and shapes as FORMAT.md:
+    tok_embeddings [vocab_size, dim], layers.L.attention_norm [dim],
+    layers.L.attention.wq [n_heads*head_size, dim], ... , norm [dim],
+    output [vocab_size, dim] (only with shared_classifier = 0).
+    tensor_shapes(config) lists the required (name, shape) pairs in the
+    canonical order.
+
+tokenizer : Tokenizer(pieces, max_token_length), a namedtuple where pieces is a
+    list of (bytes piece, float score) indexed by token id.  Writers also
+    accept a plain list of (piece, score); max_token_length is then the
+    longest piece.  Pieces may be given as str (encoded UTF-8).
+
+API
+---
+write_qkv(path, config, tensors, tokenizer, alignment=64, strict=True) -> bytes written
+write_llama2c_legacy(path, config, tensors, strict=True) -> bytes written
+write_llama2c_v1(path, config, tensors, strict=True) -> bytes written
+write_tokenizer_bin(path, tokenizer)
+read_tokenizer_bin(path, vocab_size=None) -> Tokenizer  (None: read to end of file)
+tokenizer_to_bytes(tokenizer) -> bytes       (the tokenizer.bin / qkv section bytes)
+parse_tokenizer(buf, vocab_size=None) -> Tokenizer
+
+read_model(path, tokenizer_path=None) -> (config, tensors, tokenizer)
+    Detects the format by its first bytes: b"QKVM" -> qkv, u32 0x616b3432
+    ("ak42") -> llama2.c version 1, anything else -> llama2.c legacy.
+    For qkv the embedded tokenizer is returned (tokenizer_path, if given,
+    overrides it); for llama2.c files the tokenizer is read from
+    tokenizer_path with config["vocab_size"] tokens, or is None.
+read_qkv(path), read_llama2c_legacy(path), read_llama2c_v1(path)
+    -> (config, tensors, tokenizer-or-None)
+detect_format(path) -> "qkv" | "v1" | "legacy"
+
+Lower level, for tools that build or inspect files byte by byte:
+parse_qkv_header(buf) -> dict of all header fields (no validation)
+parse_tensor_table(buf, header) -> list of dicts (name, type, ndim, shape,
+    offset, entry_offset); no validation
+check_config(config) -> raises FormatError if the config is invalid
+n_params(config) -> number of float32 weights the required tensors hold
+rope_tables(seq_len, head_size) -> llama2.c's (freq_cis_real, freq_cis_imag)
+HEADER_BYTES (256), TENSOR_ENTRY_BYTES (96), QKV_MAGIC, V1_MAGIC
+
+Every reader validates what it reads (sizes, offsets, shapes, truncation) and
+raises FormatError (a ValueError) with a one-line message on any problem.
+Writers with strict=True check the config and that every tensor listed in
+tensor_shapes(config) is present with the right shape; strict=False writes
+whatever it is given (used to make deliberately broken test files).
+
+Example
+-------
+    import qkvfile
+    cfg = qkvfile.default_config(dim=64, hidden_dim=160, n_layers=2, n_heads=4,
+                                 n_kv_heads=2, vocab_size=300, seq_len=32)
+    tok = qkvfile.read_tokenizer_bin("tokenizer.bin", cfg["vocab_size"])
+    qkvfile.write_qkv("m.qkv", cfg, tensors, tok)
+    cfg2, tensors2, tok2 = qkvfile.read_model("m.qkv")
+"""
+
+import collections
+import os
+import struct
+
+import numpy as np
+
+QKV_MAGIC = b"QKVM"
+QKV_VERSION = 1
+V1_MAGIC = 0x616B3432  # "ak42" as a little-endian u32
+HEADER_BYTES = 256
+TENSOR_ENTRY_BYTES = 96
+DEFAULT_ALIGNMENT = 64
+LLAMA2C_EPS = 1e-5
+LLAMA2C_THETA = 10000.0
+
+# Header layout (FORMAT.md "Header: 256 bytes"), offsets 0..103.
+_HEADER_STRUCT = struct.Struct("<4sIiiiiiiiiffiiiiIIQQQQ")
+_HEADER_FIELDS = ("magic", "version", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
+                  "head_size", "vocab_size", "seq_len", "norm_eps", "rope_theta",
+                  "shared_classifier", "weight_type", "bos_id", "eos_id", "n_tensors",
+                  "alignment", "tokenizer_offset", "tokenizer_bytes", "tensor_table_offset",
+                  "file_bytes")
+assert _HEADER_STRUCT.size == 104
+_ENTRY_STRUCT = struct.Struct("<64sII4IQ")
+assert _ENTRY_STRUCT.size == TENSOR_ENTRY_BYTES
+_LLAMA2C_HEADER = struct.Struct("<7i")
+_V1_HEADER = struct.Struct("<Ii7iB")  # magic, version, 7 params, shared_classifier
+
+_LAYER_KEYS = ("attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
+               "ffn_norm", "feed_forward.w1", "feed_forward.w2", "feed_forward.w3")
+
+Tokenizer = collections.namedtuple("Tokenizer", ["pieces", "max_token_length"])
+
+
+class FormatError(ValueError):
+    """A file (or config) does not follow FORMAT.md."""
+
+
+# ---------------------------------------------------------------- config --
+
+def _f32(x):
+    return float(np.float32(x))
+
+
+def default_config(dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len,
+                   head_size=None, norm_eps=LLAMA2C_EPS, rope_theta=LLAMA2C_THETA,
+                   shared_classifier=1, bos_id=1, eos_id=2):
+    """A complete config dict (llama2.c defaults for everything optional)."""
+    return complete_config(dict(dim=dim, hidden_dim=hidden_dim, n_layers=n_layers, n_heads=n_heads,
+                                n_kv_heads=n_kv_heads, vocab_size=vocab_size, seq_len=seq_len,
+                                head_size=head_size, norm_eps=norm_eps, rope_theta=rope_theta,
+                                shared_classifier=shared_classifier, bos_id=bos_id, eos_id=eos_id))
+
+
+def complete_config(config, tensors=None):
+    """Copy of config with missing/None optional keys filled in.
+
+    shared_classifier defaults to ("output" not in tensors) when tensors is
+    given, else 1.  Integers are made int, floats are rounded to float32.
+    """
+    c = dict(config)
+    for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"):
+        if k not in c:
+            raise FormatError("config is missing %s" % k)
+    if c.get("head_size") is None:
+        c["head_size"] = c["dim"] // c["n_heads"] if c["n_heads"] else 0
+    if c.get("norm_eps") is None:
+        c["norm_eps"] = LLAMA2C_EPS
+    if c.get("rope_theta") is None:
+        c["rope_theta"] = LLAMA2C_THETA
+    if c.get("shared_classifier") is None:
+        c["shared_classifier"] = 0 if (tensors is not None and "output" in tensors) else 1
+    if c.get("bos_id") is None:
+        c["bos_id"] = 1
+    if c.get("eos_id") is None:
+        c["eos_id"] = 2
+    for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size", "vocab_size",
+              "seq_len", "bos_id", "eos_id"):
+        c[k] = int(c[k])
+    c["shared_classifier"] = 1 if c["shared_classifier"] else 0
+    c["norm_eps"] = _f32(c["norm_eps"])
+    c["rope_theta"] = _f32(c["rope_theta"])
+    return c
+
+
+def check_config(c):
+    """Raise FormatError unless config c (complete) describes a valid model."""
+    for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size", "vocab_size",
+              "seq_len"):
+        if c[k] <= 0:
+            raise FormatError("%s must be positive, got %d" % (k, c[k]))
+        if c[k] > 0x7FFFFFFF:
+            raise FormatError("%s too large: %d" % (k, c[k]))
+    if c["n_heads"] % c["n_kv_heads"]:
+        raise FormatError("n_heads %d is not a multiple of n_kv_heads %d" % (c["n_heads"], c["n_kv_heads"]))
+    if c["head_size"] % 2:
+        raise FormatError("head_size %d is odd" % c["head_size"])
+    if not (c["norm_eps"] > 0 and np.isfinite(c["norm_eps"])):
+        raise FormatError("norm_eps must be positive, got %r" % c["norm_eps"])
+    if not (c["rope_theta"] > 0 and np.isfinite(c["rope_theta"])):
+        raise FormatError("rope_theta must be positive, got %r" % c["rope_theta"])
+    for k in ("bos_id", "eos_id"):
+        if not 0 <= c[k] < c["vocab_size"]:
+            raise FormatError("%s %d outside the vocabulary (%d)" % (k, c[k], c["vocab_size"]))
+
+
+def tensor_shapes(config):
+    """Required tensors as a list of (name, shape tuple), in canonical order:
+    tok_embeddings, then layer by layer, then norm, then output if separate."""
+    c = complete_config(config)
+    d, hd, hs = c["dim"], c["hidden_dim"], c["head_size"]
+    q, kv = c["n_heads"] * hs, c["n_kv_heads"] * hs
+    per_layer = {
+        "attention_norm": (d,), "attention.wq": (q, d), "attention.wk": (kv, d),
+        "attention.wv": (kv, d), "attention.wo": (d, q), "ffn_norm": (d,),
+        "feed_forward.w1": (hd, d), "feed_forward.w2": (d, hd), "feed_forward.w3": (hd, d),
+    }
+    out = [("tok_embeddings", (c["vocab_size"], d))]
+    for layer in range(c["n_layers"]):
+        for key in _LAYER_KEYS:
+            out.append(("layers.%d.%s" % (layer, key), per_layer[key]))
+    out.append(("norm", (d,)))
+    if not c["shared_classifier"]:
+        out.append(("output", (c["vocab_size"], d)))
+    return out
+
+
+def n_params(config):
+    """Number of float32 values the required tensors hold (a Python int: no
+    overflow), computed without listing them."""
+    c = complete_config(config)
+    d, hd, hs = c["dim"], c["hidden_dim"], c["head_size"]
+    q, kv = c["n_heads"] * hs, c["n_kv_heads"] * hs
+    per_layer = 2 * d + q * d + 2 * kv * d + d * q + 3 * hd * d
+    n = c["vocab_size"] * d + c["n_layers"] * per_layer + d
+    if not c["shared_classifier"]:
+        n += c["vocab_size"] * d
+    return n
+
+
+def _check_tensors(config, tensors):
+    for name, shape in tensor_shapes(config):
+        if name not in tensors:
+            raise FormatError("missing tensor %s" % name)
+        got = tuple(np.shape(tensors[name]))
+        if got != shape:
+            raise FormatError("tensor %s has shape %s, expected %s" % (name, got, shape))
+
+
+def _f32_bytes(a):
+    return np.ascontiguousarray(a, dtype="<f4").tobytes()
+
+
+# ------------------------------------------------------------- tokenizer --
+
+def _as_tokenizer(tok):
+    if isinstance(tok, Tokenizer):
+        pieces, mtl = tok.pieces, tok.max_token_length
+    else:
+        pieces, mtl = tok, None
+    norm = []
+    for piece, score in pieces:
+        if isinstance(piece, str):
+            piece = piece.encode("utf-8")
+        norm.append((bytes(piece), float(score)))
+    if mtl is None:
+        mtl = max((len(p) for p, _ in norm), default=0)
+    return Tokenizer(norm, int(mtl))
+
+
+def tokenizer_to_bytes(tokenizer):
+    """llama2.c tokenizer.bin bytes: i32 max_token_length, then per token
+    f32 score, i32 length n, n bytes."""
+    t = _as_tokenizer(tokenizer)
+    parts = [struct.pack("<i", t.max_token_length)]
+    for piece, score in t.pieces:
+        parts.append(struct.pack("<fi", score, len(piece)))
+        parts.append(piece)
+    return b"".join(parts)
+
+
+def parse_tokenizer(buf, vocab_size=None):
+    """Parse tokenizer.bin bytes.  vocab_size None: read tokens until the end
+    of buf (which must then end exactly on a token).  Extra bytes after
+    vocab_size tokens are ignored (as llama2.c does)."""
+    buf = memoryview(buf)
+    if len(buf) < 4:
+        raise FormatError("tokenizer truncated: no max_token_length")
+    (mtl,) = struct.unpack_from("<i", buf, 0)
+    if mtl < 0:
+        raise FormatError("tokenizer max_token_length %d is negative" % mtl)
+    off, pieces = 4, []
+    while (vocab_size is None and off < len(buf)) or (vocab_size is not None and len(pieces) < vocab_size):
+        if off + 8 > len(buf):
+            raise FormatError("tokenizer truncated at token %d" % len(pieces))
+        score, n = struct.unpack_from("<fi", buf, off)
+        off += 8
+        if n < 0 or off + n > len(buf):
+            raise FormatError("tokenizer token %d length %d runs past the end" % (len(pieces), n))
+        pieces.append((bytes(buf[off:off + n]), float(score)))
+        off += n
+    return Tokenizer(pieces, mtl)
+
+
+def write_tokenizer_bin(path, tokenizer):
+    """Write llama2.c's tokenizer.bin."""
+    data = tokenizer_to_bytes(tokenizer)
+    with open(path, "wb") as f:
+        f.write(data)
+    return len(data)
+
+
+def read_tokenizer_bin(path, vocab_size=None):
+    """Read llama2.c's tokenizer.bin (vocab_size tokens, or all of the file)."""
+    with open(path, "rb") as f:
+        return parse_tokenizer(f.read(), vocab_size)
+
+
+# ------------------------------------------------------------------- qkv --
+
+def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, strict=True):
+    """Write a qkv version 1 file.  Layout: header (256 bytes), tokenizer
+    section, tensor table (8-byte aligned), tensor data (each tensor at a
+    multiple of alignment), in tensor_shapes order followed by any extra
+    tensors in sorted name order.  Returns the file size.
+
+    strict=False skips the config/tensor checks and writes the tensors that
+    are present (in the canonical order, then the others)."""
+    c = complete_config(config, tensors)
+    tok = _as_tokenizer(tokenizer)
+    if strict:
+        check_config(c)
+        _check_tensors(c, tensors)
+        if len(tok.pieces) != c["vocab_size"]:
+            raise FormatError("tokenizer has %d tokens, vocab_size is %d" % (len(tok.pieces), c["vocab_size"]))
+    canonical = [n for n, _ in tensor_shapes(c)] if c["n_layers"] >= 0 else []
+    names = [n for n in canonical if n in tensors] + sorted(set(tensors) - set(canonical))
+    tok_bytes = tokenizer_to_bytes(tok)
+    tok_off = HEADER_BYTES
+    table_off = (tok_off + len(tok_bytes) + 7) // 8 * 8
+    pos = table_off + TENSOR_ENTRY_BYTES * len(names)
+    offsets = []
+    arrays = []
+    for name in names:
+        a = np.ascontiguousarray(tensors[name], dtype="<f4")
+        if a.ndim not in (1, 2) or len(name.encode()) > 63:
+            if strict:
+                raise FormatError("tensor %s: bad name or ndim %d" % (name, a.ndim))
+        pos = (pos + alignment - 1) // alignment * alignment
+        offsets.append(pos)
+        arrays.append(a)
+        pos += a.nbytes
+    file_bytes = pos
+    header = bytearray(HEADER_BYTES)
+    _HEADER_STRUCT.pack_into(
+        header, 0, QKV_MAGIC, QKV_VERSION, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
+        c["n_kv_heads"], c["head_size"], c["vocab_size"], c["seq_len"], c["norm_eps"],
+        c["rope_theta"], c["shared_classifier"], 0, c["bos_id"], c["eos_id"], len(names),
+        alignment, tok_off, len(tok_bytes), table_off, file_bytes)
+    with open(path, "wb") as f:
+        f.write(header)
+        f.write(tok_bytes)
+        f.write(b"\0" * (table_off - f.tell()))
+        for name, a, off in zip(names, arrays, offsets):
+            shape = list(a.shape)[:4] + [0] * (4 - min(a.ndim, 4))
+            f.write(_ENTRY_STRUCT.pack(name.encode()[:63], 0, a.ndim, *shape, off))
+        for a, off in zip(arrays, offsets):
+            f.write(b"\0" * (off - f.tell()))
+            a.tofile(f)
+        assert f.tell() == file_bytes
+    return file_bytes
+
+
+def parse_qkv_header(buf):
+    """All header fields of a qkv file as a dict (no validation)."""
+    if len(buf) < HEADER_BYTES:
+        raise FormatError("qkv header truncated: %d of %d bytes" % (len(buf), HEADER_BYTES))
+    return dict(zip(_HEADER_FIELDS, _HEADER_STRUCT.unpack_from(buf, 0)))
+
+
+def parse_tensor_table(buf, header):
+    """The tensor table entries as dicts (no validation beyond bounds)."""
+    entries = []
+    base = header["tensor_table_offset"]
+    for i in range(header["n_tensors"]):
+        eo = base + i * TENSOR_ENTRY_BYTES
+        if eo + TENSOR_ENTRY_BYTES > len(buf):
+            raise FormatError("tensor table truncated at entry %d" % i)
+        raw, ttype, ndim, s0, s1, s2, s3, off = _ENTRY_STRUCT.unpack_from(buf, eo)
+        entries.append(dict(raw_name=raw, name=raw.split(b"\0", 1)[0].decode("utf-8", "replace"),
+                            type=ttype, ndim=ndim, shape=(s0, s1, s2, s3), offset=off,
+                            entry_offset=eo))
+    return entries
+
+
+def read_qkv(path):
+    """Read and validate a qkv file -> (config, tensors, tokenizer)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    h = parse_qkv_header(buf)
+    if h["magic"] != QKV_MAGIC:
+        raise FormatError("not a qkv file (magic %r)" % h["magic"])
+    if h["version"] != QKV_VERSION:
+        raise FormatError("unsupported qkv version %d" % h["version"])
+    if h["file_bytes"] != len(buf):
+        raise FormatError("file is %d bytes, header says %d (truncated?)" % (len(buf), h["file_bytes"]))
+    if h["weight_type"] != 0:
+        raise FormatError("unsupported weight_type %d" % h["weight_type"])
+    if h["shared_classifier"] not in (0, 1):
+        raise FormatError("shared_classifier must be 0 or 1, got %d" % h["shared_classifier"])
+    align = h["alignment"]
+    if align == 0 or align & (align - 1) or align < 4:
+        raise FormatError("alignment %d is not a power of two >= 4" % align)
+    config = {k: h[k] for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size",
+                                "vocab_size", "seq_len", "norm_eps", "rope_theta",
+                                "shared_classifier", "bos_id", "eos_id")}
+    config = complete_config(config)
+    check_config(config)
+    size = len(buf)
+    # tokenizer section
+    to, tb = h["tokenizer_offset"], h["tokenizer_bytes"]
+    if to < HEADER_BYTES or to > size or tb > size - to:
+        raise FormatError("tokenizer section [%d, +%d) lies outside the file" % (to, tb))
+    section = bytes(buf[to:to + tb])
+    tokenizer = parse_tokenizer(section, config["vocab_size"])
+    # tensor table
+    tt, nt = h["tensor_table_offset"], h["n_tensors"]
+    if tt < HEADER_BYTES or tt > size or nt * TENSOR_ENTRY_BYTES > size - tt:
+        raise FormatError("tensor table (%d entries at %d) runs past the end of the file" % (nt, tt))
+    if 4 * n_params(config) > size:
+        raise FormatError("the config needs %d bytes of weights, the file has %d" % (4 * n_params(config), size))
+    want = dict(tensor_shapes(config))
+    tensors = {}
+    for e in parse_tensor_table(buf, h):
+        raw = e["raw_name"]
+        if b"\0" not in raw:
+            raise FormatError("tensor name at %d is not NUL-terminated" % e["entry_offset"])
+        name = e["name"]
+        if e["type"] != 0:
+            raise FormatError("tensor %s has unsupported type %d" % (name, e["type"]))
+        if e["ndim"] not in (1, 2):
+            raise FormatError("tensor %s has ndim %d" % (name, e["ndim"]))
+        shape = tuple(e["shape"][:e["ndim"]])
+        if any(e["shape"][e["ndim"]:]):
+            raise FormatError("tensor %s has nonzero unused dims" % name)
+        if name in tensors:
+            raise FormatError("tensor %s appears twice" % name)
+        if name in want and shape != want[name]:
+            raise FormatError("tensor %s has shape %s, expected %s" % (name, shape, want[name]))
+        nbytes = 4
+        for s in shape:
+            nbytes *= s
+        off = e["offset"]
+        if off % align:
+            raise FormatError("tensor %s offset %d is not a multiple of %d" % (name, off, align))
+        if off > size or nbytes > size - off:
+            raise FormatError("tensor %s data [%d, +%d) runs past the end of the file" % (name, off, nbytes))
+        if off < HEADER_BYTES:
+            raise FormatError("tensor %s data overlaps the header" % name)
+        tensors[name] = np.frombuffer(buf, dtype="<f4", count=nbytes // 4, offset=off).reshape(shape).astype(np.float32)
+    for name in want:
+        if name not in tensors:
+            raise FormatError("missing tensor %s" % name)
+    return config, tensors, tokenizer
+
+
+# ----------------------------------------------------------- llama2.c --
+
+def _llama2c_check(c):
+    """llama2.c formats can only express a subset of configs."""
+    problems = []
+    if c["head_size"] * c["n_heads"] != c["dim"]:
+        problems.append("head_size*n_heads != dim")
+    if c["norm_eps"] != _f32(LLAMA2C_EPS):
+        problems.append("norm_eps != 1e-5")
+    if c["rope_theta"] != _f32(LLAMA2C_THETA):
+        problems.append("rope_theta != 10000")
+    if (c["bos_id"], c["eos_id"]) != (1, 2):
+        problems.append("bos/eos != 1/2")
+    if problems:
+        raise FormatError("config not expressible in llama2.c format: " + ", ".join(problems))
+
+
+def rope_tables(seq_len, head_size, theta=LLAMA2C_THETA):
+    """llama2.c's freq_cis_real / freq_cis_imag, each [seq_len, head_size/2]
+    float32 (cos and sin of pos * theta^(-2i/head_size))."""
+    i = np.arange(0, head_size, 2)[: head_size // 2].astype(np.float64)
+    freqs = 1.0 / (theta ** (i / head_size))
+    angles = np.outer(np.arange(seq_len, dtype=np.float64), freqs)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def _layer_list(c, tensors, key):
+    return [tensors["layers.%d.%s" % (layer, key)] for layer in range(c["n_layers"])]
+
+
+def write_llama2c_legacy(path, config, tensors, strict=True):
+    """Write llama2.c's legacy format (7 x i32 header, vocab_size negative for
+    a separate classifier, freq_cis tables before the classifier).
+    Returns the file size."""
+    c = complete_config(config, tensors)
+    if strict:
+        check_config(c)
+        _llama2c_check(c)
+        _check_tensors(c, tensors)
+    vocab = c["vocab_size"] if c["shared_classifier"] else -c["vocab_size"]
+    hs = c["dim"] // c["n_heads"] if c["n_heads"] else 0
+    with open(path, "wb") as f:
+        f.write(_LLAMA2C_HEADER.pack(c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
+                                     c["n_kv_heads"], vocab, c["seq_len"]))
+        seq = [tensors["tok_embeddings"]]
+        for key in _LAYER_KEYS:
+            seq += _layer_list(c, tensors, key)
+        seq.append(tensors["norm"])
+        cos, sin = rope_tables(c["seq_len"], hs)
+        seq += [cos, sin]
+        if not c["shared_classifier"]:
+            seq.append(tensors["output"])
+        for a in seq:
+            np.ascontiguousarray(a, dtype="<f4").tofile(f)
+        return f.tell()
+
+
+def write_llama2c_v1(path, config, tensors, strict=True):
+    """Write llama2.c's version 1 format ("ak42" header padded to 256 bytes,
+    norms first).  Returns the file size."""
+    c = complete_config(config, tensors)
+    if strict:
+        check_config(c)
+        _llama2c_check(c)
+        _check_tensors(c, tensors)
+    header = bytearray(HEADER_BYTES)
+    _V1_HEADER.pack_into(header, 0, V1_MAGIC, 1, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
+                         c["n_kv_heads"], c["vocab_size"], c["seq_len"], c["shared_classifier"])
+    with open(path, "wb") as f:
+        f.write(header)
+        seq = _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm")
+        seq += [tensors["norm"], tensors["tok_embeddings"]]
+        for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                    "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
+            seq += _layer_list(c, tensors, key)
+        if not c["shared_classifier"]:
+            seq.append(tensors["output"])
+        for a in seq:
+            np.ascontiguousarray(a, dtype="<f4").tofile(f)
+        return f.tell()
+
+
+def _llama2c_config(dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len, shared):
+    for k, v in (("dim", dim), ("hidden_dim", hidden_dim), ("n_layers", n_layers), ("n_heads", n_heads),
+                 ("n_kv_heads", n_kv_heads), ("vocab_size", vocab_size), ("seq_len", seq_len)):
+        if v <= 0:
+            raise FormatError("%s must be positive, got %d" % (k, v))
+    if dim % n_heads:
+        raise FormatError("dim %d is not divisible by n_heads %d" % (dim, n_heads))
+    c = default_config(dim=dim, hidden_dim=hidden_dim, n_layers=n_layers, n_heads=n_heads,
+                       n_kv_heads=n_kv_heads, vocab_size=vocab_size, seq_len=seq_len,
+                       shared_classifier=shared)
+    check_config(c)
+    return c
+
+
+def _check_llama2c_size(c, buf, start, path):
+    need = start + 4 * n_params(c)
+    if need > len(buf):
+        raise FormatError("%s: file truncated: the header implies at least %d bytes, the file has %d"
+                          % (path, need, len(buf)))
+
+
+class _Cursor:
+    """Sequential float32 reader over a byte buffer, with truncation checks."""
+
+    def __init__(self, buf, offset, path):
+        self.buf, self.off, self.path = buf, offset, path
+
+    def take(self, name, shape):
+        n = 1
+        for s in shape:
+            n *= s
+        if self.off + 4 * n > len(self.buf):
+            raise FormatError("%s: file truncated in %s (needs %d bytes, has %d)"
+                              % (self.path, name, self.off + 4 * n, len(self.buf)))
+        a = np.frombuffer(self.buf, dtype="<f4", count=n, offset=self.off).reshape(shape).astype(np.float32)
+        self.off += 4 * n
+        return a
+
+
+def _read_layers(cur, c, shapes, key, tensors):
+    for layer in range(c["n_layers"]):
+        name = "layers.%d.%s" % (layer, key)
+        tensors[name] = cur.take(name, shapes[name])
+
+
+def read_llama2c_legacy(path):
+    """Read llama2.c's legacy format -> (config, tensors, None)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    if len(buf) < _LLAMA2C_HEADER.size:
+        raise FormatError("legacy header truncated: %d bytes" % len(buf))
+    dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab, seq_len = _LLAMA2C_HEADER.unpack_from(buf, 0)
+    shared = 1 if vocab > 0 else 0
+    c = _llama2c_config(dim, hidden_dim, n_layers, n_heads, n_kv_heads, abs(vocab), seq_len, shared)
+    _check_llama2c_size(c, buf, _LLAMA2C_HEADER.size, path)
+    shapes = dict(tensor_shapes(c))
+    cur = _Cursor(buf, _LLAMA2C_HEADER.size, path)
+    t = {"tok_embeddings": cur.take("tok_embeddings", shapes["tok_embeddings"])}
+    for key in _LAYER_KEYS:
+        _read_layers(cur, c, shapes, key, t)
+    t["norm"] = cur.take("norm", shapes["norm"])
+    cur.take("freq_cis_real", (c["seq_len"], c["head_size"] // 2))
+    cur.take("freq_cis_imag", (c["seq_len"], c["head_size"] // 2))
+    if not shared:
+        t["output"] = cur.take("output", shapes["output"])
+    return c, t, None
+
+
+def read_llama2c_v1(path):
+    """Read llama2.c's version 1 format -> (config, tensors, None)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    if len(buf) < HEADER_BYTES:
+        raise FormatError("version 1 header truncated: %d bytes" % len(buf))
+    magic, version, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab, seq_len, shared = \
+        _V1_HEADER.unpack_from(buf, 0)
+    if magic != V1_MAGIC:
+        raise FormatError("not a llama2.c version 1 file")
+    if version != 1:
+        raise FormatError("unsupported llama2.c version %d" % version)
+    if shared not in (0, 1):
+        raise FormatError("shared_classifier must be 0 or 1, got %d" % shared)
+    c = _llama2c_config(dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab, seq_len, shared)
+    _check_llama2c_size(c, buf, HEADER_BYTES, path)
+    shapes = dict(tensor_shapes(c))
+    cur = _Cursor(buf, HEADER_BYTES, path)
+    t = {}
+    _read_layers(cur, c, shapes, "attention_norm", t)
+    _read_layers(cur, c, shapes, "ffn_norm", t)
+    t["norm"] = cur.take("norm", shapes["norm"])
+    t["tok_embeddings"] = cur.take("tok_embeddings", shapes["tok_embeddings"])
+    for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
+        _read_layers(cur, c, shapes, key, t)
+    if not shared:
+        t["output"] = cur.take("output", shapes["output"])
+    return c, t, None
+
+
+# ---------------------------------------------------------------- any --
+
+def detect_format(path):
+    """"qkv", "v1" or "legacy", from the first bytes of the file."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == QKV_MAGIC:
+        return "qkv"
+    if len(head) == 4 and struct.unpack("<I", head)[0] == V1_MAGIC:
+        return "v1"
+    return "legacy"
+
+
+def read_model(path, tokenizer_path=None):
+    """Read any of the three formats -> (config, tensors, tokenizer).
+
+    tokenizer is the qkv file's embedded one, or read from tokenizer_path
+    (vocab_size tokens) when given, or None for llama2.c files without one."""
+    fmt = detect_format(path)
+    reader = {"qkv": read_qkv, "v1": read_llama2c_v1, "legacy": read_llama2c_legacy}[fmt]
+    config, tensors, tokenizer = reader(path)
+    if tokenizer_path is not None:
+        tokenizer = read_tokenizer_bin(tokenizer_path, config["vocab_size"])
+    return config, tensors, tokenizer
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: qkvfile.py MODEL [TOKENIZER]   (prints the config and tensor list)")
+    cfg, ts, tk = read_model(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    print("format", detect_format(sys.argv[1]), "bytes", os.path.getsize(sys.argv[1]))
+    for k, v in cfg.items():
+        print("%-18s %r" % (k, v))
+    for n, a in ts.items():
+        print("%-32s %-14s mean %+.4f std %.4f" % (n, tuple(a.shape), float(a.mean()), float(a.std())))
+    if tk is not None:
+        print("tokenizer: %d tokens, max_token_length %d" % (len(tk.pieces), tk.max_token_length))

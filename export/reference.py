@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Reference forward pass for qkv models, in plain NumPy float64.
+
+This is the project's oracle: a direct, deliberately simple transcription of
+the forward pass in FORMAT.md, with no tricks.  It reads any of the three
+checkpoint formats (qkv, llama2.c legacy, llama2.c version 1) through
+qkvfile.py and computes, for every position of a token sequence,
+
+  - the logits,
+  - per layer and query head, the raw attention scores q.k (NOT divided by
+    sqrt(head_size)) over the visible positions 0..pos,
+  - and the attention weights softmax(q.k / sqrt(head_size)).
+
+Usage as a program (prints a golden file, format below):
+
+    python3 export/reference.py MODEL [-z TOKENIZER] --tokens 1,5,9,... --positions 0,3,7 > golden.txt
+
+Golden file format (one item per line, numbers printed with %.9g):
+
+    # comment lines (ignored)
+    model NAME
+    config dim D hidden_dim H n_layers L n_heads NH n_kv_heads NKV head_size HS vocab_size V seq_len S
+    tokens COUNT id0 id1 ...
+    logits POS v0 ... v{V-1}                      one line per checked position
+    scores POS LAYER HEAD s0 ... sPOS             raw q.k, every layer and head, at every checked position
+    weights POS LAYER HEAD w0 ... wPOS            softmax weights
+
+Usage as a module:
+
+    import reference
+    config, tensors, tokenizer = qkvfile.read_model(path)
+    result = reference.forward(config, tensors, tokens)
+    result.logits[pos]              # float64 [vocab_size]
+    result.scores[pos][layer][head]  # float64 [pos+1], raw q.k
+    result.weights[pos][layer][head] # float64 [pos+1], softmax
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qkvfile  # noqa: E402
+
+
+def rmsnorm(x, weight, eps):
+    """weight * x / sqrt(mean(x^2) + eps)"""
+    return weight * (x / np.sqrt(np.mean(x * x) + eps))
+
+
+def rope(vectors, pos, theta):
+    """Rotate each head vector (rows of `vectors`, shape [n, head_size]) by
+    position pos: pair (2i, 2i+1) turns by angle pos * theta^(-2i/head_size)."""
+    n, head_size = vectors.shape
+    out = vectors.copy()
+    for i in range(head_size // 2):
+        freq = theta ** (-2.0 * i / head_size)
+        angle = pos * freq
+        c, s = np.cos(angle), np.sin(angle)
+        a = vectors[:, 2 * i]
+        b = vectors[:, 2 * i + 1]
+        out[:, 2 * i] = a * c - b * s
+        out[:, 2 * i + 1] = a * s + b * c
+    return out
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e)
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+class Result:
+    """Per-position outputs of forward()."""
+
+    def __init__(self):
+        self.logits = []   # [pos] -> array [vocab_size]
+        self.scores = []   # [pos][layer][head] -> array [pos+1], raw q.k
+        self.weights = []  # [pos][layer][head] -> array [pos+1], softmax weights
+
+
+def forward(config, tensors, tokens):
+    """Run tokens[0], tokens[1], ... at positions 0, 1, ... and return a Result."""
+    n_layers = config["n_layers"]
+    n_heads = config["n_heads"]
+    n_kv_heads = config["n_kv_heads"]
+    head_size = config["head_size"]
+    eps = float(config["norm_eps"])
+    theta = float(config["rope_theta"])
+    heads_per_kv = n_heads // n_kv_heads
+    if len(tokens) > config["seq_len"]:
+        raise ValueError("%d tokens exceed seq_len %d" % (len(tokens), config["seq_len"]))
+
+    w = {name: np.asarray(a, dtype=np.float64) for name, a in tensors.items()}
+    classifier = w["tok_embeddings"] if config["shared_classifier"] else w["output"]
+
+    # keys[layer][t], values[layer][t]: arrays [n_kv_heads, head_size]
+    keys = [[] for _ in range(n_layers)]
+    values = [[] for _ in range(n_layers)]
+    result = Result()
+
+    for pos, token in enumerate(tokens):
+        if not 0 <= token < config["vocab_size"]:
+            raise ValueError("token %d outside the vocabulary" % token)
+        x = w["tok_embeddings"][token].copy()
+        pos_scores, pos_weights = [], []
+        for layer in range(n_layers):
+            p = "layers.%d." % layer
+            h = rmsnorm(x, w[p + "attention_norm"], eps)
+            q = (w[p + "attention.wq"] @ h).reshape(n_heads, head_size)
+            k = (w[p + "attention.wk"] @ h).reshape(n_kv_heads, head_size)
+            v = (w[p + "attention.wv"] @ h).reshape(n_kv_heads, head_size)
+            q = rope(q, pos, theta)
+            k = rope(k, pos, theta)
+            keys[layer].append(k)
+            values[layer].append(v)
+
+            out = np.zeros((n_heads, head_size))
+            layer_scores, layer_weights = [], []
+            for head in range(n_heads):
+                kv = head // heads_per_kv
+                raw = np.array([np.dot(q[head], keys[layer][t][kv]) for t in range(pos + 1)])
+                att = softmax(raw / np.sqrt(head_size))
+                for t in range(pos + 1):
+                    out[head] += att[t] * values[layer][t][kv]
+                layer_scores.append(raw)
+                layer_weights.append(att)
+            pos_scores.append(layer_scores)
+            pos_weights.append(layer_weights)
+
+            x = x + w[p + "attention.wo"] @ out.reshape(n_heads * head_size)
+            h = rmsnorm(x, w[p + "ffn_norm"], eps)
+            gate = w[p + "feed_forward.w1"] @ h
+            up = w[p + "feed_forward.w3"] @ h
+            x = x + w[p + "feed_forward.w2"] @ (silu(gate) * up)
+
+        x = rmsnorm(x, w["norm"], eps)
+        result.logits.append(classifier @ x)
+        result.scores.append(pos_scores)
+        result.weights.append(pos_weights)
+    return result
+
+
+def _fmt(values):
+    return " ".join("%.9g" % v for v in values)
+
+
+def golden_text(name, config, tokens, positions, result, comments=()):
+    """The golden file (see the module docstring) as a string."""
+    lines = ["# " + c for c in comments]
+    lines.append("model %s" % name)
+    lines.append("config dim %d hidden_dim %d n_layers %d n_heads %d n_kv_heads %d head_size %d "
+                 "vocab_size %d seq_len %d" % (config["dim"], config["hidden_dim"], config["n_layers"],
+                                               config["n_heads"], config["n_kv_heads"], config["head_size"],
+                                               config["vocab_size"], config["seq_len"]))
+    lines.append("tokens %d %s" % (len(tokens), " ".join(str(t) for t in tokens)))
+    for pos in positions:
+        lines.append("logits %d %s" % (pos, _fmt(result.logits[pos])))
+    for pos in positions:
+        for layer in range(config["n_layers"]):
+            for head in range(config["n_heads"]):
+                lines.append("scores %d %d %d %s" % (pos, layer, head, _fmt(result.scores[pos][layer][head])))
+    for pos in positions:
+        for layer in range(config["n_layers"]):
+            for head in range(config["n_heads"]):
+                lines.append("weights %d %d %d %s" % (pos, layer, head, _fmt(result.weights[pos][layer][head])))
+    return "\n".join(lines) + "\n"
+
+
+def _int_list(s):
+    return [int(v) for v in s.split(",") if v.strip() != ""]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="NumPy float64 reference forward; prints a golden file.")
+    ap.add_argument("model", help="checkpoint: qkv, llama2.c legacy or version 1")
+    ap.add_argument("-z", dest="tokenizer", help="tokenizer.bin (only read, not needed for logits)")
+    ap.add_argument("--tokens", required=True, help="comma-separated token ids, run at positions 0, 1, ...")
+    ap.add_argument("--positions", help="comma-separated positions to print (default: all)")
+    ap.add_argument("--name", help="model name for the 'model' line (default: file name up to the first dot)")
+    ap.add_argument("--comment", action="append", default=[], help="a '# ' comment line at the top (repeatable)")
+    args = ap.parse_args(argv)
+
+    config, tensors, _ = qkvfile.read_model(args.model, args.tokenizer)
+    tokens = _int_list(args.tokens)
+    if not tokens:
+        ap.error("--tokens is empty")
+    positions = _int_list(args.positions) if args.positions else list(range(len(tokens)))
+    for pos in positions:
+        if not 0 <= pos < len(tokens):
+            ap.error("position %d outside 0..%d" % (pos, len(tokens) - 1))
+    name = args.name or os.path.basename(args.model).split(".")[0]
+    result = forward(config, tensors, tokens)
+    sys.stdout.write(golden_text(name, config, tokens, positions, result, args.comment))
+
+
+if __name__ == "__main__":
+    main()
