@@ -1,8 +1,812 @@
-/* bench.c — placeholder until the benchmark lands */
+/* bench.c — per-token latency against context length.
+ *
+ * The claim under test: with a KV cache, the token at position n is one query
+ * row against n cached keys, so its cost is the weights (the same at every
+ * position) plus an attention term linear in n; recomputing the prefix instead
+ * runs all n tokens again, so it grows quadratically.
+ *
+ * The bench times the real forward(). An observer's stage callbacks bracket
+ * attention (scores, softmax, weighted sum of values) in every layer, so each
+ * step splits into attention and everything else (projections, MLP, norms,
+ * classifier) without re-implementing either. No tokenizer is needed: the
+ * tokens are fixed pseudo-random ids.
+ *
+ * Positions are 1-based throughout: position n is the n-th token, forward()'s
+ * pos = n - 1, and it attends to n keys.
+ *
+ * Reading order: timing one call, measuring a curve (medians over repeats),
+ * the arithmetic on the curves (fit, FLOP rate), the text report, the CSV,
+ * then the SVG chart.
+ */
 #include "bench.h"
+
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
-int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) {
-    (void)m; (void)o;
-    snprintf(err, err_len, "bench mode is not built yet");
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* The FLOP rate that predicts the slope is measured where attention is
+ * negligible: over the first SMALL_CONTEXT positions. */
+#define SMALL_CONTEXT 32
+/* Prompt lengths of the prefill-vs-decode table (capped by the context). */
+static const int PREFILL_LENGTHS[] = { 16, 64, 256 };
+#define N_PREFILL_LENGTHS ((int)(sizeof PREFILL_LENGTHS / sizeof PREFILL_LENGTHS[0]))
+/* Powers of two up to QKV_MAX_SEQ_LEN, plus the last position. */
+#define MAX_LOG_POSITIONS 24
+
+/* ------------------------------------------------------------------------ */
+/* Timing one call of the forward pass                                       */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The observer's context: attention time summed over layers, each layer
+ * counted from its STAGE_ATTENTION_BEGIN to its STAGE_ATTENTION_END. */
+typedef struct {
+    double begin, attention;
+} StageClock;
+
+static void stage_clock_hook(void *ctx, ForwardStage stage, int layer) {
+    StageClock *clock = ctx;
+    double t = now_seconds();
+    if (stage == STAGE_ATTENTION_BEGIN) clock->begin = t;
+    else if (stage == STAGE_ATTENTION_END) clock->attention += t - clock->begin;
+}
+
+typedef struct {
+    double total, attention; /* seconds */
+} StepTime;
+
+/* Runs tokens[first .. first+count-1] at their own positions and times it.
+ * One decode step with the cache is count = 1. Recomputing a prefix is
+ * first = 0: starting again at position 0 rewinds the state, because every
+ * cache slot attention reads is rewritten before it is read. */
+static StepTime timed_forward(const Model *m, RunState *s, const int *tokens, int first, int count) {
+    StageClock clock = { 0, 0 };
+    ForwardObserver observer = { .ctx = &clock, .stage = stage_clock_hook };
+    double start = now_seconds();
+    forward_tokens(m, s, tokens + first, count, first, &observer);
+    StepTime t = { now_seconds() - start, clock.attention };
+    return t;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Curves: median latency at a list of positions                             */
+
+typedef struct {
+    int n;
+    int *positions;       /* [n], 1-based, ascending */
+    double *total_ms;     /* [n] median over repeats */
+    double *attention_ms; /* [n] median over repeats */
+    double spread;        /* median over positions of (max - min) / median of
+                             the total: how noisy the machine was */
+} Curve;
+
+static int curve_init(Curve *c, const int *positions, int n) {
+    c->n = n;
+    c->positions = malloc((size_t)n * sizeof(int));
+    c->total_ms = calloc((size_t)n, sizeof(double));
+    c->attention_ms = calloc((size_t)n, sizeof(double));
+    if (!c->positions || !c->total_ms || !c->attention_ms) return -1;
+    memcpy(c->positions, positions, (size_t)n * sizeof(int));
+    return 0;
+}
+
+static void curve_free(Curve *c) {
+    free(c->positions); free(c->total_ms); free(c->attention_ms);
+    memset(c, 0, sizeof *c);
+}
+
+/* Index of position in the curve, or -1 when it was not measured. */
+static int curve_find(const Curve *c, int position) {
+    for (int i = 0; i < c->n; i++) if (c->positions[i] == position) return i;
     return -1;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[n]; sorts v. The median, not the mean: on a shared machine
+ * the noise is one-sided (another process takes the core), so the mean is
+ * pulled up by the runs that were interrupted. */
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Times every position of the curve, repeats times over, and keeps medians.
+ * With the cache (recompute = 0) the positions must be 1..n in order: each
+ * step appends the key and value the next step reads. With recompute = 1,
+ * each position runs its whole prefix from position 1 (prefill). */
+static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
+                         int repeats, int recompute, const char *label) {
+    size_t samples = (size_t)c->n * repeats;
+    double *total = malloc(samples * sizeof(double));
+    double *attention = malloc(samples * sizeof(double));
+    double *spread = malloc((size_t)c->n * sizeof(double));
+    if (!total || !attention || !spread) {
+        free(total); free(attention); free(spread);
+        return -1;
+    }
+    for (int r = 0; r < repeats; r++) {
+        fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
+                c->positions[0], c->positions[c->n - 1]);
+        for (int i = 0; i < c->n; i++) {
+            int position = c->positions[i];
+            StepTime t = recompute ? timed_forward(m, s, tokens, 0, position)
+                                   : timed_forward(m, s, tokens, position - 1, 1);
+            total[(size_t)i * repeats + r] = t.total * 1e3;
+            attention[(size_t)i * repeats + r] = t.attention * 1e3;
+        }
+    }
+    for (int i = 0; i < c->n; i++) {
+        double *runs = total + (size_t)i * repeats;
+        c->total_ms[i] = median(runs, repeats); /* sorts runs: min first, max last */
+        c->attention_ms[i] = median(attention + (size_t)i * repeats, repeats);
+        spread[i] = (runs[repeats - 1] - runs[0]) / c->total_ms[i];
+    }
+    c->spread = median(spread, c->n);
+    free(total);
+    free(attention);
+    free(spread);
+    return 0;
+}
+
+/* 1, 2, 4, ... below ctx, then ctx: the positions the table shows and the
+ * prefix recomputation visits (it is O(n^2), so not every position). */
+static int log_positions(int ctx, int *out) {
+    int n = 0;
+    for (int p = 1; p < ctx; p *= 2) out[n++] = p;
+    out[n++] = ctx;
+    return n;
+}
+
+/* The prompt lengths of the prefill table, capped by ctx, without repeats. */
+static int prefill_lengths(int ctx, int *out) {
+    int n = 0;
+    for (int i = 0; i < N_PREFILL_LENGTHS; i++) {
+        int len = PREFILL_LENGTHS[i] < ctx ? PREFILL_LENGTHS[i] : ctx;
+        if (n == 0 || out[n - 1] != len) out[n++] = len;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The measurements and what follows from them                               */
+
+typedef struct {
+    double intercept, slope; /* y = intercept + slope * x */
+} LineFit;
+
+typedef struct {
+    const Model *model;
+    const BenchOptions *options;
+    int ctx;                 /* positions measured: 1..ctx */
+    int repeats;
+    Curve cached;            /* every position 1..ctx, with the KV cache */
+    Curve recomputed;        /* prefix recomputed: the log positions with
+                                --no-cache, else only the prefill lengths */
+    LineFit total_fit;       /* cached total_ms against position */
+    LineFit attention_fit;   /* cached attention_ms against position */
+    double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
+} Bench;
+
+/* Least squares line through (x[i], y[i]). */
+static LineFit fit_line(const int *x, const double *y, int n) {
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
+    mx /= n; my /= n;
+    for (int i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+    }
+    LineFit f = { my, 0 };
+    if (sxx > 0) {
+        f.slope = sxy / sxx;
+        f.intercept = my - f.slope * mx;
+    }
+    return f;
+}
+
+/* Theoretical FLOPs of the step at a position: attention reads position keys;
+ * the rest (projections, MLP, classifier) is the same at every position. */
+static double attention_flops(const Config *c, int position) {
+    return flops_attention_per_token(c, position);
+}
+
+static double other_flops(const Config *c) { return flops_weights_per_token(c); }
+
+/* The machine's FLOP rate on this model where attention is negligible. */
+static double small_context_flop_rate(const Bench *b) {
+    const Config *c = &b->model->config;
+    int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
+    double flops = 0, seconds = 0;
+    for (int i = 0; i < n; i++) {
+        flops += attention_flops(c, b->cached.positions[i]) + other_flops(c);
+        seconds += b->cached.total_ms[i] * 1e-3;
+    }
+    return seconds > 0 ? flops / seconds : 0;
+}
+
+/* Deterministic pseudo-random token ids below vocab_size (xorshift64*), so
+ * the bench needs no tokenizer and runs the same tokens every time. */
+static void fill_tokens(int *tokens, int n, int vocab_size) {
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n; i++) {
+        state ^= state >> 12; state ^= state << 25; state ^= state >> 27;
+        tokens[i] = (int)(((state * 0x2545F4914F6CDD1Dull) >> 32) % (uint64_t)vocab_size);
+    }
+}
+
+/* Decodes 1..ctx with the cache, then recomputes prefixes. */
+static int measure_all(Bench *b, RunState *s, const int *tokens) {
+    const BenchOptions *o = b->options;
+    int *positions = malloc((size_t)b->ctx * sizeof(int));
+    int recomputed[MAX_LOG_POSITIONS];
+    if (!positions) return -1;
+    for (int i = 0; i < b->ctx; i++) positions[i] = i + 1;
+    int n_recomputed = o->no_cache ? log_positions(b->ctx, recomputed) : prefill_lengths(b->ctx, recomputed);
+    int rc = curve_init(&b->cached, positions, b->ctx) ||
+             curve_init(&b->recomputed, recomputed, n_recomputed);
+    free(positions);
+    if (rc) return -1;
+
+    /* one untimed step first: it faults the mapped weights into memory */
+    timed_forward(b->model, s, tokens, 0, 1);
+    if (measure_curve(b->model, s, tokens, &b->cached, b->repeats, 0, "decode with the KV cache") ||
+        measure_curve(b->model, s, tokens, &b->recomputed, b->repeats, 1,
+                      o->no_cache ? "no cache: recompute the prefix" : "prefill"))
+        return -1;
+
+    b->total_fit = fit_line(b->cached.positions, b->cached.total_ms, b->ctx);
+    b->attention_fit = fit_line(b->cached.positions, b->cached.attention_ms, b->ctx);
+    b->small_flop_rate = small_context_flop_rate(b);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text report                                                               */
+
+static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+static size_t peak_resident_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (size_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
+}
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static void print_header(const Bench *b) {
+    const Config *c = &b->model->config;
+    size_t kv = kv_cache_bytes_per_token(c);
+    printf("qkv bench: %s (%s)\n", b->options->model_path, model_format_name(b->model->format));
+    printf("  dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d  vocab %d  seq_len %d\n",
+           c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
+           c->vocab_size, c->seq_len);
+    printf("  threads %d, median of %d runs, positions 1..%d\n", b->options->threads, b->repeats, b->ctx);
+    printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
+           mib(b->model->weight_bytes), b->model->n_params);
+    printf("  KV cache  %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
+           kv, kv * (size_t)b->ctx, mib((double)kv * b->ctx), b->ctx);
+}
+
+/* The table at the log-spaced positions: the measurement next to the
+ * theoretical FLOPs of each part, and the no-cache ratio where measured. */
+static void print_table(const Bench *b) {
+    const Config *c = &b->model->config;
+    int log_pos[MAX_LOG_POSITIONS], n = log_positions(b->ctx, log_pos);
+    printf("\nper-token latency, ms (attention = scores, softmax, weighted sum; other = the rest)\n");
+    printf("%9s %10s %10s %10s %6s %12s %12s", "position", "total", "attention", "other", "attn%",
+           "attn MFLOP", "other MFLOP");
+    if (b->options->no_cache) printf(" %12s %9s", "no-cache", "ratio");
+    printf("\n");
+    for (int k = 0; k < n; k++) {
+        int i = log_pos[k] - 1, j = curve_find(&b->recomputed, log_pos[k]);
+        double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
+        printf("%9d %10.3f %10.3f %10.3f %6.1f %12.4g %12.4g", log_pos[k], total, attention,
+               total - attention, 100.0 * attention / total, attention_flops(c, log_pos[k]) * 1e-6,
+               other_flops(c) * 1e-6);
+        if (b->options->no_cache && j >= 0)
+            printf(" %12.3f %9.2f", b->recomputed.total_ms[j], b->recomputed.total_ms[j] / total);
+        printf("\n");
+    }
+    printf("run-to-run spread, (max - min) / median, median over positions: %.1f%% with the cache",
+           100 * b->cached.spread);
+    if (b->options->no_cache) printf(", %.1f%% without", 100 * b->recomputed.spread);
+    printf("\n");
+}
+
+/* The slope of per-token latency against context, and what the FLOP count
+ * predicts it to be if attention ran at the rate the weights run at. */
+static void print_slopes(const Bench *b) {
+    const Config *c = &b->model->config;
+    double predicted_flops = attention_flops(c, 1000);
+    double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
+    double last_attention_s = b->cached.attention_ms[b->ctx - 1] * 1e-3;
+    printf("\nslope (least squares over positions 1..%d)\n", b->ctx);
+    if (b->ctx < 2) {
+        printf("  needs at least two positions\n");
+        return;
+    }
+    printf("  measured: per-token latency grows %.3f ms per 1000 tokens of context"
+           " (attention alone %.3f; intercept %.3f ms)\n",
+           b->total_fit.slope * 1000, b->attention_fit.slope * 1000, b->total_fit.intercept);
+    printf("  FLOPs prediction: %.3f ms per 1000 tokens = %.4g MFLOP of attention per 1000 tokens"
+           " / %.3g GFLOP/s (measured over positions 1..%d)\n",
+           predicted_ms, predicted_flops * 1e-6, b->small_flop_rate * 1e-9,
+           b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
+    if (predicted_ms > 0)
+        printf("  measured / predicted: %.2f\n", b->total_fit.slope * 1000 / predicted_ms);
+    if (last_attention_s > 0)
+        printf("  attention itself runs at %.3g GFLOP/s at position %d\n",
+               attention_flops(c, b->ctx) / last_attention_s * 1e-9, b->ctx);
+}
+
+/* Prefill (forward_tokens over the prompt: no classifier but for the last
+ * position) against decoding the same tokens one forward() at a time. */
+static void print_prefill_decode(const Bench *b) {
+    int lengths[N_PREFILL_LENGTHS], n = prefill_lengths(b->ctx, lengths);
+    printf("\nprefill vs decode, tokens/s (the same n tokens from position 1)\n");
+    printf("%9s %14s %14s\n", "tokens", "prefill", "decode");
+    for (int k = 0; k < n; k++) {
+        int j = curve_find(&b->recomputed, lengths[k]);
+        double decode_ms = 0;
+        for (int i = 0; i < lengths[k]; i++) decode_ms += b->cached.total_ms[i];
+        printf("%9d %14.1f %14.1f\n", lengths[k], lengths[k] / (b->recomputed.total_ms[j] * 1e-3),
+               lengths[k] / (decode_ms * 1e-3));
+    }
+    printf("  (prefill is forward_tokens: it skips the classifier for all but the last token)\n");
+}
+
+static void print_report(const Bench *b) {
+    print_header(b);
+    print_table(b);
+    print_slopes(b);
+    print_prefill_decode(b);
+    size_t rss = peak_resident_bytes();
+    printf("\npeak resident memory  %zu bytes (%.1f MiB)\n", rss, mib(rss));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output files                                                              */
+
+static FILE *open_output(const char *path, char *err, size_t err_len) {
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+/* Closes f; a full disk shows up here, not at fprintf. */
+static int close_output(FILE *f, const char *path, char *err, size_t err_len) {
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* One row per position decoded; the no-cache columns are filled at the
+ * positions where the prefix was recomputed, and empty elsewhere. */
+static void write_csv(const Bench *b, FILE *f) {
+    const Config *c = &b->model->config;
+    fprintf(f, "position,total_ms,attention_ms,other_ms,attention_flops,other_flops,"
+               "no_cache_ms,no_cache_attention_ms,ratio\n");
+    for (int i = 0; i < b->ctx; i++) {
+        int position = b->cached.positions[i];
+        int j = b->options->no_cache ? curve_find(&b->recomputed, position) : -1;
+        double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
+        fprintf(f, "%d,%.6f,%.6f,%.6f,%.0f,%.0f,", position, total, attention, total - attention,
+                attention_flops(c, position), other_flops(c));
+        if (j >= 0)
+            fprintf(f, "%.6f,%.6f,%.4f\n", b->recomputed.total_ms[j], b->recomputed.attention_ms[j],
+                    b->recomputed.total_ms[j] / total);
+        else
+            fprintf(f, ",,\n");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* SVG chart: three panels sharing one small plotting kit                    */
+
+#define SVG_WIDTH 960
+#define PLOT_LEFT 90      /* room for the y tick labels and title */
+#define PLOT_WIDTH 600
+#define LEGEND_LEFT 715   /* the legend sits right of the plot: it never hides data */
+#define PLOT_HEIGHT 240
+#define PANEL_HEIGHT 330  /* plot plus title above and x axis labels below */
+#define CHART_TOP 84
+/* The running median's window is position/SMOOTH_DIVISOR either side. */
+#define SMOOTH_DIVISOR 16
+
+/* A data range mapped onto a pixel range, linear or logarithmic. */
+typedef struct {
+    double lo, hi;
+    int log;
+    double from, to; /* pixels of lo and hi */
+} Axis;
+
+static double axis_pixel(const Axis *a, double v) {
+    double t = a->log ? log(v / a->lo) / log(a->hi / a->lo) : (v - a->lo) / (a->hi - a->lo);
+    return a->from + t * (a->to - a->from);
+}
+
+/* A log axis over whole decades around [lo, hi] (lo > 0). */
+static void log_range(Axis *a, double lo, double hi) {
+    a->log = 1;
+    a->lo = pow(10, floor(log10(lo)));
+    a->hi = pow(10, ceil(log10(hi)));
+    if (a->hi <= a->lo) a->hi = a->lo * 10;
+}
+
+/* A linear axis from 0 to a round number at or above hi. */
+static void linear_range(Axis *a, double hi) {
+    a->log = 0;
+    a->lo = 0;
+    double step = pow(10, floor(log10(hi > 0 ? hi : 1)));
+    a->hi = ceil(hi / step * 2) * step / 2;
+    if (a->hi <= 0) a->hi = 1;
+}
+
+/* The log axis of positions 1..ctx: ticks at powers of two. */
+static void position_range(Axis *a, int ctx) {
+    a->log = 1;
+    a->lo = 1;
+    a->hi = ctx > 1 ? ctx : 2;
+}
+
+/* Tick values of an axis, at most max of them. Positions (log, lo = 1)
+ * tick at powers of two; other log axes at 1, 2, 5 per decade if that gives
+ * few enough ticks, else at decades; linear axes at a round step. */
+static int axis_ticks(const Axis *a, int powers_of_two, double *out, int max) {
+    int n = 0;
+    if (a->log && powers_of_two) {
+        double factor = 2;
+        while (log(a->hi) / log(factor) + 1 > max) factor *= factor;
+        for (double v = 1; v <= a->hi * 1.0001 && n < max; v *= factor) out[n++] = v;
+    } else if (a->log) {
+        static const double steps[] = { 1, 2, 5 };
+        int decades = (int)lround(log10(a->hi / a->lo));
+        int per_decade = decades * 3 + 1 <= max ? 3 : 1;
+        for (int d = 0; d <= decades; d++)
+            for (int k = 0; k < per_decade; k++) {
+                double v = a->lo * pow(10, d) * steps[k];
+                if (v <= a->hi * 1.0001 && n < max) out[n++] = v;
+            }
+    } else {
+        double step = pow(10, floor(log10(a->hi)));
+        if (a->hi / step < 2) step /= 5;
+        else if (a->hi / step < 5) step /= 2;
+        for (double v = a->lo; v <= a->hi * 1.0001 && n < max; v += step) out[n++] = v;
+    }
+    return n;
+}
+
+/* A line on the chart: y[i] at position x[i]; points a log axis cannot show
+ * (zero, negative) break the line rather than end it. A faint line is the
+ * raw data under its smoothed twin, and has no legend entry of its own. */
+typedef struct {
+    const char *label, *color;
+    int dashed, markers, faint;
+    int n;
+    const int *x;
+    const double *y;
+} Series;
+
+typedef struct {
+    FILE *f;
+    Axis x, y;
+    int x_powers_of_two;
+} Panel;
+
+static void svg_escaped(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void svg_text(FILE *f, double x, double y, const char *anchor, const char *extra, const char *text) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
+    svg_escaped(f, text);
+    fputs("</text>\n", f);
+}
+
+static int point_visible(const Panel *p, double x, double y) {
+    return isfinite(y) && (!p->y.log || y > 0) && (!p->x.log || x > 0);
+}
+
+static void draw_series(const Panel *p, const Series *s) {
+    FILE *f = p->f;
+    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", s->color,
+            s->faint ? "1\" stroke-opacity=\"0.3" : "2",
+            s->dashed ? " stroke-dasharray=\"6 4\"" : "");
+    int pen_down = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!point_visible(p, s->x[i], s->y[i])) { pen_down = 0; continue; }
+        fprintf(f, "%s%.1f %.1f ", pen_down ? "L" : "M", axis_pixel(&p->x, s->x[i]),
+                axis_pixel(&p->y, s->y[i]));
+        pen_down = 1;
+    }
+    fputs("\"/>\n", f);
+    for (int i = 0; s->markers && i < s->n; i++)
+        if (point_visible(p, s->x[i], s->y[i]))
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                    axis_pixel(&p->x, s->x[i]), axis_pixel(&p->y, s->y[i]), s->color);
+}
+
+/* Grid lines and tick labels of both axes. */
+static void draw_axes(const Panel *p) {
+    FILE *f = p->f;
+    double ticks[40], top = p->y.to, bottom = p->y.from, left = p->x.from, right = p->x.to;
+    char label[32];
+    int n = axis_ticks(&p->x, p->x_powers_of_two, ticks, 14);
+    for (int i = 0; i < n; i++) {
+        double x = axis_pixel(&p->x, ticks[i]);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, top, x, bottom);
+        snprintf(label, sizeof label, "%g", ticks[i]);
+        svg_text(f, x, bottom + 16, "middle", "", label);
+    }
+    n = axis_ticks(&p->y, 0, ticks, 12);
+    for (int i = 0; i < n; i++) {
+        double y = axis_pixel(&p->y, ticks[i]);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, y, right, y);
+        snprintf(label, sizeof label, "%g", ticks[i]);
+        svg_text(f, left - 6, y + 4, "end", "", label);
+    }
+}
+
+static void draw_legend(const Panel *p, const Series *series, int n) {
+    FILE *f = p->f;
+    double y = p->y.to + 14;
+    for (int i = 0; i < n; i++, y += 22) {
+        if (series[i].faint) { y -= 22; continue; }
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"%s/>\n",
+                LEGEND_LEFT, y, LEGEND_LEFT + 28, y, series[i].color,
+                series[i].dashed ? " stroke-dasharray=\"6 4\"" : "");
+        if (series[i].markers)
+            fprintf(f, "<circle cx=\"%d\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", LEGEND_LEFT + 14, y, series[i].color);
+        svg_text(f, LEGEND_LEFT + 36, y + 4, "start", "", series[i].label);
+    }
+}
+
+/* One panel at vertical offset top: title, axes, axis titles, lines (clipped
+ * to the plot, so a spike cannot run over the title), legend. */
+static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, const char *x_title,
+                       const char *y_title, const Series *series, int n_series) {
+    Panel p = { f, x, y, x.log };
+    p.x.from = PLOT_LEFT; p.x.to = PLOT_LEFT + PLOT_WIDTH;
+    p.y.from = top + 30 + PLOT_HEIGHT; p.y.to = top + 30;
+    svg_text(f, PLOT_LEFT, top + 18, "start", " font-size=\"14\" font-weight=\"bold\"", title);
+    draw_axes(&p);
+    svg_text(f, PLOT_LEFT + PLOT_WIDTH / 2.0, p.y.from + 38, "middle", "", x_title);
+    char rotate[96];
+    double cx = PLOT_LEFT - 62, cy = top + 30 + PLOT_HEIGHT / 2.0;
+    snprintf(rotate, sizeof rotate, " transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
+    svg_text(f, cx, cy, "middle", rotate, y_title);
+    fprintf(f, "<clipPath id=\"plot%d\"><rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\"/></clipPath>\n"
+               "<g clip-path=\"url(#plot%d)\">\n", top, PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT, top);
+    for (int i = 0; i < n_series; i++) draw_series(&p, &series[i]);
+    fprintf(f, "</g>\n<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
+            PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT);
+    draw_legend(&p, series, n_series);
+}
+
+static double min_positive(const double *v, int n, double current) {
+    for (int i = 0; i < n; i++) if (v[i] > 0 && v[i] < current) current = v[i];
+    return current;
+}
+
+static double max_of(const double *v, int n, double current) {
+    for (int i = 0; i < n; i++) if (v[i] > current) current = v[i];
+    return current;
+}
+
+/* Running median over positions n - n/SMOOTH_DIVISOR .. n + n/SMOOTH_DIVISOR
+ * (narrowed near the end to stay symmetric): a window that grows with the
+ * position looks the same width on a log axis, and a median ignores the
+ * one-sided spikes of a shared machine. scratch holds n doubles. */
+static void running_median(const double *y, int n, double *out, double *scratch) {
+    for (int i = 0; i < n; i++) {
+        int w = (i + 1) / SMOOTH_DIVISOR;
+        if (w > n - 1 - i) w = n - 1 - i;
+        memcpy(scratch, y + i - w, (size_t)(2 * w + 1) * sizeof(double));
+        out[i] = median(scratch, 2 * w + 1);
+    }
+}
+
+/* Per-position series of the cached curve derived for the chart: the raw
+ * ones and their running medians. */
+typedef struct {
+    double *block;                         /* one allocation for all below */
+    double *other_ms, *time_share, *flop_share; /* shares in percent */
+    double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
+} Derived;
+
+static int derive(const Bench *b, Derived *d) {
+    const Config *c = &b->model->config;
+    size_t n = (size_t)b->ctx;
+    d->block = malloc(8 * n * sizeof(double));
+    if (!d->block) return -1;
+    d->other_ms = d->block;
+    d->time_share = d->block + n;
+    d->flop_share = d->block + 2 * n;
+    d->total_smooth = d->block + 3 * n;
+    d->attention_smooth = d->block + 4 * n;
+    d->other_smooth = d->block + 5 * n;
+    d->share_smooth = d->block + 6 * n;
+    double *scratch = d->block + 7 * n;
+    for (size_t i = 0; i < n; i++) {
+        double a = attention_flops(c, b->cached.positions[i]);
+        d->other_ms[i] = b->cached.total_ms[i] - b->cached.attention_ms[i];
+        d->time_share[i] = 100.0 * b->cached.attention_ms[i] / b->cached.total_ms[i];
+        d->flop_share[i] = 100.0 * a / (a + other_flops(c));
+    }
+    running_median(b->cached.total_ms, b->ctx, d->total_smooth, scratch);
+    running_median(b->cached.attention_ms, b->ctx, d->attention_smooth, scratch);
+    running_median(d->other_ms, b->ctx, d->other_smooth, scratch);
+    running_median(d->time_share, b->ctx, d->share_smooth, scratch);
+    return 0;
+}
+
+#define COLOR_TOTAL "#1f77b4"
+#define COLOR_ATTENTION "#e6750a"
+#define COLOR_OTHER "#7f7f7f"
+#define COLOR_NO_CACHE "#d62728"
+#define COLOR_THEORY "#7b4fbf"
+
+/* Panel A: log-log, so the linear (cached) and quadratic (recomputed) costs
+ * and a thousandfold range fit in one picture. */
+static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top) {
+    const Curve *cc = &b->cached, *rc = &b->recomputed;
+    Series s[5] = {
+        { "", COLOR_TOTAL, 0, 0, 1, cc->n, cc->positions, cc->total_ms },
+        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, cc->attention_ms },
+        { "with KV cache: total", COLOR_TOTAL, 0, 0, 0, cc->n, cc->positions, d->total_smooth },
+        { "with KV cache: attention", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->attention_smooth },
+        { "no cache: recompute prefix", COLOR_NO_CACHE, 0, 1, 0, rc->n, rc->positions, rc->total_ms },
+    };
+    int n = b->options->no_cache ? 5 : 4;
+    double lo = HUGE_VAL, hi = 0;
+    for (int i = 0; i < n; i++) {
+        lo = min_positive(s[i].y, s[i].n, lo);
+        hi = max_of(s[i].y, s[i].n, hi);
+    }
+    Axis x, y;
+    position_range(&x, b->ctx);
+    log_range(&y, lo, hi);
+    draw_panel(f, top, x, y, "A. Time for one new token against context (log-log)",
+               "position n of the new token (it attends to n keys)", "ms per token", s, n);
+}
+
+/* Panel B: linear axes, where "linear in context" is a straight line. The
+ * y range follows the smoothed lines; spikes of the raw ones are clipped. */
+static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top) {
+    const Curve *cc = &b->cached;
+    int fit_x[2] = { 1, b->ctx };
+    double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope,
+                        b->total_fit.intercept + b->total_fit.slope * b->ctx };
+    char title[128];
+    snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per 1000 tokens of context",
+             b->total_fit.slope * 1000);
+    Series s[7] = {
+        { "", COLOR_TOTAL, 0, 0, 1, cc->n, cc->positions, cc->total_ms },
+        { "", COLOR_OTHER, 0, 0, 1, cc->n, cc->positions, d->other_ms },
+        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, cc->attention_ms },
+        { "total", COLOR_TOTAL, 0, 0, 0, cc->n, cc->positions, d->total_smooth },
+        { "other (weights, MLP, ...)", COLOR_OTHER, 0, 0, 0, cc->n, cc->positions, d->other_smooth },
+        { "attention", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->attention_smooth },
+        { "least-squares line", "#000", 1, 0, 0, 2, fit_x, fit_y },
+    };
+    Axis x, y;
+    linear_range(&x, b->ctx);
+    x.hi = b->ctx; /* the data ends at ctx: no empty margin on the right */
+    linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, max_of(fit_y, 2, 0)));
+    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, 7);
+}
+
+/* Panel C: attention's share of the step, measured time against FLOPs. */
+static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top) {
+    const Curve *cc = &b->cached;
+    Series s[3] = {
+        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, d->time_share },
+        { "share of time (measured)", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->share_smooth },
+        { "share of FLOPs (theory)", COLOR_THEORY, 1, 0, 0, cc->n, cc->positions, d->flop_share },
+    };
+    Axis x, y;
+    position_range(&x, b->ctx);
+    linear_range(&y, 1.1 * max_of(d->share_smooth, cc->n, max_of(d->flop_share, cc->n, 1)));
+    if (y.hi > 100) y.hi = 100;
+    draw_panel(f, top, x, y, "C. Attention's share of each token, with the KV cache",
+               "position n of the new token", "attention, % of the token", s, 3);
+}
+
+/* Returns 0, or -1 when out of memory. */
+static int write_svg(const Bench *b, FILE *f) {
+    const Config *c = &b->model->config;
+    Derived d;
+    if (derive(b, &d)) return -1;
+    int height = CHART_TOP + 3 * PANEL_HEIGHT;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\""
+               " font-family=\"sans-serif\" font-size=\"12\">\n"
+               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+               SVG_WIDTH, height, SVG_WIDTH, height);
+    char line[512];
+    snprintf(line, sizeof line, "qkv: per-token latency against context, %s", base_name(b->options->model_path));
+    svg_text(f, PLOT_LEFT, 28, "start", " font-size=\"17\" font-weight=\"bold\"", line);
+    snprintf(line, sizeof line, "dim %d, %d layers, %d heads (%d kv), vocab %d; %d thread%s; median of %d runs",
+             c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, b->options->threads,
+             b->options->threads == 1 ? "" : "s", b->repeats);
+    svg_text(f, PLOT_LEFT, 48, "start", " fill=\"#555\"", line);
+    snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d",
+             SMOOTH_DIVISOR);
+    svg_text(f, PLOT_LEFT, 66, "start", " fill=\"#555\"", line);
+    draw_loglog_panel(f, b, &d, CHART_TOP);
+    draw_linear_panel(f, b, &d, CHART_TOP + PANEL_HEIGHT);
+    draw_share_panel(f, b, &d, CHART_TOP + 2 * PANEL_HEIGHT);
+    fputs("</svg>\n", f);
+    free(d.block);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) {
+    const Config *c = &m->config;
+    Bench b;
+    memset(&b, 0, sizeof b);
+    b.model = m;
+    b.options = o;
+    b.repeats = o->repeats > 0 ? o->repeats : 1;
+    b.ctx = o->ctx > 0 ? o->ctx : c->seq_len;
+    if (b.ctx > c->seq_len) {
+        fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", b.ctx, c->seq_len);
+        b.ctx = c->seq_len;
+    }
+    /* The output files are opened first, so a bad path fails at once rather
+     * than after minutes of measuring. */
+    FILE *csv = NULL, *svg = NULL;
+    if (o->csv_path && !(csv = open_output(o->csv_path, err, err_len))) return -1;
+    if (o->svg_path && !(svg = open_output(o->svg_path, err, err_len))) {
+        if (csv) fclose(csv);
+        return -1;
+    }
+    RunState s;
+    int *tokens = malloc((size_t)b.ctx * sizeof(int));
+    int rc = !tokens || run_state_init(&s, c) ? -1 : 0;
+    if (!rc) {
+        fill_tokens(tokens, b.ctx, c->vocab_size);
+        rc = measure_all(&b, &s, tokens);
+        run_state_free(&s);
+    }
+    if (!rc) {
+        print_report(&b);
+        if (csv) write_csv(&b, csv);
+        if (svg) rc = write_svg(&b, svg);
+    }
+    if (rc) snprintf(err, err_len, "out of memory for the benchmark");
+    if (csv && close_output(csv, o->csv_path, err, err_len)) rc = -1;
+    if (svg && close_output(svg, o->svg_path, err, err_len)) rc = -1;
+    curve_free(&b.cached);
+    curve_free(&b.recomputed);
+    free(tokens);
+    return rc;
 }

@@ -631,17 +631,18 @@ void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-/* Dot product of n floats. Sixteen independent partial sums let the compiler
- * keep them in vector registers; target_clones builds AVX-512, AVX2+FMA and
- * baseline versions and picks one at load time from the CPU's features. */
+/* The hot loops are built three times, for AVX-512, AVX2+FMA and baseline
+ * x86-64 (target_clones), and the CPU's features pick one at load time. The
+ * dot product is inlined into each, so it is vectorized for each. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QKV_NO_CLONES)
 #define QKV_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define QKV_SIMD_CLONES
 #endif
 
-QKV_SIMD_CLONES
-static float dot_f32(const float *a, const float *b, int n) {
+/* Dot product of n floats. Sixteen independent partial sums let the compiler
+ * keep them in vector registers. */
+static inline float dot_f32(const float *a, const float *b, int n) {
     float acc[16] = { 0 };
     int j = 0;
     for (; j + 16 <= n; j += 16)
@@ -655,11 +656,22 @@ static float dot_f32(const float *a, const float *b, int n) {
 /* Work below this many multiply-adds is not worth waking other threads for. */
 #define QKV_PARALLEL_MIN_WORK (1 << 15)
 
-/* out[rows] = W[rows, cols] @ x[cols]; rows are split across threads */
+#define QKV_ROWS_PER_TASK 16
+
+/* out[begin..end) = W[begin..end, cols] @ x[cols] */
+QKV_SIMD_CLONES
+static void matmul_rows_f32(float *out, const float *x, const float *w, int begin, int end, int cols) {
+    for (int i = begin; i < end; i++) out[i] = dot_f32(w + (size_t)i * cols, x, cols);
+}
+
+/* out[rows] = W[rows, cols] @ x[cols]; blocks of rows are split across threads */
 static void matmul_f32(float *out, const float *x, const float *w, int rows, int cols) {
-    int i;
+    int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
 #pragma omp parallel for schedule(static) if ((long)rows * cols >= QKV_PARALLEL_MIN_WORK)
-    for (i = 0; i < rows; i++) out[i] = dot_f32(w + (size_t)i * cols, x, cols);
+    for (b = 0; b < n_blocks; b++) {
+        int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
+        matmul_rows_f32(out, x, w, begin, end, cols);
+    }
 }
 
 void matmul(float *out, const float *x, const Matrix *w) {
@@ -690,6 +702,7 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  * keys and values point at this head's slice of row 0; rows are stride floats
  * apart. Positions a query may not see are simply not visited: that is the
  * causal mask, and why the cache holds only the past. */
+QKV_SIMD_CLONES
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int stride,
                     int n_visible, int head_size) {

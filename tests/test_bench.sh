@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The benchmark (-m bench): it runs in seconds on a tiny model, its CSV has one
+# row per position with the documented columns and positive numbers, the
+# no-cache columns are filled exactly at the log-spaced positions, and its SVG
+# chart is well-formed XML. Timings themselves are never asserted: they
+# depend on the machine. Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why".
+set -u
+cd "$(dirname "$0")/.."
+RUN=./run
+MODEL=tests/data/gqa.qkv
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "skip $1: $2"; }
+
+COLUMNS="position,total_ms,attention_ms,other_ms,attention_flops,other_flops,no_cache_ms,no_cache_attention_ms,ratio"
+
+# bench NAME ARGS...: runs the bench into $tmp/NAME.{out,err,csv,svg}; fails
+# the check NAME if it does not exit 0 within the time limit.
+bench() {
+    local name=$1; shift
+    if timeout 60 $RUN "$@" -m bench --repeats 2 --csv "$tmp/$name.csv" --svg "$tmp/$name.svg" \
+        >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+        ok "bench $name: runs"
+        return 0
+    fi
+    fail "bench $name: runs" "exit $? ($(tail -n 1 "$tmp/$name.err"))"
+    return 1
+}
+
+# check_csv NAME ROWS NO_CACHE_POSITIONS: the header, rows 1..ROWS in order,
+# every filled field a positive number, and the no-cache columns filled at
+# exactly the positions listed (space-separated; empty: none).
+check_csv() {
+    local name=$1 rows=$2 expected=$3 csv="$tmp/$1.csv" why
+    if [ "$(head -n 1 "$csv")" != "$COLUMNS" ]; then
+        fail "bench $name: csv header" "got '$(head -n 1 "$csv")'"
+    else ok "bench $name: csv header"; fi
+    why=$(awk -F, -v rows="$rows" '
+        function bad(why) { print "line " NR ": " why; failed = 1; exit }
+        NR == 1 { next }
+        NF != 9 { bad(NF " fields") }
+        $1 != NR - 1 { bad("position " $1 ", expected " NR - 1) }
+        { for (i = 1; i <= 6; i++) if (!($i + 0 > 0)) bad("field " i " is " $i) }
+        $7 != "" { for (i = 7; i <= 9; i++) if (!($i + 0 > 0)) bad("field " i " is " $i) }
+        END { if (!failed && NR - 1 != rows) print NR - 1 " rows, expected " rows }' "$csv")
+    if [ -n "$why" ]; then fail "bench $name: csv rows" "$why"; else ok "bench $name: csv rows"; fi
+    local got
+    got=$(awk -F, 'NR > 1 && $7 != "" { printf "%s%s", sep, $1; sep = " " }' "$csv")
+    if [ "$got" != "$expected" ]; then
+        fail "bench $name: no-cache positions" "got '$got', expected '$expected'"
+    else ok "bench $name: no-cache positions"; fi
+}
+
+# check_svg NAME: well-formed XML with an <svg> root, and the chart's words.
+check_svg() {
+    local name=$1 svg="$tmp/$1.svg" why=""
+    if command -v xmllint >/dev/null; then
+        xmllint --noout "$svg" 2>"$tmp/xml.err" || why="xmllint: $(head -n 1 "$tmp/xml.err")"
+    elif [ -x "$PY" ]; then
+        $PY -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert d.documentElement.tagName == "svg"' \
+            "$svg" 2>"$tmp/xml.err" || why="python: $(tail -n 1 "$tmp/xml.err")"
+    else
+        skip "bench $name: svg is XML" "neither xmllint nor $PY"
+        return
+    fi
+    if [ -n "$why" ]; then fail "bench $name: svg is XML" "$why"; return; fi
+    for word in "<svg" "ms per token" "position n" "with KV cache: total" "attention" "least-squares line"; do
+        if ! grep -q "$word" "$svg"; then fail "bench $name: svg is XML" "no '$word'"; return; fi
+    done
+    ok "bench $name: svg is XML"
+}
+
+# check_report NAME PATTERN...: stdout has every pattern
+check_report() {
+    local name=$1; shift
+    for pattern in "$@"; do
+        if ! grep -qE "$pattern" "$tmp/$name.out"; then
+            fail "bench $name: report" "no /$pattern/ in stdout"
+            return
+        fi
+    done
+    ok "bench $name: report"
+}
+
+# A llama2.c legacy checkpoint with random weights: the bench must need no
+# tokenizer, and work on every format qkv loads.
+make_legacy() {
+    $PY - "$1" <<'EOF'
+import struct, sys
+import numpy as np
+dim, hidden, layers, heads, kv_heads, vocab, seq = 16, 32, 2, 4, 2, 40, 24
+hs = dim // heads
+rng = np.random.default_rng(1)
+def w(*shape): return (rng.standard_normal(shape) * 0.1).astype(np.float32)
+ones = lambda *shape: np.ones(shape, np.float32)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("7i", dim, hidden, layers, heads, kv_heads, vocab, seq))
+    for t in (w(vocab, dim), ones(layers, dim), w(layers, dim, dim), w(layers, kv_heads * hs, dim),
+              w(layers, kv_heads * hs, dim), w(layers, dim, dim), ones(layers, dim),
+              w(layers, hidden, dim), w(layers, dim, hidden), w(layers, hidden, dim), ones(dim),
+              np.zeros((2, seq * hs // 2), np.float32)):
+        f.write(t.tobytes())
+EOF
+}
+
+# ---- the qkv test model (seq_len 32) ---------------------------------------
+if [ ! -f "$MODEL" ]; then
+    skip "bench qkv model" "$MODEL not found"
+else
+    if bench full "$MODEL" --no-cache; then
+        check_csv full 32 "1 2 4 8 16 32"
+        check_svg full
+        check_report full "threads [0-9]+" "weights +[0-9]+ bytes" "KV cache +[0-9]+ bytes per token" \
+            "no-cache +ratio" "measured: per-token latency grows -?[0-9.]+ ms per 1000 tokens" \
+            "FLOPs prediction: [0-9.]+ ms per 1000 tokens" "prefill +decode" \
+            "peak resident memory +[0-9]+ bytes"
+    fi
+    # without --no-cache: no recomputation columns; --ctx limits the positions
+    if bench ctx8 "$MODEL" --ctx 8; then
+        check_csv ctx8 8 ""
+        check_svg ctx8
+    fi
+    if bench ctx100 "$MODEL" --ctx 100 --no-cache; then
+        if grep -q "clamped to 32" "$tmp/ctx100.err"; then ok "bench --ctx beyond seq_len: clamped"
+        else fail "bench --ctx beyond seq_len: clamped" "no warning"; fi
+        check_csv ctx100 32 "1 2 4 8 16 32"
+    fi
+fi
+
+# ---- a llama2.c legacy checkpoint (seq_len 24: the last position is not a power of two)
+if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null && make_legacy "$tmp/legacy.bin"; then
+    if bench legacy "$tmp/legacy.bin" --no-cache; then
+        check_csv legacy 24 "1 2 4 8 16 24"
+        check_svg legacy
+    fi
+else
+    skip "bench llama2.c legacy checkpoint" "no numpy to make one"
+fi
+
+# ---- a bad output path fails at once, before measuring ----------------------
+if [ -f "$MODEL" ]; then
+    $RUN "$MODEL" -m bench --csv "$tmp/no/such/dir/x.csv" >"$tmp/bad.out" 2>"$tmp/bad.err"
+    rc=$?
+    if [ "$rc" -ne 1 ]; then fail "bench unwritable csv" "exit $rc, expected 1"
+    elif ! grep -q "cannot write" "$tmp/bad.err"; then fail "bench unwritable csv" "$(head -n 1 "$tmp/bad.err")"
+    elif [ -s "$tmp/bad.out" ]; then fail "bench unwritable csv" "measured and printed before failing"
+    else ok "bench unwritable csv"; fi
+fi
