@@ -5,8 +5,8 @@
 #   make bench  latency against context length on the default model
 CC ?= gcc
 CFLAGS ?= -O3 -ffp-contract=fast
-CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter
 OPENMP ?= -fopenmp
+QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
 SOURCES = run.c tokenizer.c trace.c bench.c
 HEADERS = model.h tokenizer.h sampler.h trace.h bench.h
@@ -18,15 +18,22 @@ HEADERS = model.h tokenizer.h sampler.h trace.h bench.h
 all: build/run
 	@cmp -s build/run run || cp build/run run
 
-build/run: $(SOURCES) $(HEADERS)
+build/run: $(SOURCES) $(HEADERS) build/explorer_html.h
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(OPENMP) -o $@ $(SOURCES) $(LDLIBS)
+	$(CC) $(QKV_CFLAGS) -Ibuild -o $@ $(SOURCES) $(LDLIBS)
+
+# The HTML explorer page (explorer.html) goes into the binary as one C string:
+# escape \ " and ? (no trigraphs), then quote each line.
+build/explorer_html.h: explorer.html
+	@mkdir -p build
+	{ echo 'static const char EXPLORER_HTML[] ='; \
+	  sed -e 's/[\\"?]/\\&/g' -e 's/^/"/' -e 's/$$/\\n"/' explorer.html; echo ';'; } >$@
 
 run: all
 	./run
 
 test: all
-	@bash tests/run_tests.sh
+	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" bash tests/run_tests.sh
 
 bench: all
 	./run models/stories.bin -m bench --svg build/bench-stories.svg --csv build/bench-stories.csv

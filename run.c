@@ -438,6 +438,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     const char *path = o.checkpoint ? o.checkpoint : DEFAULT_CHECKPOINT;
+    o.trace.model_path = path;
     Model m;
     char err[512];
     if (model_load(&m, path, err, sizeof err)) die("%s", err);

@@ -4,6 +4,7 @@
 #ifndef QKV_TRACE_H
 #define QKV_TRACE_H
 
+#include <stdio.h>
 #include "model.h"
 #include "sampler.h"
 #include "tokenizer.h"
@@ -11,13 +12,14 @@
 typedef struct {
     int trace;                /* --trace: text trace of each generated token */
     int trace_prompt;         /* --trace-prompt: prompt positions too */
-    int layer, head;          /* --layer L, --head H; -1 = all */
+    int layer, head;          /* --layer L, --head H: narrow the text and JSON; -1 = all */
     const char *out_path;     /* --trace-out FILE; NULL = stderr */
     const char *json_path;    /* --trace-json FILE */
     const char *html_path;    /* --html FILE */
     const char *compare_path; /* --compare MODEL (with --html) */
     int step;                 /* --step: pause after each token */
     int top_logits;           /* logits shown per step */
+    const char *model_path;   /* the checkpoint, to name it on the HTML page */
 } TraceOptions;
 
 typedef struct Tracer Tracer;
@@ -44,5 +46,21 @@ int tracer_pause(Tracer *tr);
 /* Finishes the outputs (the HTML page is written here, with the compare model
  * run over the same tokens). Returns 0, or -1 with err filled. */
 int tracer_close(Tracer *tr, char *err, size_t err_len);
+
+/* One head's attention for one query, as the text trace prints it. Public so
+ * a test can feed it any numbers (the worked example of the docs). */
+typedef struct {
+    const float *scores;       /* [n_visible] raw q·k */
+    const float *weights;      /* [n_visible] softmax(scores / sqrt(head_size)) */
+    int n_visible;             /* keys 0..n_visible-1 were visible to the query */
+    int n_cols;                /* columns shown, >= n_visible: the rest are masked */
+    int head_size;
+    const char *const *labels; /* [n_cols] each key's token text, already escaped */
+} AttentionRow;
+
+/* Prints key positions, key tokens, q·k, q·k/√d, the mask, the weights (with
+ * ANSI 256-colour heat if colour) and the most attended keys, wrapped into
+ * chunks of columns so rows stay readable at any context length. */
+void trace_print_attention(FILE *out, const AttentionRow *row, int colour);
 
 #endif

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The HTML attention explorer in a real browser (CI, after `apt-get install
+# chromium`; not part of make test). Writes pages with --html (and --compare),
+# loads each in headless Chromium, and reads back the page's own self-check:
+# its script draws every layer and head, counts the heatmap cells (visible and
+# hatched), checks every row sums to 1, hovers a cell, and records any script
+# error into <pre id="selftest" data-test-status="ok|fail">.
+# Also saves a screenshot, build/explorer.png. Prints "ok" / "FAIL" lines.
+set -u
+cd "$(dirname "$0")/.."
+RUN=./run
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+
+browser=""
+for b in chromium chromium-browser google-chrome; do
+    if command -v "$b" >/dev/null; then browser=$b; break; fi
+done
+if [ -z "$browser" ]; then
+    fail "browser" "chromium not found (apt-get install -y chromium)"
+    exit 1
+fi
+[ -x "$RUN" ] || make >/dev/null
+
+# A fresh profile per call, and nothing that talks to the network.
+chrome() {
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$(mktemp -d -p "$tmp")" "$@" 2>>"$tmp/chromium.log"
+}
+
+# check_page NAME FILE RUNS: the page's self-check passed with RUNS heatmaps
+check_page() {
+    local name=$1 page=$2 runs=$3
+    chrome --dump-dom "file://$(realpath "$page")" >"$tmp/dom.html"
+    local report status
+    report=$(sed -n '/<pre id="selftest"/,/<\/pre>/p' "$tmp/dom.html")
+    status=$(grep -o 'data-test-status="[a-z]*"' <<<"$report" | head -n 1)
+    if [ "$status" = 'data-test-status="ok"' ] && grep -q "^heatmaps $runs$" <<<"$report" \
+        && grep -q "^errors 0" <<<"$report"; then
+        ok "$name: $(grep -E '^(visible|masked) cells' <<<"$report" | cut -d'(' -f1 | tr '\n' ';' | sed 's/ *;/;/g')"
+    else
+        fail "$name" "$(sed 's/<[^>]*>//g' <<<"$report" | tr '\n' ' ' | head -c 400)"
+    fi
+}
+
+# The toy-grammar models when they are there, else the tiny test models.
+if [ -r models/grammar.bin ] && [ -r models/grammar-random.bin ]; then
+    MODEL=models/grammar.bin OTHER=models/grammar-random.bin PROMPT="the cat sat on the"
+else
+    MODEL=tests/data/gqa.qkv OTHER=tests/data/mqa.qkv PROMPT="the cat sat on the"
+fi
+
+if $RUN $MODEL -i "$PROMPT" -t 0 -n 14 --html "$tmp/explorer.html" --compare $OTHER >/dev/null 2>"$tmp/err"; then
+    check_page "explorer of $MODEL with --compare $OTHER" "$tmp/explorer.html" 2
+    mkdir -p build
+    rm -f build/explorer.png
+    chrome --screenshot="$(realpath build)/explorer.png" --window-size=1200,900 \
+        "file://$(realpath "$tmp/explorer.html")" >/dev/null
+    if [ "$(head -c 8 build/explorer.png 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]; then
+        ok "screenshot build/explorer.png"
+    else fail "screenshot" "no PNG written"; fi
+else fail "--html --compare" "$(head -n 1 "$tmp/err")"; fi
+
+if $RUN $MODEL -i "$PROMPT" -t 0.9 -s 1 -n 40 --html "$tmp/long.html" >/dev/null 2>"$tmp/err"; then
+    check_page "explorer of a sampled run, one model" "$tmp/long.html" 1
+else fail "--html" "$(head -n 1 "$tmp/err")"; fi
+
+# Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
+# "</script": the page must still parse its data and draw.
+if /usr/bin/python3 tests/trace_check.py weird-model tests/data/gqa.qkv "$tmp/weird.qkv" >/dev/null 2>&1; then
+    $RUN "$tmp/weird.qkv" -t 0 -n 24 -i "the" --html "$tmp/weird.html" >/dev/null 2>&1
+    check_page "explorer with hostile token text" "$tmp/weird.html" 1
+else
+    echo "skip explorer with hostile token text: /usr/bin/python3 with numpy is missing"
+fi
+
+exit $failed

@@ -1,0 +1,402 @@
+#!/usr/bin/python3
+"""Checks of the trace outputs, for tests/test_trace.sh.
+
+Each subcommand prints one "ok NAME" / "FAIL NAME: why" line per check.
+The reference numbers come from export/reference.py, an independent NumPy
+float64 forward pass, run over exactly the tokens the engine's run used.
+
+    trace_check.py jsonl MODEL FILE.jsonl N_PROMPT [NAME]   schema, invariants, reference
+    trace_check.py text-vs-json TEXT JSONL           text trace numbers = JSON numbers
+    trace_check.py weird-model SRC DST               copy SRC with hostile byte-token pieces
+    trace_check.py small-vocab-model SRC DST         copy SRC cut to a smaller vocabulary
+    trace_check.py escapes MODEL JSONL TEXT HTML OUT every byte escaped as documented
+    trace_check.py html FILE MODEL [COMPARE]         the page's data, against the reference
+    trace_check.py step RUN...                       step mode in a pseudo-terminal
+    trace_check.py colour RUN...                     heat colours on a tty, not with NO_COLOR
+"""
+import json
+import math
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "export"))
+
+WEIGHT_TOL = 1e-5  # the engine's float32 weights against float64
+SCORE_TOL = 1e-4   # relative, for raw q.k and logits
+SUM_TOL = 1e-6
+
+
+def ok(name):
+    print("ok " + name)
+
+
+def fail(name, why):
+    print("FAIL %s: %s" % (name, " ".join(str(why).split())[:300]))
+
+
+def check(cond, name, why):
+    ok(name) if cond else fail(name, why)
+
+
+def reference(model, tokens):
+    import qkvfile
+    import reference as ref
+    config, tensors, _ = qkvfile.read_model(model)
+    return config, ref.forward(config, tensors, tokens)
+
+
+def read_jsonl(path, name):
+    steps, bad = [], []
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                steps.append(json.loads(line.decode("utf-8")))
+            except (ValueError, UnicodeDecodeError) as e:
+                bad.append("line %d: %s" % (n, e))
+    check(steps and not bad, name + ": every line is valid JSON", bad[:3] or "no lines")
+    return steps
+
+
+STEP_KEYS = {"pos": int, "token": int, "piece": str, "forced": bool, "next": int, "next_piece": str,
+             "layers": list, "top": list}
+
+
+def schema_errors(st, i):
+    errs = []
+    for key, kind in STEP_KEYS.items():
+        if not isinstance(st.get(key), kind):
+            errs.append("step %d: %s is not %s" % (i, key, kind.__name__))
+    if st.get("forced") is False:
+        s = st.get("sample") or {}
+        if s.get("method") not in ("greedy", "temperature", "top-p"):
+            errs.append("step %d: sample.method %r" % (i, s.get("method")))
+        for key in ("temperature", "topp", "topk", "candidates", "coin", "probability"):
+            if not isinstance(s.get(key), (int, float)):
+                errs.append("step %d: sample.%s missing" % (i, key))
+    elif st.get("sample") is not None:
+        errs.append("step %d: forced step with a sample" % i)
+    for L in st.get("layers", []):
+        for H in L.get("heads", []):
+            for key in ("head", "kv_head"):
+                if not isinstance(H.get(key), int):
+                    errs.append("step %d: %s missing" % (i, key))
+            if not (isinstance(H.get("scores"), list) and isinstance(H.get("weights"), list)):
+                errs.append("step %d: scores/weights missing" % i)
+    for c in st.get("top", []):
+        if not (isinstance(c.get("id"), int) and isinstance(c.get("piece"), str)
+                and isinstance(c.get("logit"), (int, float)) and isinstance(c.get("prob"), (int, float))):
+            errs.append("step %d: bad top entry %r" % (i, c))
+    return errs
+
+
+def compare_attention(steps, res, config, name, digits=9):
+    """Every row of every head against the reference, plus invariants. With
+    fewer digits than float32's 9 (the HTML page keeps 6), rounding loosens
+    each tolerance a little."""
+    loose = digits < 9
+    weight_tol, score_tol = (1.5e-5, 1.5e-4) if loose else (WEIGHT_TOL, SCORE_TOL)
+    sum_tol, self_tol = (1e-5, 1e-4) if loose else (SUM_TOL, 1e-6)
+    worst_w = worst_s = worst_sum = worst_self = 0.0
+    bad_len = negative = rows = 0
+    hs = config["head_size"]
+    for st in steps:
+        p = st["pos"]
+        for L in st["layers"]:
+            for H in L["heads"]:
+                rows += 1
+                w, s = H["weights"], H["scores"]
+                if len(w) != p + 1 or len(s) != p + 1:
+                    bad_len += 1
+                    continue
+                rw = res.weights[p][L["layer"]][H["head"]]
+                rs = res.scores[p][L["layer"]][H["head"]]
+                worst_w = max(worst_w, max(abs(a - b) for a, b in zip(w, rw)))
+                worst_s = max(worst_s, max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(s, rs)))
+                worst_sum = max(worst_sum, abs(math.fsum(w) - 1.0))
+                negative += sum(1 for v in w if v < 0)
+                # the weights are the softmax of these very scores / sqrt(d)
+                m = max(s)
+                e = [math.exp((v - m) / math.sqrt(hs)) for v in s]
+                worst_self = max(worst_self, max(abs(a - b / math.fsum(e)) for a, b in zip(w, e)))
+    check(rows > 0 and bad_len == 0, name + ": row i has exactly i+1 keys (later keys masked: weight exactly 0)",
+          "%d of %d rows have the wrong length" % (bad_len, rows))
+    check(rows > 0 and worst_w <= weight_tol,
+          name + ": weights equal reference.py within %g (%d rows)" % (weight_tol, rows), "worst error %.3g" % worst_w)
+    check(rows > 0 and worst_s <= score_tol, name + ": raw scores q.k equal reference.py within %g relative" % score_tol,
+          "worst error %.3g" % worst_s)
+    check(rows > 0 and worst_sum <= sum_tol and negative == 0,
+          name + ": every row sums to 1 within %g, no negative weight" % sum_tol,
+          "worst |sum-1| %.3g, %d negative" % (worst_sum, negative))
+    check(rows > 0 and worst_self <= self_tol, name + ": weights = softmax(scores / sqrt(head_size))",
+          "worst error %.3g" % worst_self)
+
+
+def cmd_jsonl(model, path, n_prompt, name="trace-json"):
+    steps = read_jsonl(path, name)
+    if not steps:
+        return
+    errs = [e for i, st in enumerate(steps) for e in schema_errors(st, i)]
+    check(not errs, name + ": every step has the documented fields", errs[:3])
+    if errs:
+        return
+    pos_ok = [st["pos"] for st in steps] == list(range(len(steps)))
+    chain_ok = all(steps[i]["next"] == steps[i + 1]["token"] for i in range(len(steps) - 1))
+    forced = [st["forced"] for st in steps]
+    check(pos_ok and chain_ok, name + ": one line per position 0..n-1, each step's next is the next input",
+          "positions %s" % [st["pos"] for st in steps][:20])
+    check(forced == [True] * (n_prompt - 1) + [False] * (len(steps) - n_prompt + 1),
+          name + ": prompt steps are forced:true, generated ones carry a sample", forced)
+    tokens = [st["token"] for st in steps]
+    config, res = reference(model, tokens)
+    full = all(len(st["layers"]) == config["n_layers"] and
+               all(len(L["heads"]) == config["n_heads"] for L in st["layers"]) for st in steps)
+    check(full, name + ": every layer and head is present", "missing layers or heads")
+    compare_attention(steps, res, config, name)
+    worst, order_bad = 0.0, 0
+    for st in steps:
+        ref = res.logits[st["pos"]]
+        for c in st["top"]:
+            worst = max(worst, abs(c["logit"] - ref[c["id"]]) / max(1.0, abs(ref[c["id"]])))
+        logits = [c["logit"] for c in st["top"]]
+        order_bad += logits != sorted(logits, reverse=True)
+    check(worst <= SCORE_TOL and order_bad == 0, name + ": top logits equal reference.py, largest first",
+          "worst error %.3g, %d unsorted" % (worst, order_bad))
+    greedy_bad = [st["pos"] for st in steps if not st["forced"] and st["sample"]["method"] == "greedy"
+                  and st["next"] != st["top"][0]["id"]]
+    check(not greedy_bad, name + ": greedy picks the top logit", "positions %s" % greedy_bad)
+
+
+def cmd_text_vs_json(text_path, json_path):
+    """The text trace's rows (layer 0 head 0) are the JSON's numbers, rounded."""
+    name = "text trace"
+    steps = {st["pos"]: st for st in read_jsonl(json_path, "trace-json (for the text)")}
+    text = open(text_path, encoding="utf-8").read()
+    blocks = re.split(r"\n== pos (\d+):", text)[1:]
+    mismatches, seen = [], 0
+    for pos_s, block in zip(blocks[0::2], blocks[1::2]):
+        pos = int(pos_s)
+        head = steps[pos]["layers"][0]["heads"][0]
+        cells = {"weight": [], "q·k": []}
+        for line in block.split("\n"):
+            m = re.match(r"  (weight|q·k) +(.*)$", line)
+            if m:
+                cells[m.group(1)] += m.group(2).split()
+        want_w = ["%.3f" % v for v in head["weights"]]
+        want_s = ["%.2f" % v for v in head["scores"]]
+        got_w = [c for c in cells["weight"] if c != "masked"]
+        got_s = [c for c in cells["q·k"] if c != "·"]
+        if got_w != want_w or got_s != want_s:
+            mismatches.append("pos %d: %s vs %s" % (pos, got_w, want_w))
+        seen += 1
+    check(seen == len(steps) and not mismatches, name + ": its scores and weights are the JSON's (%d steps)" % seen,
+          mismatches[:2] or "%d blocks for %d steps" % (seen, len(steps)))
+
+
+# ---- hostile token text ------------------------------------------------------
+
+WEIRD_PIECES = [b'"q\\\x1b[m', b'\xff\xfeab\xc3(', b'</scri', b'\xe2\x82\xac\x00\n\t', b'\xed\xa0\x80xyz',
+                b'\xf0\x9f\x99\x82\x7f ', b'\xe2\x82<&>\r']
+
+
+def cmd_weird_model(src, dst):
+    """A copy of a qkv checkpoint whose 256 byte tokens (<0xNN>, 6 bytes each)
+    now hold the 6-byte pieces above: quotes, backslashes, ESC, NUL, bytes
+    that are not UTF-8, a surrogate, </script. Same lengths: offsets hold."""
+    buf = bytearray(open(src, "rb").read())
+    tok_off, = struct.unpack_from("<Q", buf, 72)
+    cur, vocab = tok_off + 4, struct.unpack_from("<i", buf, 32)[0]
+    changed = 0
+    for i in range(vocab):
+        n, = struct.unpack_from("<i", buf, cur + 4)
+        piece = bytes(buf[cur + 8:cur + 8 + n])
+        if re.fullmatch(rb"<0x[0-9A-F]{2}>", piece):
+            buf[cur + 8:cur + 8 + n] = WEIRD_PIECES[changed % len(WEIRD_PIECES)]
+            changed += 1
+        cur += 8 + n
+    open(dst, "wb").write(buf)
+    check(changed == 256, "hostile tokenizer fixture", "%d byte tokens changed" % changed)
+
+
+def cmd_small_vocab_model(src, dst):
+    """SRC with its vocabulary cut to 280 tokens: a checkpoint that cannot
+    read the same token ids."""
+    import qkvfile
+    config, tensors, tok = qkvfile.read_model(src)
+    config = dict(config, vocab_size=280)
+    tensors = dict(tensors, tok_embeddings=tensors["tok_embeddings"][:280])
+    if "output" in tensors:
+        tensors["output"] = tensors["output"][:280]
+    qkvfile.write_qkv(dst, config, tensors, qkvfile.Tokenizer(tok.pieces[:280], tok.max_token_length))
+
+
+def json_text_of(piece):
+    """The documented rule: valid UTF-8 sequences kept, every other byte U+FFFD."""
+    out, i = [], 0
+    while i < len(piece):
+        c = piece[i]
+        n = 1 if c < 0x80 else 2 if c >> 5 == 6 else 3 if c >> 4 == 14 else 4 if c >> 3 == 30 else 0
+        try:
+            out.append(piece[i:i + n].decode("utf-8") if n and i + n <= len(piece) else None)
+        except UnicodeDecodeError:
+            out.append(None)
+        if out[-1] is None:
+            out[-1], n = "\ufffd", 1
+        i += n
+    return "".join(out)
+
+
+def cmd_escapes(model, json_path, text_path, html_path, stdout_path):
+    import qkvfile
+    _, _, tok = qkvfile.read_model(model)
+    pieces = [piece for piece, _ in tok.pieces]
+    steps = read_jsonl(json_path, "hostile tokens: JSON")
+    wrong, weird_seen = [], 0
+    for st in steps:
+        pairs = [(st["token"], st["piece"]), (st["next"], st["next_piece"])] + [(c["id"], c["piece"]) for c in st["top"]]
+        for tid, text in pairs:
+            weird_seen += pieces[tid] in WEIRD_PIECES
+            if text != json_text_of(pieces[tid]):
+                wrong.append("id %d: %r for %r" % (tid, text, pieces[tid]))
+    check(weird_seen > 0 and not wrong, "hostile tokens: JSON strings keep valid UTF-8, U+FFFD per bad byte "
+          "(%d hostile pieces seen)" % weird_seen, wrong[:2] or "no hostile piece in the run")
+    text = open(text_path, "rb").read()
+    try:
+        text.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    controls = sorted(set(b for b in text if b < 0x20 and b not in (0x0A,)) | ({0x7F} & set(text)))
+    check(valid and not controls and b"\\x1B" in text, "hostile tokens: the text trace is valid UTF-8 with "
+          "control bytes escaped (\\x1B, \\xFF)", "valid %s, raw control bytes %s" % (valid, controls))
+    out = open(stdout_path, "rb").read()
+    check(b"\x1b" not in out, "hostile tokens: no ESC reaches stdout", "ESC on stdout")
+    data = html_data(html_path, "hostile tokens: HTML")
+    if data is not None:
+        got = [t["piece"] for t in data["tokens"]]
+        want = [json_text_of(pieces[t["id"]]) for t in data["tokens"]]
+        check(got == want, "hostile tokens: the HTML page's data parses and keeps every piece", "pieces differ")
+
+
+# ---- the HTML page -------------------------------------------------------------
+
+def html_data(path, name):
+    page = open(path, encoding="utf-8").read()
+    m = re.search(r'<script id="qkv-data" type="application/json">(.*?)</script>', page, re.S)
+    try:
+        data = json.loads(m.group(1))
+        ok(name + ": the embedded data ends at its own </script> and parses")
+        return data
+    except (AttributeError, ValueError) as e:
+        fail(name + ": the embedded data ends at its own </script> and parses", e)
+        return None
+
+
+def cmd_html(path, model, compare=None):
+    name = "html"
+    page = open(path, encoding="utf-8").read()
+    external = re.findall(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//|@import|url\(\s*["\']?https?:', page)
+    check(not external and "<style>" in page and "<script>" in page,
+          name + ": one self-contained page (inline CSS and JS, nothing fetched)", external[:3])
+    data = html_data(path, name)
+    if data is None:
+        return
+    runs = data["runs"]
+    check(len(runs) == (2 if compare else 1), name + ": one run per model", "%d runs" % len(runs))
+    tokens = [t["id"] for t in data["tokens"]][:-1]
+    for run, path_ in zip(runs, [model, compare]):
+        steps = run["steps"]
+        check([s["token"] for s in steps] == tokens and [s["pos"] for s in steps] == list(range(len(tokens))),
+              name + ": %s has a row for every position of prompt and generation" % run["name"], "rows differ")
+        config, res = reference(path_, tokens)
+        # the page keeps 6 significant digits: 5e-7 relative more
+        compare_attention(steps, res, config, "%s %s" % (name, run["name"]), digits=6)
+
+
+# ---- the terminal ----------------------------------------------------------------
+
+def run_in_pty(argv, keys, env=None, timeout=10.0):
+    """Runs argv on a pseudo-terminal (stdin, stdout and stderr), typing each
+    of keys after a pause prompt appears. Returns everything it printed."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], argv, env or os.environ)
+    out, pending, deadline = b"", list(keys), time.time() + timeout
+    while time.time() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            while pending and out.count(b"[q] quit") > len(keys) - len(pending):
+                os.write(fd, pending.pop(0))
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+    return out.decode("utf-8", "replace")
+
+
+def generated(out):
+    m = re.search(r"achieved tok/s: [0-9.]+ \((\d+) generated", out)
+    return int(m.group(1)) if m else -1
+
+
+def cmd_step(argv):
+    out = run_in_pty(argv, [b"q\n"])
+    check(out.count("[q] quit") == 1 and generated(out) == 1, "step mode: q quits after the first token",
+          "pauses %d, generated %d" % (out.count("[q] quit"), generated(out)))
+    out = run_in_pty(argv, [b"\n", b"\n", b"q\n"])
+    check(out.count("[q] quit") == 3 and generated(out) == 3, "step mode: Enter goes one token further",
+          "pauses %d, generated %d" % (out.count("[q] quit"), generated(out)))
+    full = generated(run_in_pty([a for a in argv if a != "--step"], []))
+    out = run_in_pty(argv, [b"\n", b"c\n"])
+    check(out.count("[q] quit") == 2 and generated(out) == full > 2, "step mode: c runs to the end without pausing",
+          "pauses %d, generated %d of %d" % (out.count("[q] quit"), generated(out), full))
+
+
+def cmd_colour(argv):
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    out = run_in_pty(argv, [], env)
+    check("\x1b[48;5;" in out, "colour: ANSI 256-colour heat when the trace goes to a terminal", "no colour codes")
+    env["NO_COLOR"] = "1"
+    out = run_in_pty(argv, [], env)
+    check("\x1b[" not in out and "weight" in out, "colour: none with NO_COLOR set", "colour codes with NO_COLOR")
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "jsonl":
+        cmd_jsonl(args[0], args[1], int(args[2]), *args[3:])
+    elif cmd == "text-vs-json":
+        cmd_text_vs_json(*args)
+    elif cmd == "weird-model":
+        cmd_weird_model(*args)
+    elif cmd == "small-vocab-model":
+        cmd_small_vocab_model(*args)
+    elif cmd == "escapes":
+        cmd_escapes(*args)
+    elif cmd == "html":
+        cmd_html(*args)
+    elif cmd == "step":
+        cmd_step(args)
+    elif cmd == "colour":
+        cmd_colour(args)
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
