@@ -92,13 +92,15 @@ const char *model_format_name(FileFormat f);
 /* ------------------------------------------------------------------------ */
 /* KV cache and run state                                                    */
 
-/* Keys and values of every layer for every position seen so far. A position
- * lives in slot pos % capacity, so a sliding window is a change of capacity
- * and of which positions attention visits, not of layout. */
+/* Keys and values of every layer for every position seen so far, stored
+ * per key/value head so that one head's keys are contiguous: a query row
+ * streams through them in order. A position lives in slot pos % capacity, so
+ * a sliding window is a change of capacity and of which positions attention
+ * visits, not of layout. */
 typedef struct {
-    int n_layers, capacity, kv_dim;
-    float *keys;   /* [n_layers, capacity, kv_dim] */
-    float *values; /* [n_layers, capacity, kv_dim] */
+    int n_layers, n_kv_heads, capacity, head_size;
+    float *keys;   /* [n_layers, n_kv_heads, capacity, head_size] */
+    float *values; /* [n_layers, n_kv_heads, capacity, head_size] */
 } KVCache;
 
 typedef struct {
@@ -585,8 +587,9 @@ int run_state_init(RunState *s, const Config *c) {
     s->attention_weights = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
     s->logits = calloc((size_t)c->vocab_size, sizeof(float));
     s->kv_cache.n_layers = c->n_layers;
+    s->kv_cache.n_kv_heads = c->n_kv_heads;
     s->kv_cache.capacity = c->seq_len;
-    s->kv_cache.kv_dim = (int)kv_dim;
+    s->kv_cache.head_size = c->head_size;
     s->kv_cache.keys = calloc(cache_floats, sizeof(float));
     s->kv_cache.values = calloc(cache_floats, sizeof(float));
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
@@ -605,10 +608,20 @@ void run_state_free(RunState *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Row of the cache that holds position pos in layer l. */
-static float *kv_slot(float *base, const KVCache *kv, int layer, int pos) {
-    size_t slot = (size_t)layer * kv->capacity + (size_t)(pos % kv->capacity);
-    return base + slot * kv->kv_dim;
+/* Where position pos of one key/value head of one layer lives. */
+static float *kv_slot(float *base, const KVCache *kv, int layer, int kv_head, int pos) {
+    size_t head = (size_t)layer * kv->n_kv_heads + (size_t)kv_head;
+    size_t slot = head * kv->capacity + (size_t)(pos % kv->capacity);
+    return base + slot * kv->head_size;
+}
+
+/* Appends this position's key and value (all kv heads) to the cache. */
+static void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float *v) {
+    size_t bytes = (size_t)kv->head_size * sizeof(float);
+    for (int h = 0; h < kv->n_kv_heads; h++) {
+        memcpy(kv_slot(kv->keys, kv, layer, h, pos), k + (size_t)h * kv->head_size, bytes);
+        memcpy(kv_slot(kv->values, kv, layer, h, pos), v + (size_t)h * kv->head_size, bytes);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -747,14 +760,14 @@ static void attention(const Config *c, RunState *s, int layer, int pos) {
     int h;
 #pragma omp parallel for schedule(static) if ((long)c->n_heads * n_visible * c->head_size >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
-        size_t kv_offset = (size_t)(h / heads_per_kv) * c->head_size;
+        int kv_head = h / heads_per_kv;
         attention_head(s->xb + (size_t)h * c->head_size,
                        s->attention_scores + (size_t)h * c->seq_len,
                        s->attention_weights + (size_t)h * c->seq_len,
                        s->q + (size_t)h * c->head_size,
-                       kv_slot(kv->keys, kv, layer, 0) + kv_offset,
-                       kv_slot(kv->values, kv, layer, 0) + kv_offset,
-                       kv->kv_dim, n_visible, c->head_size);
+                       kv_slot(kv->keys, kv, layer, kv_head, 0),
+                       kv_slot(kv->values, kv, layer, kv_head, 0),
+                       kv->head_size, n_visible, c->head_size);
     }
 }
 
@@ -771,8 +784,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos,
     matmul(s->v, s->xb, &w->wv);
     rope(s->q, c->n_heads, c->head_size, pos, c->rope_theta);
     rope(s->k, c->n_kv_heads, c->head_size, pos, c->rope_theta);
-    memcpy(kv_slot(kv->keys, kv, layer, pos), s->k, (size_t)kv->kv_dim * sizeof(float));
-    memcpy(kv_slot(kv->values, kv, layer, pos), s->v, (size_t)kv->kv_dim * sizeof(float));
+    kv_cache_store(kv, layer, pos, s->k, s->v);
 
     notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
     attention(c, s, layer, pos);

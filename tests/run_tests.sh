@@ -7,6 +7,11 @@ CC=${CC:-cc}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+# One thread unless the caller says otherwise: the tests launch the engine
+# hundreds of times, and on a busy machine idle OpenMP workers only wait for
+# a core. test_cli.sh checks that two threads give the same text as one.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+
 mkdir -p build
 if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o build/test_engine tests/test_engine.c tokenizer.c -lm; then
     echo "FAIL build tests/test_engine.c" | tee -a "$log"

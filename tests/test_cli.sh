@@ -4,7 +4,7 @@
 # flags behave as documented. Prints "ok NAME" / "FAIL NAME: why" lines.
 set -u
 cd "$(dirname "$0")/.."
-RUN=./run
+RUN=${QKV_RUN:-./run}
 TOK=tests/data/tiny-tokenizer.bin
 MODEL=tests/data/gqa.qkv
 tmp=$(mktemp -d)
@@ -86,6 +86,12 @@ a=$($RUN $MODEL -t 0.9 -s 42 -n 30 2>/dev/null); b=$($RUN $MODEL -t 0.9 -s 42 -n
 c=$($RUN $MODEL -t 0.9 -s 43 -n 30 2>/dev/null); d=$($RUN $MODEL -t 0.9 -s 44 -n 30 2>/dev/null)
 if [ "$a" = "$b" ] && { [ "$a" != "$c" ] || [ "$a" != "$d" ]; }; then ok "same seed gives the same text, other seeds differ"
 else fail "seeded sampling" "same: [$a] [$b]; others [$c] [$d]"; fi
+
+# grammar.bin's classifier (662 x 96) is large enough to be split across threads
+one=$(OMP_NUM_THREADS=1 $RUN models/grammar.bin -t 0.8 -s 5 -n 64 2>/dev/null)
+two=$($RUN models/grammar.bin -t 0.8 -s 5 -n 64 --threads 2 2>/dev/null)
+if [ -n "$one" ] && [ "$one" = "$two" ]; then ok "two threads give the same text as one"
+else fail "threads" "[$one] vs [$two]"; fi
 
 for f in tests/data/gqa.legacy.bin; do
     x=$($RUN $MODEL -t 0 -n 20 -i "the cat" 2>/dev/null); y=$($RUN $f -z $TOK -t 0 -n 20 -i "the cat" 2>/dev/null)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The shipped models: ./run with no arguments tells a story; the grammar
+# model writes grammatical sentences; perplexity mode agrees with PyTorch.
+# Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
+set -u
+cd "$(dirname "$0")/.."
+RUN=${QKV_RUN:-./run}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# ---- ./run with no arguments ----------------------------------------------
+if [ -r models/stories.bin ]; then
+    $RUN >"$tmp/story" 2>"$tmp/err"
+    rc=$? words=$(wc -w <"$tmp/story")
+    if [ $rc -eq 0 ] && [ "$words" -ge 20 ]; then ok "./run with no arguments tells a story ($words words)"
+    else fail "./run with no arguments" "exit $rc, $words words: $(head -c 200 "$tmp/err")"; fi
+else
+    fail "./run with no arguments" "models/stories.bin is missing"
+fi
+
+# ---- the grammar model writes grammatical sentences ------------------------
+# 1000 runs at temperature 1 with top-p off, seeds 1..1000; the first sentence
+# of each is judged by export/grammar.py's parser (standard library only).
+if ! command -v python3 >/dev/null; then
+    echo "skip grammar sentences: python3 is missing"
+elif [ ! -r models/grammar.bin ]; then
+    fail "grammar sentences" "models/grammar.bin is missing"
+else
+    for seed in $(seq 1 1000); do
+        $RUN models/grammar.bin -t 1 -p 1 -s "$seed" -n 64 2>/dev/null | sed -E 's/ \. .*/ ./; s/^ +//'
+    done >"$tmp/sentences"
+    result=$(python3 export/grammar.py --check "$tmp/sentences" | grep '^valid')
+    valid=$(awk '{split($2, a, "/"); print a[1]}' <<<"$result")
+    total=$(awk '{split($2, a, "/"); print a[2]}' <<<"$result")
+    if [ "${total:-0}" -eq 1000 ] && [ "${valid:-0}" -ge 990 ]; then ok "grammar.bin at -t 1: $valid of 1000 sentences parse (>= 99%)"
+    else fail "grammar sentences" "$result"; fi
+fi
+
+# ---- perplexity mode against PyTorch ----------------------------------------
+# check_ppl MODEL TEXT GOLDEN: mean nats/token within 1e-3 of PyTorch's
+check_ppl() {
+    local model=$1 text=$2 golden=$3
+    local want got
+    want=$(grep -v '^#' "$golden" | head -n 1)
+    got=$($RUN "$model" -m ppl -f "$text" 2>/dev/null | awk '/nats\/token/ {print $2}')
+    if [ -n "$got" ] && awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'; then
+        ok "ppl of $model on $(basename "$text"): $got nats/token, PyTorch $want"
+    else fail "ppl of $model" "engine '$got', PyTorch '$want'"; fi
+}
+check_ppl models/grammar.bin tests/data/grammar-sample.txt tests/golden/models/grammar-ppl.txt
+if [ -r ../shared/data/tinystories.txt ]; then
+    head -n 5 ../shared/data/tinystories.txt >"$tmp/story0.txt"   # story 0: held out from training
+    check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt
+else
+    echo "skip ppl of models/stories.bin: ../shared/data is absent"
+fi
