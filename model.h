@@ -748,8 +748,18 @@ static void add_residual(float *x, const float *delta, int n) {
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                   */
 
+/* Building with -DQKV_NO_OBSERVER removes the hooks altogether: the way to
+ * measure that they cost nothing when no observer is passed. */
 static void notify_stage(const ForwardObserver *o, ForwardStage stage, int layer) {
+#ifndef QKV_NO_OBSERVER
     if (o && o->stage) o->stage(o->ctx, stage, layer);
+#endif
+}
+
+static void notify_attention(const ForwardObserver *o, int layer, int pos, const RunState *s) {
+#ifndef QKV_NO_OBSERVER
+    if (o && o->attention) o->attention(o->ctx, layer, pos, pos + 1, s);
+#endif
 }
 
 /* Attention of every query head at position pos, against the cache. */
@@ -789,7 +799,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos,
     notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
     attention(c, s, layer, pos);
     notify_stage(o, STAGE_ATTENTION_END, layer);
-    if (o && o->attention) o->attention(o->ctx, layer, pos, pos + 1, s);
+    notify_attention(o, layer, pos, s);
 
     matmul(s->xb2, s->xb, &w->wo);
     add_residual(s->x, s->xb2, c->dim);

@@ -51,7 +51,7 @@ check_ppl() {
 }
 check_ppl models/grammar.bin tests/data/grammar-sample.txt tests/golden/models/grammar-ppl.txt
 if [ -r ../shared/data/tinystories.txt ]; then
-    head -n 5 ../shared/data/tinystories.txt >"$tmp/story0.txt"   # story 0: held out from training
+    printf '%s' "$(head -n 5 ../shared/data/tinystories.txt)" >"$tmp/story0.txt"   # story 0: held out from training
     check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt
 else
     echo "skip ppl of models/stories.bin: ../shared/data is absent"

@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""Train a qkv model (PyTorch, CPU).
+
+    python3 export/train.py --config grammar            # models/grammar.bin's run
+    python3 export/train.py --config stories            # models/stories.bin's run
+    python3 export/train.py --config grammar --init-only   # untrained init (grammar-random)
+    python3 export/train.py --config stories --resume      # continue from out/stories/ckpt.pt
+
+Everything (tokenizer, data split, init, batch order) is derived from the
+config's seed, so a run is reproducible.  Writes into out_dir:
+    tokenizer.bin, data_*.npy (token cache), ckpt.pt (latest), log.txt
+Export with:  python3 export/export.py out/NAME/ckpt.pt models/NAME.bin
+Override any config value with --set key=value (e.g. --set max_iters=100).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model import ModelArgs, Transformer  # noqa: E402
+import tokenizer_train as tt  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# ---------------------------------------------------------------------------
+# named configs
+CONFIGS = {
+    "grammar": dict(
+        data="grammar",
+        grammar_sentences=400_000,   # generated corpus size (sentences), 5% held out
+        grammar_seed=1234,
+        dim=96, hidden_dim=224, n_layers=3, n_heads=4, n_kv_heads=4,
+        seq_len=64, shared_classifier=True,
+        batch_size=64, grad_accum=1,
+        lr=3e-3, min_lr=1e-4, warmup_iters=200, max_iters=4000,
+        weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
+        eval_interval=500, eval_tokens=100_000,
+        seed=1337, out_dir="out/grammar",
+    ),
+    "stories": dict(
+        data="stories",
+        stories_path="/work/shared/data/tinystories.txt",
+        heldout_every=20,            # story i is held out iff i % 20 == 0 (5%)
+        vocab_size=4096,             # chosen over 2048 by a short measured run (see report)
+        dim=256, hidden_dim=688, n_layers=4, n_heads=4, n_kv_heads=4,
+        seq_len=256, shared_classifier=True,
+        batch_size=16, grad_accum=1,
+        lr=2e-3, min_lr=2e-4, warmup_iters=50, max_iters=800,
+        weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
+        eval_interval=200, eval_tokens=1_000_000,   # eval = the whole held-out split
+        seed=1337, out_dir="out/stories",
+    ),
+}
+
+
+# ---------------------------------------------------------------------------
+# data
+def split_stories(path, heldout_every):
+    """Stories are separated by a single newline, paragraphs by a blank line."""
+    text = open(path, encoding="utf-8").read()
+    stories = [s.strip() for s in re.split(r"(?<!\n)\n(?!\n)", text)]
+    stories = [s for s in stories if s]
+    train = [s for i, s in enumerate(stories) if i % heldout_every != 0]
+    val = [s for i, s in enumerate(stories) if i % heldout_every == 0]
+    return train, val
+
+
+def prepare_stories(cfg, out_dir):
+    tok_path = os.path.join(out_dir, "tokenizer.bin")
+    tr_path = os.path.join(out_dir, "data_train.npy")
+    va_path = os.path.join(out_dir, "data_val.npy")
+    if not (os.path.exists(tok_path) and os.path.exists(tr_path) and os.path.exists(va_path)):
+        train, val = split_stories(cfg["stories_path"], cfg["heldout_every"])
+        print("stories: %d train, %d held out; training BPE vocab %d on the train split"
+              % (len(train), len(val), cfg["vocab_size"]), flush=True)
+        pieces, scores = tt.train_bpe(train, cfg["vocab_size"], verbose=False)
+        tt.write_tokenizer(tok_path, pieces, scores)
+        tok = tt.Tokenizer(pieces, scores)
+        for path, docs in ((tr_path, train), (va_path, val)):
+            ids = []
+            for d in docs:  # llama2.c style: BOS + tokens per story, concatenated
+                ids.extend(tok.encode(d, bos=True))
+            np.save(path, np.array(ids, dtype=np.int16 if len(pieces) < 32768 else np.int32))
+    tok = tt.Tokenizer.load(tok_path)
+    return tok, np.load(tr_path).astype(np.int64), np.load(va_path).astype(np.int64)
+
+
+def grammar_rows(tok, sentences, seq_len):
+    """Rows of seq_len+1 ids, each BOS + consecutive sentences (last one cut)."""
+    rows = []
+    cur = [tt.BOS_ID]
+    for s in sentences:
+        cur.extend(tok.encode(s)[0:] if len(cur) == 1 else tok.encode(s))
+        if len(cur) >= seq_len + 1:
+            rows.append(cur[:seq_len + 1])
+            cur = [tt.BOS_ID]
+    return np.array(rows, dtype=np.int64)
+
+
+def prepare_grammar(cfg, out_dir):
+    import grammar
+    tok_path = os.path.join(out_dir, "tokenizer.bin")
+    pieces, scores = tt.build_word_vocab(grammar.vocabulary())
+    tt.write_tokenizer(tok_path, pieces, scores)
+    tok = tt.Tokenizer(pieces, scores)
+    sents = grammar.generate(cfg["grammar_sentences"], cfg["grammar_seed"])
+    n_val = len(sents) // 20
+    train = grammar_rows(tok, sents[n_val:], cfg["seq_len"])
+    val = grammar_rows(tok, sents[:n_val], cfg["seq_len"])
+    return tok, train, val
+
+
+class Batches:
+    """Deterministic batches: batch k depends only on (seed, k) -> resumable."""
+
+    def __init__(self, data, seq_len, batch_size, seed):
+        self.data, self.T, self.B, self.seed = data, seq_len, batch_size, seed
+        self.rows = data.ndim == 2
+
+    def get(self, k):
+        rng = np.random.default_rng([self.seed, k])
+        if self.rows:
+            idx = rng.integers(0, len(self.data), self.B)
+            xy = self.data[idx]
+        else:
+            start = rng.integers(0, len(self.data) - self.T - 1, self.B)
+            xy = np.stack([self.data[s:s + self.T + 1] for s in start])
+        xy = torch.from_numpy(xy)
+        return xy[:, :-1], xy[:, 1:]
+
+
+def eval_windows(data, seq_len, max_tokens):
+    """Fixed held-out windows: non-overlapping, from position 0."""
+    if data.ndim == 2:
+        n = max(1, min(len(data), max_tokens // seq_len))
+        xy = torch.from_numpy(data[:n])
+        return [(xy[i:i + 32, :-1], xy[i:i + 32, 1:]) for i in range(0, n, 32)]
+    n = min((len(data) - 1) // seq_len, max(1, max_tokens // seq_len))
+    xy = np.stack([data[i * seq_len:i * seq_len + seq_len + 1] for i in range(n)])
+    xy = torch.from_numpy(xy)
+    return [(xy[i:i + 16, :-1], xy[i:i + 16, 1:]) for i in range(0, n, 16)]
+
+
+@torch.no_grad()
+def evaluate(model, windows):
+    model.eval()
+    tot, cnt = 0.0, 0
+    for x, y in windows:
+        _, loss = model(x, y)
+        tot += loss.item() * y.numel()
+        cnt += y.numel()
+    model.train()
+    return tot / cnt
+
+
+def lr_at(it, cfg):
+    if it < cfg["warmup_iters"]:
+        return cfg["lr"] * (it + 1) / cfg["warmup_iters"]
+    if it >= cfg["max_iters"]:
+        return cfg["min_lr"]
+    r = (it - cfg["warmup_iters"]) / max(1, cfg["max_iters"] - cfg["warmup_iters"])
+    return cfg["min_lr"] + 0.5 * (1 + math.cos(math.pi * r)) * (cfg["lr"] - cfg["min_lr"])
+
+
+def make_optimizer(model, cfg):
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    groups = [dict(params=decay, weight_decay=cfg["weight_decay"]),
+              dict(params=no_decay, weight_decay=0.0)]
+    return torch.optim.AdamW(groups, lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]))
+
+
+def save(path, model, opt, cfg, it, tok, best_val, history):
+    ck = dict(model=model.state_dict(), optimizer=opt.state_dict() if opt else None,
+              model_args=model.args.to_dict(), config=cfg, iter=it, best_val=best_val,
+              tokenizer=tt.tokenizer_bytes(tok.pieces, tok.scores), history=history)
+    tmp = path + ".tmp"
+    torch.save(ck, tmp)
+    os.replace(tmp, path)
+
+
+def parse_value(v):
+    try:
+        return json.loads(v)
+    except json.JSONDecodeError:
+        return v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init-only", action="store_true", help="save the untrained init as init.pt and exit")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+
+    cfg = dict(CONFIGS[args.config])
+    for kv in args.set:
+        k, v = kv.split("=", 1)
+        assert k in cfg, "unknown config key %s" % k
+        cfg[k] = parse_value(v)
+    torch.set_num_threads(args.threads)
+    out_dir = cfg["out_dir"] if os.path.isabs(cfg["out_dir"]) else os.path.join(REPO, cfg["out_dir"])
+    os.makedirs(out_dir, exist_ok=True)
+    ck_path = os.path.join(out_dir, "ckpt.pt")
+
+    t0 = time.time()
+    if cfg["data"] == "stories":
+        tok, train, val = prepare_stories(cfg, out_dir)
+    else:
+        tok, train, val = prepare_grammar(cfg, out_dir)
+    ntrain = train.size
+    print("data: %d train tokens, %d held-out tokens, vocab %d (%.1fs)"
+          % (ntrain, val.size, tok.vocab_size, time.time() - t0), flush=True)
+
+    margs = ModelArgs(dim=cfg["dim"], hidden_dim=cfg["hidden_dim"], n_layers=cfg["n_layers"],
+                      n_heads=cfg["n_heads"], n_kv_heads=cfg["n_kv_heads"], vocab_size=tok.vocab_size,
+                      seq_len=cfg["seq_len"], shared_classifier=cfg["shared_classifier"])
+    torch.manual_seed(cfg["seed"])
+    model = Transformer(margs)
+    model.init_weights(cfg["seed"])
+    print("model: %s\nparams: %d" % (margs.to_dict(), model.n_params()), flush=True)
+
+    if args.init_only:
+        path = os.path.join(out_dir, "init.pt")
+        save(path, model, None, cfg, 0, tok, None, [])
+        print("wrote untrained init to", path)
+        return
+
+    opt = make_optimizer(model, cfg)
+    it, best_val, history = 0, None, []
+    if args.resume and os.path.exists(ck_path):
+        ck = torch.load(ck_path)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        it, best_val, history = ck["iter"], ck["best_val"], ck.get("history", [])
+        print("resumed from %s at iter %d" % (ck_path, it), flush=True)
+
+    batches = Batches(train, cfg["seq_len"], cfg["batch_size"], cfg["seed"])
+    windows = eval_windows(val, cfg["seq_len"], cfg["eval_tokens"])
+    tokens_per_iter = cfg["batch_size"] * cfg["grad_accum"] * cfg["seq_len"]
+    log = open(os.path.join(out_dir, "log.txt"), "a")
+    start_it = it
+    t_start = time.time()
+    train_loss_acc, n_acc = 0.0, 0
+    while True:
+        last = it >= cfg["max_iters"]
+        if (it % cfg["eval_interval"] == 0 and it > start_it) or last:
+            vl = evaluate(model, windows)
+            best_val = vl if best_val is None else min(best_val, vl)
+            el = time.time() - t_start
+            tps = (it - start_it) * tokens_per_iter / max(el, 1e-9)
+            eta = (cfg["max_iters"] - it) * tokens_per_iter / max(tps, 1e-9)
+            tl = train_loss_acc / max(n_acc, 1)
+            line = ("step %d/%d  train %.4f  eval %.4f  lr %.2e  tok/s %.0f  elapsed %.0fs  ETA %.0fs"
+                    % (it, cfg["max_iters"], tl, vl, lr_at(it, cfg), tps, el, eta))
+            print(line, flush=True)
+            log.write(line + "\n")
+            log.flush()
+            history.append(dict(iter=it, train=tl, eval=vl, elapsed=el))
+            train_loss_acc, n_acc = 0.0, 0
+            save(ck_path, model, opt, cfg, it, tok, best_val, history)
+        if last:
+            break
+        lr = lr_at(it, cfg)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        for micro in range(cfg["grad_accum"]):
+            x, y = batches.get(it * cfg["grad_accum"] + micro)
+            _, loss = model(x, y)
+            (loss / cfg["grad_accum"]).backward()
+            train_loss_acc += loss.item()
+            n_acc += 1
+        if cfg["grad_clip"]:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        it += 1
+        if it % 10 == 0 and it % cfg["eval_interval"] != 0:
+            el = time.time() - t_start
+            tps = (it - start_it) * tokens_per_iter / max(el, 1e-9)
+            eta = (cfg["max_iters"] - it) * tokens_per_iter / max(tps, 1e-9)
+            print("step %d/%d  train %.4f  lr %.2e  tok/s %.0f  ETA %.0fs"
+                  % (it, cfg["max_iters"], loss.item(), lr, tps, eta), flush=True)
+    print("done: final eval %.4f  best %.4f  wall %.0fs" % (vl, best_val, time.time() - t_start), flush=True)
+
+
+if __name__ == "__main__":
+    main()
