@@ -129,7 +129,7 @@ def _patch(buf, fmt, offset, *values):
 
 
 def _header_offset(field):
-    """Byte offset of a qkv header field (FORMAT.md table)."""
+    """Byte offset of a qkv header field (README header table)."""
     offsets = dict(magic=0, version=4, dim=8, hidden_dim=12, n_layers=16, n_heads=20, n_kv_heads=24,
                    head_size=28, vocab_size=32, seq_len=36, norm_eps=40, rope_theta=44,
                    shared_classifier=48, weight_type=52, bos_id=56, eos_id=60, n_tensors=64,

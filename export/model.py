@@ -1,4 +1,4 @@
-"""PyTorch model with exactly the qkv engine's forward pass (FORMAT.md).
+"""PyTorch model with exactly the qkv engine's forward pass (README: How it works).
 
 Parameter names follow llama2.c's model.py (tok_embeddings.weight,
 layers.N.attention.wq.weight, ..., norm.weight, output.weight), so a
@@ -175,7 +175,7 @@ class Transformer(nn.Module):
 
 
 def qkv_state_dict(model):
-    """name (FORMAT.md tensor name, no '.weight') -> float32 tensor."""
+    """name (README tensor name, no '.weight') -> float32 tensor."""
     out = {}
     for k, v in model.state_dict().items():
         name = k[:-len(".weight")] if k.endswith(".weight") else k

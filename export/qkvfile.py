@@ -1,6 +1,6 @@
 """Read and write qkv checkpoints and llama2.c's checkpoint and tokenizer files.
 
-The byte layouts are specified in FORMAT.md; this module follows it exactly and
+The byte layouts are specified in the README (Checkpoint format); this module follows it exactly and
 needs nothing but the Python standard library and NumPy.
 
 Data model
@@ -18,7 +18,7 @@ config : dict with the keys
     by the file), so the config read from the three formats compares equal.
     Use default_config(...) / complete_config(config) to fill the defaults.
 
-tensors : dict  name -> numpy float32 array, names and shapes as FORMAT.md:
+tensors : dict  name -> numpy float32 array, names and shapes as the README (Checkpoint format):
     tok_embeddings [vocab_size, dim], layers.L.attention_norm [dim],
     layers.L.attention.wq [n_heads*head_size, dim], ... , norm [dim],
     output [vocab_size, dim] (only with shared_classifier = 0).
@@ -90,7 +90,7 @@ DEFAULT_ALIGNMENT = 64
 LLAMA2C_EPS = 1e-5
 LLAMA2C_THETA = 10000.0
 
-# Header layout (FORMAT.md "Header: 256 bytes"), offsets 0..103.
+# Header layout (README "Checkpoint format", header table), offsets 0..103.
 _HEADER_STRUCT = struct.Struct("<4sIiiiiiiiiffiiiiIIQQQQ")
 _HEADER_FIELDS = ("magic", "version", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
                   "head_size", "vocab_size", "seq_len", "norm_eps", "rope_theta",
@@ -110,7 +110,7 @@ Tokenizer = collections.namedtuple("Tokenizer", ["pieces", "max_token_length"])
 
 
 class FormatError(ValueError):
-    """A file (or config) does not follow FORMAT.md."""
+    """A file (or config) does not follow the README (Checkpoint format)."""
 
 
 # ---------------------------------------------------------------- config --

@@ -2,7 +2,7 @@
 """Reference forward pass for qkv models, in plain NumPy float64.
 
 This is the project's oracle: a direct, deliberately simple transcription of
-the forward pass in FORMAT.md, with no tricks.  It reads any of the three
+the forward pass in README ("How it works", "Checkpoint format"), with no tricks.  It reads any of the three
 checkpoint formats (qkv, llama2.c legacy, llama2.c version 1) through
 qkvfile.py and computes, for every position of a token sequence,
 

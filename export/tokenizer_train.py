@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tokenizers for qkv, written in llama2.c's tokenizer.bin layout.
 
-Layout (see FORMAT.md, "Tokenizer section"):
+Layout (see README, "Checkpoint format", tokenizer section):
     i32 max_token_length, then per token: f32 score, i32 n, n bytes.
     id 0 <unk>, 1 <s>, 2 </s>, ids 3..258 byte tokens <0x00>..<0xFF>,
     then every single character that occurs, then merged pieces.

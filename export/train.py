@@ -46,7 +46,7 @@ CONFIGS = {
     ),
     "stories": dict(
         data="stories",
-        stories_path="/work/shared/data/tinystories.txt",
+        stories_path=os.path.join(REPO, "..", "shared", "data", "tinystories.txt"),
         heldout_every=20,            # story i is held out iff i % 20 == 0 (5%)
         vocab_size=4096,             # chosen over 2048 by a short measured run (see report)
         dim=256, hidden_dim=688, n_layers=4, n_heads=4, n_kv_heads=4,
