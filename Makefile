@@ -11,7 +11,7 @@ LDLIBS = -lm
 SOURCES = run.c tokenizer.c trace.c bench.c
 HEADERS = model.h tokenizer.h sampler.h trace.h bench.h
 
-.PHONY: all run test bench clean
+.PHONY: all run test bench clean models
 
 # The binary is built in build/ and copied to ./run, because `run` is also
 # the name of the quickstart target.
@@ -37,6 +37,16 @@ test: all
 
 bench: all
 	./run models/stories.bin -m bench --svg build/bench-stories.svg --csv build/bench-stories.csv
+
+# Retrain the shipped models from scratch (needs python3-torch; see README).
+PYTHON ?= /usr/bin/python3
+models:
+	$(PYTHON) export/train.py --config grammar --init-only
+	$(PYTHON) export/export.py out/grammar/init.pt models/grammar-random.bin
+	$(PYTHON) export/train.py --config grammar
+	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin
+	$(PYTHON) export/train.py --config stories
+	$(PYTHON) export/export.py out/stories/ckpt.pt models/stories.bin
 
 clean:
 	rm -rf build run
