@@ -34,12 +34,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {
     "grammar": dict(
         data="grammar",
-        grammar_sentences=400_000,   # generated corpus size (sentences), 5% held out
+        grammar_sentences=1_200_000,  # generated corpus size (sentences), 5% held out
         grammar_seed=1234,
         dim=96, hidden_dim=224, n_layers=3, n_heads=4, n_kv_heads=4,
         seq_len=64, shared_classifier=True,
         batch_size=64, grad_accum=1,
-        lr=3e-3, min_lr=1e-4, warmup_iters=200, max_iters=4000,
+        lr=3e-3, min_lr=1e-4, warmup_iters=200, max_iters=10000,
         weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
         eval_interval=500, eval_tokens=100_000,
         seed=1337, out_dir="out/grammar",
