@@ -34,8 +34,14 @@ typedef struct {
 } Config;
 
 /* The weight type is a property of each matrix, so a kernel per type can be
- * swapped in (int8 group-quantized weights are the next one). */
-typedef enum { WEIGHT_F32 = 0 } WeightType;
+ * swapped in: float32, or IEEE half precision (float16: half the bytes to
+ * stream per token, converted to float32 as it is read; arithmetic stays
+ * float32). int8 group-quantized weights are the next one. Norm weights are
+ * always float32: they are tiny and read once per token. */
+typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1 } WeightType;
+
+size_t weight_type_size(WeightType type); /* bytes per element */
+const char *weight_type_name(WeightType type);
 
 typedef struct {
     WeightType type;
@@ -54,7 +60,7 @@ typedef struct {
 } LayerWeights;
 
 typedef struct {
-    const float *token_embedding; /* [vocab_size, dim] */
+    Matrix token_embedding;       /* [vocab_size, dim] */
     LayerWeights *layers;         /* [n_layers] */
     const float *final_norm;      /* [dim] */
     Matrix classifier;            /* [vocab_size, dim] */
@@ -68,7 +74,7 @@ typedef struct {
     FileFormat format;
     const unsigned char *tokenizer_data; /* embedded tokenizer (qkv files), else NULL */
     size_t tokenizer_bytes;
-    size_t weight_bytes;  /* bytes of all weight tensors */
+    size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
     void *mapping;        /* the mmap'd file */
     size_t file_bytes;
@@ -141,6 +147,7 @@ typedef struct {
 /* Kernels                                                                   */
 
 void rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
+void matrix_row(float *out, const Matrix *w, int row);
 void softmax(float *x, int n);
 void matmul(float *out, const float *x, const Matrix *w);
 void rope(float *vec, int n_heads, int head_size, int pos, float theta);
@@ -231,7 +238,8 @@ static int validate_config(FileView *f, const Config *c) {
     if (!check_range(c->seq_len, 1, QKV_MAX_SEQ_LEN)) return load_error(f, "bad seq_len %d", c->seq_len);
     if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f)) return load_error(f, "bad norm_eps %g", c->norm_eps);
     if (!(c->rope_theta > 1.0f && isfinite(c->rope_theta))) return load_error(f, "bad rope_theta %g", c->rope_theta);
-    if (c->weight_type != WEIGHT_F32) return load_error(f, "unsupported weight type %d", c->weight_type);
+    if (c->weight_type != WEIGHT_F32 && c->weight_type != WEIGHT_F16)
+        return load_error(f, "unsupported weight type %d (0 float32, 1 float16)", c->weight_type);
     if (!check_range(c->bos_id, 0, c->vocab_size - 1) || !check_range(c->eos_id, 0, c->vocab_size - 1))
         return load_error(f, "bos/eos id outside the vocabulary");
     return 0;
@@ -273,6 +281,10 @@ static Matrix f32_matrix(const float *data, int rows, int cols) {
     return mat;
 }
 
+size_t weight_type_size(WeightType type) { return type == WEIGHT_F16 ? 2 : 4; }
+
+const char *weight_type_name(WeightType type) { return type == WEIGHT_F16 ? "float16" : "float32"; }
+
 /* Takes one [rows, cols] matrix per layer, consecutive in the file. */
 static int take_layer_matrices(Cursor *cur, Model *m, size_t field, int rows, int cols) {
     for (int l = 0; l < m->config.n_layers; l++) {
@@ -311,8 +323,11 @@ static int take_attention_and_mlp(Cursor *cur, Model *m, int with_norms) {
 
 static int take_classifier(Cursor *cur, Model *m) {
     const Config *c = &m->config;
-    const float *p = c->shared_classifier ? m->weights.token_embedding
-                                          : take_floats(cur, (size_t)c->vocab_size * c->dim);
+    if (c->shared_classifier) {
+        m->weights.classifier = m->weights.token_embedding;
+        return 0;
+    }
+    const float *p = take_floats(cur, (size_t)c->vocab_size * c->dim);
     if (!p) return -1;
     m->weights.classifier = f32_matrix(p, c->vocab_size, c->dim);
     return 0;
@@ -329,7 +344,9 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     if (!m->weights.layers) return load_error(f, "out of memory");
     Cursor cur = { f, 28 };
-    if (!(m->weights.token_embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim))) return -1;
+    const float *embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim);
+    if (!embedding) return -1;
+    m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
     if (take_attention_and_mlp(&cur, m, 1)) return -1;
     if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
     /* precomputed RoPE tables (freq_cis_real, freq_cis_imag): skipped, we compute them */
@@ -354,7 +371,9 @@ static int load_llama2c_v1(FileView *f, Model *m) {
     if (take_layer_vectors(&cur, m, LAYER_FIELD(attention_norm), c->dim) ||
         take_layer_vectors(&cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
     if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
-    if (!(m->weights.token_embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim))) return -1;
+    const float *embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim);
+    if (!embedding) return -1;
+    m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
     if (take_attention_and_mlp(&cur, m, 0)) return -1;
     return take_classifier(&cur, m);
 }
@@ -370,6 +389,7 @@ typedef struct {
     uint32_t n_tensors;
     uint32_t alignment;
     FileView *f;
+    const Config *config;
 } TensorTable;
 
 /* The table entry called name; NULL if absent. A name listed twice is
@@ -389,20 +409,25 @@ static const unsigned char *find_entry(TensorTable *t, const char *name) {
     return found;
 }
 
-/* Finds the tensor called name, checks its type, shape and data bounds. */
-static const float *find_tensor(TensorTable *t, const char *name, int rows, int cols) {
+/* Finds the tensor called name, checks its type, shape and data bounds.
+ * Matrices (cols > 0) have the header's weight type; vectors are float32. */
+static const void *find_tensor(TensorTable *t, const char *name, WeightType want_type, int rows, int cols) {
     const unsigned char *e = find_entry(t, name);
     if (!e) return NULL;
     uint32_t type = read_u32(e + 64), ndim = read_u32(e + 68);
     uint32_t d0 = read_u32(e + 72), d1 = read_u32(e + 76);
     uint64_t offset = read_u64(e + 88);
     int want_ndim = cols > 0 ? 2 : 1;
-    if (type != WEIGHT_F32) { load_error(t->f, "tensor %s: unsupported type %u", name, type); return NULL; }
+    if (type != (uint32_t)want_type) {
+        load_error(t->f, "tensor %s: type %u, expected %u (%s)", name, type, (unsigned)want_type,
+                   weight_type_name(want_type));
+        return NULL;
+    }
     if ((int)ndim != want_ndim || d0 != (uint32_t)rows || (want_ndim == 2 && d1 != (uint32_t)cols)) {
         load_error(t->f, "tensor %s: shape does not match the config", name);
         return NULL;
     }
-    size_t bytes = (size_t)rows * (size_t)(cols > 0 ? cols : 1) * sizeof(float);
+    size_t bytes = (size_t)rows * (size_t)(cols > 0 ? cols : 1) * weight_type_size(want_type);
     if (offset % t->alignment != 0) {
         load_error(t->f, "tensor %s: data offset %llu is not %u-byte aligned", name,
                    (unsigned long long)offset, t->alignment);
@@ -412,7 +437,16 @@ static const float *find_tensor(TensorTable *t, const char *name, int rows, int 
         load_error(t->f, "truncated file: tensor %s runs past the end", name);
         return NULL;
     }
-    return (const float *)(t->f->base + offset);
+    return t->f->base + offset;
+}
+
+static int find_matrix(TensorTable *t, const char *name, int rows, int cols, Matrix *out) {
+    WeightType type = (WeightType)t->config->weight_type;
+    const void *p = find_tensor(t, name, type, rows, cols);
+    if (!p) return -1;
+    Matrix mat = { type, rows, cols, p };
+    *out = mat;
+    return 0;
 }
 
 static int find_layer_tensors(TensorTable *t, Model *m, int l) {
@@ -432,11 +466,12 @@ static int find_layer_tensors(TensorTable *t, Model *m, int l) {
     char name[QKV_TENSOR_NAME_BYTES];
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         snprintf(name, sizeof name, "layers.%d.%s", l, specs[i].name);
-        const float *p = find_tensor(t, name, specs[i].rows, specs[i].cols);
-        if (!p) return -1;
         char *slot = (char *)&m->weights.layers[l] + specs[i].field;
-        if (specs[i].cols > 0) *(Matrix *)slot = f32_matrix(p, specs[i].rows, specs[i].cols);
-        else *(const float **)slot = p;
+        if (specs[i].cols > 0) {
+            if (find_matrix(t, name, specs[i].rows, specs[i].cols, (Matrix *)slot)) return -1;
+        } else if (!(*(const float **)slot = find_tensor(t, name, WEIGHT_F32, specs[i].rows, 0))) {
+            return -1;
+        }
     }
     return 0;
 }
@@ -477,23 +512,26 @@ static int load_qkv(FileView *f, Model *m) {
     m->tokenizer_bytes = tok_bytes;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     if (!m->weights.layers) return load_error(f, "out of memory");
-    TensorTable t = { f->base + table_off, n_tensors, alignment, f };
-    if (!(m->weights.token_embedding = find_tensor(&t, "tok_embeddings", c->vocab_size, c->dim))) return -1;
+    TensorTable t = { f->base + table_off, n_tensors, alignment, f, c };
+    if (find_matrix(&t, "tok_embeddings", c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
     for (int l = 0; l < c->n_layers; l++)
         if (find_layer_tensors(&t, m, l)) return -1;
-    if (!(m->weights.final_norm = find_tensor(&t, "norm", c->dim, 0))) return -1;
-    const float *cls = c->shared_classifier ? m->weights.token_embedding
-                                            : find_tensor(&t, "output", c->vocab_size, c->dim);
-    if (!cls) return -1;
-    m->weights.classifier = f32_matrix(cls, c->vocab_size, c->dim);
+    if (!(m->weights.final_norm = find_tensor(&t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
+    if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
+    else if (find_matrix(&t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
     return 0;
 }
 
-static size_t count_params(const Config *c) {
+/* Parameters in the norm vectors (float32 in every format). */
+static size_t count_norm_params(const Config *c) {
+    return (2 * (size_t)c->n_layers + 1) * c->dim;
+}
+
+/* Parameters in the matrices (the weight type's). */
+static size_t count_matrix_params(const Config *c) {
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
-    size_t per_layer = 2 * (size_t)c->dim + q_dim * c->dim * 2 + kv_dim * c->dim * 2 +
-                       3 * (size_t)c->hidden_dim * c->dim;
-    size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers + c->dim;
+    size_t per_layer = q_dim * c->dim * 2 + kv_dim * c->dim * 2 + 3 * (size_t)c->hidden_dim * c->dim;
+    size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers;
     if (!c->shared_classifier) n += (size_t)c->vocab_size * c->dim;
     return n;
 }
@@ -555,8 +593,10 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
         model_free(m);
         return -1;
     }
-    m->n_params = count_params(&m->config);
-    m->weight_bytes = m->n_params * sizeof(float);
+    const Config *c = &m->config;
+    m->n_params = count_norm_params(c) + count_matrix_params(c);
+    m->weight_bytes = count_norm_params(c) * sizeof(float) +
+                      count_matrix_params(c) * weight_type_size((WeightType)c->weight_type);
     return 0;
 }
 
@@ -666,30 +706,86 @@ static inline float dot_f32(const float *a, const float *b, int n) {
     return sum;
 }
 
+/* IEEE 754 binary16 -> float32, exact for every one of the 65536 values,
+ * in portable C: sign, 5-bit exponent (bias 15), 10-bit mantissa. */
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1f) {          /* infinity or NaN */
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {      /* normal: rebias 15 -> 127 */
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else {                         /* zero or subnormal: mantissa * 2^-24 */
+        float f = (float)mantissa * 0x1p-24f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Where the compiler has a half type (GCC on x86-64, ARM), its conversion is
+ * the same value but vectorizes: one vcvtph2ps per 8 weights under AVX2. */
+#if defined(__FLT16_MAX__) && !defined(QKV_NO_FLOAT16)
+typedef _Float16 qkv_half;
+#define HALF_TO_FLOAT(h) ((float)(h))
+#else
+typedef uint16_t qkv_half;
+#define HALF_TO_FLOAT(h) half_to_float(h)
+#endif
+
+/* Dot product of n halves with n floats, accumulated in float32. */
+static inline float dot_f16(const qkv_half *a, const float *b, int n) {
+    float acc[16] = { 0 };
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) acc[l] += HALF_TO_FLOAT(a[j + l]) * b[j + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    for (; j < n; j++) sum += HALF_TO_FLOAT(a[j]) * b[j];
+    return sum;
+}
+
 /* Work below this many multiply-adds is not worth waking other threads for. */
 #define QKV_PARALLEL_MIN_WORK (1 << 15)
 
 #define QKV_ROWS_PER_TASK 16
 
-/* out[begin..end) = W[begin..end, cols] @ x[cols] */
+/* out[begin..end) = W[begin..end, cols] @ x[cols], one kernel per weight type */
+typedef void (*MatmulRows)(float *out, const float *x, const void *w, int begin, int end, int cols);
+
 QKV_SIMD_CLONES
-static void matmul_rows_f32(float *out, const float *x, const float *w, int begin, int end, int cols) {
-    for (int i = begin; i < end; i++) out[i] = dot_f32(w + (size_t)i * cols, x, cols);
+static void matmul_rows_f32(float *out, const float *x, const void *w, int begin, int end, int cols) {
+    const float *rows = w;
+    for (int i = begin; i < end; i++) out[i] = dot_f32(rows + (size_t)i * cols, x, cols);
+}
+
+QKV_SIMD_CLONES
+static void matmul_rows_f16(float *out, const float *x, const void *w, int begin, int end, int cols) {
+    const qkv_half *rows = w;
+    for (int i = begin; i < end; i++) out[i] = dot_f16(rows + (size_t)i * cols, x, cols);
 }
 
 /* out[rows] = W[rows, cols] @ x[cols]; blocks of rows are split across threads */
-static void matmul_f32(float *out, const float *x, const float *w, int rows, int cols) {
+void matmul(float *out, const float *x, const Matrix *w) {
+    MatmulRows kernel = w->type == WEIGHT_F16 ? matmul_rows_f16 : matmul_rows_f32;
+    int rows = w->rows, cols = w->cols;
     int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
 #pragma omp parallel for schedule(static) if ((long)rows * cols >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
-        matmul_rows_f32(out, x, w, begin, end, cols);
+        kernel(out, x, w->data, begin, end, cols);
     }
 }
 
-void matmul(float *out, const float *x, const Matrix *w) {
-    switch (w->type) {
-    case WEIGHT_F32: matmul_f32(out, x, (const float *)w->data, w->rows, w->cols); break;
+/* out[cols] = W[row, :] as float32 (an embedding lookup) */
+void matrix_row(float *out, const Matrix *w, int row) {
+    if (w->type == WEIGHT_F16) {
+        const qkv_half *p = (const qkv_half *)w->data + (size_t)row * w->cols;
+        for (int i = 0; i < w->cols; i++) out[i] = HALF_TO_FLOAT(p[i]);
+    } else {
+        memcpy(out, (const float *)w->data + (size_t)row * w->cols, (size_t)w->cols * sizeof(float));
     }
 }
 
@@ -814,7 +910,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos,
 
 static void forward_body(const Model *m, RunState *s, int token, int pos, const ForwardObserver *o) {
     const Config *c = &m->config;
-    memcpy(s->x, m->weights.token_embedding + (size_t)token * c->dim, (size_t)c->dim * sizeof(float));
+    matrix_row(s->x, &m->weights.token_embedding, token);
     for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, o);
 }
 

@@ -350,7 +350,7 @@ static void info(const Model *m, const char *path, int ctx) {
     printf("  embedding       %zu\n  attention       %zu\n  mlp             %zu\n", embedding, attention, mlp);
     printf("  norms           %zu\n  classifier      %zu%s\n", norms, classifier,
            c->shared_classifier ? " (tied to the embedding)" : "");
-    printf("weight bytes      %zu (float32)\n", m->weight_bytes);
+    printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
     size_t kv = kv_cache_bytes_per_token(c);
     printf("KV cache          %zu bytes per token, %zu bytes for the full context of %d\n",
            kv, kv * (size_t)c->seq_len, c->seq_len);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Export a PyTorch checkpoint to the qkv format (default) or llama2.c's formats.
 
-    python3 export/export.py out/stories/ckpt.pt models/stories.bin
+    python3 export/export.py out/stories/ckpt.pt models/stories.bin --dtype f16
     python3 export/export.py out/stories/ckpt.pt /tmp/stories_legacy.bin --format legacy
     python3 export/export.py out/stories/ckpt.pt /tmp/stories_v1.bin --format v1
     python3 export/export.py llama_state_dict.pt out.bin --tokenizer tok.bin --seq-len 256
@@ -13,6 +13,10 @@ llama2.c model.py names (tok_embeddings.weight, layers.N.attention.wq.weight,
 inferred from the tensors; give --tokenizer (tokenizer.bin), --seq-len, and
 --n-heads/--n-kv-heads (defaults: head_size 64 if dim divisible by 64 ...
 pass them explicitly), plus --norm-eps/--rope-theta if not llama2.c's.
+
+--dtype f16 stores the matrices (embedding included) as IEEE float16, rounded
+to nearest: half the bytes, the same engine arithmetic (float32); norms stay
+float32.  Only the qkv format has float16.
 
 qkv output embeds the tokenizer; legacy/v1 need a separate tokenizer.bin
 (write it with --write-tokenizer PATH).  legacy/v1 can only express
@@ -88,9 +92,10 @@ def qkv_config(a: ModelArgs):
                 shared_classifier=1 if a.shared_classifier else 0, bos_id=a.bos_id, eos_id=a.eos_id)
 
 
-def write(path, fmt, a: ModelArgs, t, tok):
+def write(path, fmt, a: ModelArgs, t, tok, dtype="f32"):
     """Write with export/qkvfile.py (strict: config and every tensor checked)."""
     cfg = qkv_config(a)
+    cfg["weight_type"] = qkvfile.WEIGHT_F16 if dtype == "f16" else qkvfile.WEIGHT_F32
     if fmt == "qkv":
         if tok is None:
             raise SystemExit("qkv format embeds a tokenizer: pass --tokenizer")
@@ -105,6 +110,7 @@ def main():
     ap.add_argument("checkpoint")
     ap.add_argument("output")
     ap.add_argument("--format", choices=["qkv", "legacy", "v1"], default="qkv")
+    ap.add_argument("--dtype", choices=["f32", "f16"], default="f32", help="matrix weight type (qkv only)")
     ap.add_argument("--tokenizer", help="tokenizer.bin (overrides the one in the checkpoint)")
     ap.add_argument("--write-tokenizer", metavar="PATH", help="also write the tokenizer.bin here")
     ap.add_argument("--seq-len", type=int)
@@ -114,14 +120,16 @@ def main():
     ap.add_argument("--rope-theta", type=float)
     opts = ap.parse_args()
     a, t, tok = load_any(opts.checkpoint, opts)
-    write(opts.output, opts.format, a, t, tok)
+    if opts.dtype == "f16" and opts.format != "qkv":
+        raise SystemExit("--dtype f16 needs --format qkv (llama2.c files are float32)")
+    write(opts.output, opts.format, a, t, tok, opts.dtype)
     if opts.write_tokenizer:
         if tok is None:
             raise SystemExit("no tokenizer available")
         qkvfile.write_tokenizer_bin(opts.write_tokenizer, qkvfile.parse_tokenizer(tok, a.vocab_size))
     n = sum(v.size for v in t.values())
-    print("wrote %s (%s, %d bytes): %s, %d params"
-          % (opts.output, opts.format, os.path.getsize(opts.output), a.to_dict(), n))
+    print("wrote %s (%s %s, %d bytes): %s, %d params"
+          % (opts.output, opts.format, opts.dtype, os.path.getsize(opts.output), a.to_dict(), n))
 
 
 

@@ -68,12 +68,15 @@ def tiny_tokenizer():
 
 TEST_SHAPE = dict(dim=32, hidden_dim=72, n_layers=2, n_heads=4, seq_len=32)
 
-# name -> (seed, n_kv_heads, shared_classifier, formats)
+# name -> (seed, n_kv_heads, shared_classifier, formats); f16 is written with
+# float16 matrices (qkv weight_type 1), so only in the qkv format
 TEST_MODELS = [
     ("gqa", 1001, 2, 1, ("qkv", "legacy.bin")),
     ("mqa", 1002, 1, 1, ("qkv", "v1.bin")),
     ("sepcls", 1003, 4, 0, ("qkv", "legacy.bin", "v1.bin")),
+    ("f16", 1004, 2, 0, ("qkv",)),
 ]
+WEIGHT_TYPES = {"f16": qkvfile.WEIGHT_F16}
 
 GOLDEN_TOKENS = [1, 283, 45, 299, 3, 260, 120, 7, 283, 283, 258, 2, 150, 271, 0, 99, 264, 31, 200, 277]
 GOLDEN_POSITIONS = [0, 1, 5, 12, 19]
@@ -110,6 +113,14 @@ def write_model(path, fmt, config, tensors, tokenizer):
     if fmt == "v1.bin":
         return qkvfile.write_llama2c_v1(path, config, tensors)
     raise ValueError(fmt)
+
+
+def as_stored(config, tensors):
+    """The values a qkv file of this config holds: matrices rounded to float16
+    (nearest even) when weight_type is 1."""
+    if config.get("weight_type", 0) != qkvfile.WEIGHT_F16:
+        return tensors
+    return {n: a.astype(np.float16).astype(np.float32) if a.ndim == 2 else a for n, a in tensors.items()}
 
 
 def same_model(a, b):
@@ -222,7 +233,9 @@ def make_bad_files(tokenizer):
         wrap)
     add("shared-classifier-2.qkv", "shared_classifier = 2 (must be 0 or 1)",
         _patch(good, "<i", off("shared_classifier"), 2))
-    add("weight-type-1.qkv", "weight_type = 1 (version 1 has only float32 = 0)",
+    add("weight-type-2.qkv", "weight_type = 2 (0 float32 and 1 float16 exist)",
+        _patch(good, "<i", off("weight_type"), 2))
+    add("weight-type-f16-tensors-f32.qkv", "header weight_type 1 (float16) but every matrix is type 0 (float32)",
         _patch(good, "<i", off("weight_type"), 1))
     e = entry["layers.0.feed_forward.w2"]
     add("tensor-offset-past-end.qkv", "layers.0.feed_forward.w2's data offset is past the end of the file",
@@ -240,7 +253,7 @@ def make_bad_files(tokenizer):
     e = entry["norm"]
     add("tensor-huge-shape.qkv", "norm is declared 2-D [2^32-1, 2^32-1]: its byte size overflows 64 bits",
         _patch(good, "<3I", e["entry_offset"] + 68, 2, 0xFFFFFFFF, 0xFFFFFFFF))
-    add("tensor-bad-type.qkv", "layers.0.attention.wq has tensor type 1 (only 0 = float32 exists)",
+    add("tensor-bad-type.qkv", "layers.0.attention.wq has tensor type 1 (float16) in a float32 file",
         _patch(good, "<I", entry["layers.0.attention.wq"]["entry_offset"] + 64, 1))
     no_w3 = {k: v for k, v in t.items() if k != "layers.0.feed_forward.w3"}
     no_w3["layers.0.feed_forward.w4"] = t["layers.0.feed_forward.w3"]
@@ -278,6 +291,20 @@ def make_bad_files(tokenizer):
         _patch(good, "<Q", off("tokenizer_bytes"), tok_len - 1000))
     add("tokenizer-section-past-end.qkv", "tokenizer_bytes = 2^63: the section runs past the end of the file",
         _patch(good, "<Q", off("tokenizer_bytes"), 2 ** 63))
+
+    # ---- qkv with float16 matrices
+    cfg16 = dict(cfg, weight_type=qkvfile.WEIGHT_F16)
+    good16 = qkv_bytes(cfg16, t)
+    table16 = {e["name"]: e for e in qkvfile.parse_tensor_table(good16, qkvfile.parse_qkv_header(good16))}
+    add("truncated-last-byte.f16.qkv", "float16 qkv file missing only its final byte", good16[:-1])
+    add("f16-norm.f16.qkv", "float16 file whose layers.0.ffn_norm is marked type 1 (norms are always float32)",
+        _patch(good16, "<I", table16["layers.0.ffn_norm"]["entry_offset"] + 64, 1))
+    add("weight-type-f32-tensors-f16.f16.qkv", "header weight_type 0 (float32) but every matrix is type 1 (float16)",
+        _patch(good16, "<i", off("weight_type"), 0))
+    last16 = max(table16.values(), key=lambda e: e["offset"])
+    add("tensor-past-end.f16.qkv",
+        "float16 file whose last tensor (%s) starts 64 bytes later: it runs past the end" % last16["name"],
+        _patch(good16, "<Q", last16["entry_offset"] + 88, last16["offset"] + 64))
 
     # ---- llama2.c legacy (separate classifier, vocab_size < 0)
     add("truncated.legacy.bin", "legacy file 1 byte shorter than its header implies", legacy[:-1])
@@ -320,7 +347,8 @@ def write_all():
     print("tests/data/tiny-tokenizer.bin: %d tokens" % vocab)
 
     for name, seed, n_kv, shared, formats in TEST_MODELS:
-        config = qkvfile.default_config(vocab_size=vocab, n_kv_heads=n_kv, shared_classifier=shared, **TEST_SHAPE)
+        config = qkvfile.default_config(vocab_size=vocab, n_kv_heads=n_kv, shared_classifier=shared,
+                                        weight_type=WEIGHT_TYPES.get(name, qkvfile.WEIGHT_F32), **TEST_SHAPE)
         tensors = random_tensors(config, seed)
         paths = []
         for fmt in formats:
@@ -328,7 +356,7 @@ def write_all():
             write_model(path, fmt, config, tensors, tok)
             paths.append(path)
             back = qkvfile.read_model(path, tok_path)
-            assert same_model(back, (config, tensors, None)), path
+            assert same_model(back, (config, as_stored(config, tensors), None)), path
             assert back[2] == tok, path
             print("tests/data/%s.%s: %d bytes" % (name, fmt, os.path.getsize(path)))
         # golden from the qkv file, via the same code path as the reference.py CLI

@@ -10,15 +10,17 @@ A model is three things:
 config : dict with the keys
     dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_size, vocab_size,
     seq_len (ints), norm_eps, rope_theta (floats), shared_classifier (0/1),
-    bos_id, eos_id (ints).
+    bos_id, eos_id (ints), weight_type (0: float32 matrices, 1: float16
+    matrices; norms are float32 either way).
     For writing, head_size defaults to dim // n_heads, norm_eps to 1e-5,
-    rope_theta to 10000, bos_id/eos_id to 1/2 and shared_classifier to
+    rope_theta to 10000, bos_id/eos_id to 1/2, weight_type to 0 and shared_classifier to
     ("output" not in tensors).  The readers always return every key, with
     norm_eps and rope_theta rounded to float32 (the value stored in / implied
     by the file), so the config read from the three formats compares equal.
     Use default_config(...) / complete_config(config) to fill the defaults.
 
-tensors : dict  name -> numpy float32 array, names and shapes as the README (Checkpoint format):
+tensors : dict  name -> numpy float32 array, names and shapes as the README (Checkpoint format)
+    (float16 matrices are read back as the float32 of the same value):
     tok_embeddings [vocab_size, dim], layers.L.attention_norm [dim],
     layers.L.attention.wq [n_heads*head_size, dim], ... , norm [dim],
     output [vocab_size, dim] (only with shared_classifier = 0).
@@ -101,6 +103,8 @@ assert _HEADER_STRUCT.size == 104
 _ENTRY_STRUCT = struct.Struct("<64sII4IQ")
 assert _ENTRY_STRUCT.size == TENSOR_ENTRY_BYTES
 _LLAMA2C_HEADER = struct.Struct("<7i")
+WEIGHT_F32, WEIGHT_F16 = 0, 1
+_DTYPES = {WEIGHT_F32: "<f4", WEIGHT_F16: "<f2"}
 _V1_HEADER = struct.Struct("<Ii7iB")  # magic, version, 7 params, shared_classifier
 
 _LAYER_KEYS = ("attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
@@ -121,12 +125,13 @@ def _f32(x):
 
 def default_config(dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len,
                    head_size=None, norm_eps=LLAMA2C_EPS, rope_theta=LLAMA2C_THETA,
-                   shared_classifier=1, bos_id=1, eos_id=2):
+                   shared_classifier=1, bos_id=1, eos_id=2, weight_type=WEIGHT_F32):
     """A complete config dict (llama2.c defaults for everything optional)."""
     return complete_config(dict(dim=dim, hidden_dim=hidden_dim, n_layers=n_layers, n_heads=n_heads,
                                 n_kv_heads=n_kv_heads, vocab_size=vocab_size, seq_len=seq_len,
                                 head_size=head_size, norm_eps=norm_eps, rope_theta=rope_theta,
-                                shared_classifier=shared_classifier, bos_id=bos_id, eos_id=eos_id))
+                                shared_classifier=shared_classifier, bos_id=bos_id, eos_id=eos_id,
+                                weight_type=weight_type))
 
 
 def complete_config(config, tensors=None):
@@ -151,8 +156,10 @@ def complete_config(config, tensors=None):
         c["bos_id"] = 1
     if c.get("eos_id") is None:
         c["eos_id"] = 2
+    if c.get("weight_type") is None:
+        c["weight_type"] = WEIGHT_F32
     for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size", "vocab_size",
-              "seq_len", "bos_id", "eos_id"):
+              "seq_len", "bos_id", "eos_id", "weight_type"):
         c[k] = int(c[k])
     c["shared_classifier"] = 1 if c["shared_classifier"] else 0
     c["norm_eps"] = _f32(c["norm_eps"])
@@ -179,6 +186,8 @@ def check_config(c):
     for k in ("bos_id", "eos_id"):
         if not 0 <= c[k] < c["vocab_size"]:
             raise FormatError("%s %d outside the vocabulary (%d)" % (k, c[k], c["vocab_size"]))
+    if c["weight_type"] not in _DTYPES:
+        raise FormatError("unsupported weight_type %d (0 float32, 1 float16)" % c["weight_type"])
 
 
 def tensor_shapes(config):
@@ -213,6 +222,20 @@ def n_params(config):
     if not c["shared_classifier"]:
         n += c["vocab_size"] * d
     return n
+
+
+def weight_bytes(config):
+    """Bytes the required tensors take in a qkv file: matrices in the weight
+    type, the norm vectors in float32."""
+    c = complete_config(config)
+    n_norms = (2 * c["n_layers"] + 1) * c["dim"]
+    return 4 * n_norms + np.dtype(_DTYPES[c["weight_type"]]).itemsize * (n_params(c) - n_norms)
+
+
+def tensor_dtype(config, ndim):
+    """(type code, numpy dtype) of a tensor of this ndim in a qkv file."""
+    t = complete_config(config)["weight_type"] if ndim == 2 else WEIGHT_F32
+    return t, _DTYPES.get(t, "<f4")
 
 
 def _check_tensors(config, tensors):
@@ -318,8 +341,14 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     pos = table_off + TENSOR_ENTRY_BYTES * len(names)
     offsets = []
     arrays = []
+    types = []
     for name in names:
-        a = np.ascontiguousarray(tensors[name], dtype="<f4")
+        a = np.asarray(tensors[name])
+        ttype, dtype = tensor_dtype(c, a.ndim)
+        if strict and ttype == WEIGHT_F16 and np.isfinite(a).all() and np.abs(a).max(initial=0) >= 65520:
+            raise FormatError("tensor %s: a value beyond float16's range (65504)" % name)
+        a = np.ascontiguousarray(a, dtype=dtype)
+        types.append(ttype)
         if a.ndim not in (1, 2) or len(name.encode()) > 63:
             if strict:
                 raise FormatError("tensor %s: bad name or ndim %d" % (name, a.ndim))
@@ -332,15 +361,15 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     _HEADER_STRUCT.pack_into(
         header, 0, QKV_MAGIC, QKV_VERSION, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
         c["n_kv_heads"], c["head_size"], c["vocab_size"], c["seq_len"], c["norm_eps"],
-        c["rope_theta"], c["shared_classifier"], 0, c["bos_id"], c["eos_id"], len(names),
+        c["rope_theta"], c["shared_classifier"], c["weight_type"], c["bos_id"], c["eos_id"], len(names),
         alignment, tok_off, len(tok_bytes), table_off, file_bytes)
     with open(path, "wb") as f:
         f.write(header)
         f.write(tok_bytes)
         f.write(b"\0" * (table_off - f.tell()))
-        for name, a, off in zip(names, arrays, offsets):
+        for name, a, off, ttype in zip(names, arrays, offsets, types):
             shape = list(a.shape)[:4] + [0] * (4 - min(a.ndim, 4))
-            f.write(_ENTRY_STRUCT.pack(name.encode()[:63], 0, a.ndim, *shape, off))
+            f.write(_ENTRY_STRUCT.pack(name.encode()[:63], ttype, a.ndim, *shape, off))
         for a, off in zip(arrays, offsets):
             f.write(b"\0" * (off - f.tell()))
             a.tofile(f)
@@ -381,8 +410,6 @@ def read_qkv(path):
         raise FormatError("unsupported qkv version %d" % h["version"])
     if h["file_bytes"] != len(buf):
         raise FormatError("file is %d bytes, header says %d (truncated?)" % (len(buf), h["file_bytes"]))
-    if h["weight_type"] != 0:
-        raise FormatError("unsupported weight_type %d" % h["weight_type"])
     if h["shared_classifier"] not in (0, 1):
         raise FormatError("shared_classifier must be 0 or 1, got %d" % h["shared_classifier"])
     align = h["alignment"]
@@ -390,7 +417,7 @@ def read_qkv(path):
         raise FormatError("alignment %d is not a power of two >= 4" % align)
     config = {k: h[k] for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size",
                                 "vocab_size", "seq_len", "norm_eps", "rope_theta",
-                                "shared_classifier", "bos_id", "eos_id")}
+                                "shared_classifier", "bos_id", "eos_id", "weight_type")}
     config = complete_config(config)
     check_config(config)
     size = len(buf)
@@ -404,8 +431,8 @@ def read_qkv(path):
     tt, nt = h["tensor_table_offset"], h["n_tensors"]
     if tt < HEADER_BYTES or tt > size or nt * TENSOR_ENTRY_BYTES > size - tt:
         raise FormatError("tensor table (%d entries at %d) runs past the end of the file" % (nt, tt))
-    if 4 * n_params(config) > size:
-        raise FormatError("the config needs %d bytes of weights, the file has %d" % (4 * n_params(config), size))
+    if weight_bytes(config) > size:
+        raise FormatError("the config needs %d bytes of weights, the file has %d" % (weight_bytes(config), size))
     want = dict(tensor_shapes(config))
     tensors = {}
     for e in parse_tensor_table(buf, h):
@@ -413,10 +440,11 @@ def read_qkv(path):
         if b"\0" not in raw:
             raise FormatError("tensor name at %d is not NUL-terminated" % e["entry_offset"])
         name = e["name"]
-        if e["type"] != 0:
-            raise FormatError("tensor %s has unsupported type %d" % (name, e["type"]))
         if e["ndim"] not in (1, 2):
             raise FormatError("tensor %s has ndim %d" % (name, e["ndim"]))
+        ttype, dtype = tensor_dtype(config, e["ndim"])
+        if e["type"] != ttype:
+            raise FormatError("tensor %s has type %d, expected %d" % (name, e["type"], ttype))
         shape = tuple(e["shape"][:e["ndim"]])
         if any(e["shape"][e["ndim"]:]):
             raise FormatError("tensor %s has nonzero unused dims" % name)
@@ -424,7 +452,7 @@ def read_qkv(path):
             raise FormatError("tensor %s appears twice" % name)
         if name in want and shape != want[name]:
             raise FormatError("tensor %s has shape %s, expected %s" % (name, shape, want[name]))
-        nbytes = 4
+        nbytes = np.dtype(dtype).itemsize
         for s in shape:
             nbytes *= s
         off = e["offset"]
@@ -434,7 +462,8 @@ def read_qkv(path):
             raise FormatError("tensor %s data [%d, +%d) runs past the end of the file" % (name, off, nbytes))
         if off < HEADER_BYTES:
             raise FormatError("tensor %s data overlaps the header" % name)
-        tensors[name] = np.frombuffer(buf, dtype="<f4", count=nbytes // 4, offset=off).reshape(shape).astype(np.float32)
+        count = nbytes // np.dtype(dtype).itemsize
+        tensors[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(shape).astype(np.float32)
     for name in want:
         if name not in tensors:
             raise FormatError("missing tensor %s" % name)
@@ -454,6 +483,8 @@ def _llama2c_check(c):
         problems.append("rope_theta != 10000")
     if (c["bos_id"], c["eos_id"]) != (1, 2):
         problems.append("bos/eos != 1/2")
+    if c["weight_type"] != WEIGHT_F32:
+        problems.append("float16 weights (llama2.c files are float32)")
     if problems:
         raise FormatError("config not expressible in llama2.c format: " + ", ".join(problems))
 

@@ -142,6 +142,55 @@ static void test_kernels(void) {
     report(close_to(y[0], expect_dot, 1e-4f), "matmul of odd length 37", "got %f expected %f", y[0], expect_dot);
 }
 
+/* IEEE binary16 by its definition: (-1)^s 2^(e-15) (1 + m/1024), subnormals
+ * 2^-14 (m/1024), e = 31 infinity or NaN. */
+static double half_by_definition(unsigned h) {
+    unsigned s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m / 1024.0, -14) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1 + m / 1024.0, (int)e - 15);
+    return s ? -v : v;
+}
+
+static int same_value(float got, double want) {
+    if (isnan(want)) return isnan(got);
+    return (double)got == want && !signbit(got) == !signbit(want);
+}
+
+static void test_float16(void) {
+    int bad_portable = 0, bad_fast = 0;
+    for (unsigned h = 0; h < 65536; h++) {
+        double want = half_by_definition(h);
+        bad_portable += !same_value(half_to_float((uint16_t)h), want);
+        uint16_t bits = (uint16_t)h;
+        qkv_half q;
+        memcpy(&q, &bits, 2);
+        bad_fast += !same_value(HALF_TO_FLOAT(q), want);
+    }
+    report(bad_portable == 0, "float16 -> float32, portable: all 65536 values", "%d wrong", bad_portable);
+    report(bad_fast == 0, "float16 -> float32, kernel conversion: all 65536 values", "%d wrong", bad_fast);
+
+    /* a [3, 37] float16 matrix against the same product in float32: equal up
+     * to summation order. Bit patterns worked out by hand from the format. */
+    static const struct { uint16_t bits; float value; } halves[] = {
+        { 0x3C00, 1.0f }, { 0xC000, -2.0f }, { 0x3800, 0.5f }, { 0xB400, -0.25f },
+        { 0x4200, 3.0f }, { 0x3E00, 1.5f }, { 0x0000, 0.0f }, { 0xBC00, -1.0f }, { 0x4500, 5.0f },
+    };
+    enum { ROWS = 3, COLS = 37, N_HALVES = sizeof halves / sizeof halves[0] };
+    float w32[ROWS * COLS], x[COLS], y32[ROWS], y16[ROWS], row[COLS];
+    uint16_t w16[ROWS * COLS];
+    for (int i = 0; i < ROWS * COLS; i++) {
+        w16[i] = halves[(i * 7) % N_HALVES].bits;
+        w32[i] = halves[(i * 7) % N_HALVES].value;
+    }
+    for (int j = 0; j < COLS; j++) x[j] = (float)((j % 5) - 2) * 0.75f;
+    Matrix m32 = { WEIGHT_F32, ROWS, COLS, w32 }, m16 = { WEIGHT_F16, ROWS, COLS, w16 };
+    matmul(y32, x, &m32);
+    matmul(y16, x, &m16);
+    char why[256];
+    report(vector_close(y16, y32, ROWS, 1e-5f, why, sizeof why), "matmul with float16 weights equals float32", "%s", why);
+    matrix_row(row, &m16, 2);
+    report(vector_close(row, w32 + 2 * COLS, COLS, 0, why, sizeof why), "matrix_row of a float16 matrix", "%s", why);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Golden logits and attention from export/reference.py                      */
 
@@ -317,9 +366,11 @@ static void free_golden(Golden *g) {
     free(g);
 }
 
-/* The random test checkpoints: every format of each against reference.py. */
+/* The random test checkpoints: every format of each against reference.py.
+ * f16 (float16 matrices) exists only as a qkv file. */
 static void test_golden_fixtures(void) {
-    const char *models[] = { "gqa", "mqa", "sepcls" };
+    const char *models[] = { "gqa", "mqa", "sepcls", "f16" };
+    const int min_formats[] = { 2, 2, 2, 1 };
     const char *formats[] = { "qkv", "legacy.bin", "v1.bin" };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[256];
@@ -334,7 +385,7 @@ static void test_golden_fixtures(void) {
             test_golden_checkpoint(g, path);
             if (f == 0) test_cache_equals_recompute(g, path);
         }
-        report(found >= 2, models[i], "fewer than two formats of this model");
+        report(found >= min_formats[i], models[i], "fewer than %d formats of this model", min_formats[i]);
         free_golden(g);
     }
 }
@@ -490,6 +541,7 @@ static void test_tokenizer(void) {
 int main(void) {
     test_worked_example();
     test_kernels();
+    test_float16();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
