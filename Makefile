@@ -42,9 +42,9 @@ bench: all
 PYTHON ?= /usr/bin/python3
 models:
 	$(PYTHON) export/train.py --config grammar --init-only
-	$(PYTHON) export/export.py out/grammar/init.pt models/grammar-random.bin --dtype f16
+	$(PYTHON) export/export.py out/grammar/init.pt models/grammar-random.bin
 	$(PYTHON) export/train.py --config grammar
-	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin --dtype f16
+	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin
 	$(PYTHON) export/train.py --config stories
 	$(PYTHON) export/export.py out/stories/ckpt.pt models/stories.bin --dtype f16
 

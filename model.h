@@ -767,9 +767,57 @@ static void matmul_rows_f16(float *out, const float *x, const void *w, int begin
     for (int i = begin; i < end; i++) out[i] = dot_f16(rows + (size_t)i * cols, x, cols);
 }
 
+/* GCC 12 does not vectorize half -> float conversion on its own, so on x86-64
+ * with F16C the float16 rows get an explicit AVX2 kernel: vcvtph2ps turns 8
+ * halves into 8 floats, FMA accumulates, four accumulators hide its latency.
+ * It is chosen at run time when the CPU has AVX2, FMA and F16C. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES)
+#include <immintrin.h>
+#define QKV_HAVE_F16C_KERNEL 1
+
+__attribute__((target("avx2,fma,f16c")))
+static float dot_f16_f16c(const uint16_t *a, const float *b, int n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+#define QKV_HALVES_TIMES(acc, k) acc = _mm256_fmadd_ps( \
+        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + j + (k)))), _mm256_loadu_ps(b + j + (k)), acc)
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        QKV_HALVES_TIMES(acc0, 0); QKV_HALVES_TIMES(acc1, 8);
+        QKV_HALVES_TIMES(acc2, 16); QKV_HALVES_TIMES(acc3, 24);
+    }
+    for (; j + 8 <= n; j += 8) QKV_HALVES_TIMES(acc0, 0);
+#undef QKV_HALVES_TIMES
+    __m256 acc = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_hadd_ps(s, s);
+    s = _mm_hadd_ps(s, s);
+    float sum = _mm_cvtss_f32(s);
+    for (; j < n; j++) sum += half_to_float(a[j]) * b[j];
+    return sum;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void matmul_rows_f16_f16c(float *out, const float *x, const void *w, int begin, int end, int cols) {
+    const uint16_t *rows = w;
+    for (int i = begin; i < end; i++) out[i] = dot_f16_f16c(rows + (size_t)i * cols, x, cols);
+}
+
+static int cpu_has_f16c(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+#endif
+
+static MatmulRows matmul_kernel(WeightType type) {
+    if (type != WEIGHT_F16) return matmul_rows_f32;
+#ifdef QKV_HAVE_F16C_KERNEL
+    if (cpu_has_f16c()) return matmul_rows_f16_f16c;
+#endif
+    return matmul_rows_f16;
+}
+
 /* out[rows] = W[rows, cols] @ x[cols]; blocks of rows are split across threads */
 void matmul(float *out, const float *x, const Matrix *w) {
-    MatmulRows kernel = w->type == WEIGHT_F16 ? matmul_rows_f16 : matmul_rows_f32;
+    MatmulRows kernel = matmul_kernel(w->type);
     int rows = w->rows, cols = w->cols;
     int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
 #pragma omp parallel for schedule(static) if ((long)rows * cols >= QKV_PARALLEL_MIN_WORK)
