@@ -725,25 +725,11 @@ static inline float half_to_float(uint16_t h) {
     return f;
 }
 
-/* Where the compiler has a half type (GCC on x86-64, ARM), its conversion is
- * the same value but vectorizes: one vcvtph2ps per 8 weights under AVX2. */
-#if defined(__FLT16_MAX__) && !defined(QKV_NO_FLOAT16)
-typedef _Float16 qkv_half;
-#define HALF_TO_FLOAT(h) ((float)(h))
-#else
-typedef uint16_t qkv_half;
-#define HALF_TO_FLOAT(h) half_to_float(h)
-#endif
-
-/* Dot product of n halves with n floats, accumulated in float32. */
-static inline float dot_f16(const qkv_half *a, const float *b, int n) {
-    float acc[16] = { 0 };
-    int j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int l = 0; l < 16; l++) acc[l] += HALF_TO_FLOAT(a[j + l]) * b[j + l];
+/* Dot product of n halves with n floats, accumulated in float32: the
+ * portable path (the fast one is the F16C kernel below). */
+static float dot_f16(const uint16_t *a, const float *b, int n) {
     float sum = 0.0f;
-    for (int l = 0; l < 16; l++) sum += acc[l];
-    for (; j < n; j++) sum += HALF_TO_FLOAT(a[j]) * b[j];
+    for (int j = 0; j < n; j++) sum += half_to_float(a[j]) * b[j];
     return sum;
 }
 
@@ -761,14 +747,13 @@ static void matmul_rows_f32(float *out, const float *x, const void *w, int begin
     for (int i = begin; i < end; i++) out[i] = dot_f32(rows + (size_t)i * cols, x, cols);
 }
 
-QKV_SIMD_CLONES
 static void matmul_rows_f16(float *out, const float *x, const void *w, int begin, int end, int cols) {
-    const qkv_half *rows = w;
+    const uint16_t *rows = w;
     for (int i = begin; i < end; i++) out[i] = dot_f16(rows + (size_t)i * cols, x, cols);
 }
 
-/* GCC 12 does not vectorize half -> float conversion on its own, so on x86-64
- * with F16C the float16 rows get an explicit AVX2 kernel: vcvtph2ps turns 8
+/* GCC 12 does not vectorize half -> float conversion (not even of _Float16),
+ * so on x86-64 with F16C the float16 rows get an explicit AVX2 kernel: vcvtph2ps turns 8
  * halves into 8 floats, FMA accumulates, four accumulators hide its latency.
  * It is chosen at run time when the CPU has AVX2, FMA and F16C. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES)
@@ -830,8 +815,8 @@ void matmul(float *out, const float *x, const Matrix *w) {
 /* out[cols] = W[row, :] as float32 (an embedding lookup) */
 void matrix_row(float *out, const Matrix *w, int row) {
     if (w->type == WEIGHT_F16) {
-        const qkv_half *p = (const qkv_half *)w->data + (size_t)row * w->cols;
-        for (int i = 0; i < w->cols; i++) out[i] = HALF_TO_FLOAT(p[i]);
+        const uint16_t *p = (const uint16_t *)w->data + (size_t)row * w->cols;
+        for (int i = 0; i < w->cols; i++) out[i] = half_to_float(p[i]);
     } else {
         memcpy(out, (const float *)w->data + (size_t)row * w->cols, (size_t)w->cols * sizeof(float));
     }

@@ -345,7 +345,7 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     for name in names:
         a = np.asarray(tensors[name])
         ttype, dtype = tensor_dtype(c, a.ndim)
-        if strict and ttype == WEIGHT_F16 and np.isfinite(a).all() and np.abs(a).max(initial=0) >= 65520:
+        if strict and ttype == WEIGHT_F16 and np.abs(a[np.isfinite(a)]).max(initial=0) >= 65520:
             raise FormatError("tensor %s: a value beyond float16's range (65504)" % name)
         a = np.ascontiguousarray(a, dtype=dtype)
         types.append(ttype)
