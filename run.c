@@ -53,7 +53,7 @@ static void usage(const char *why) {
         "  -t TEMP      temperature >= 0 (default 1.0; 0 = greedy)\n"
         "  -p TOPP      top-p in (0, 1] (default 0.9; 1 = off)\n"
         "  -k TOPK      top-k >= 0 (default 0 = off)\n"
-        "  -s SEED      random seed (default: time)\n"
+        "  -s SEED      random seed; 0 or absent: from the clock (printed)\n"
         "  -z FILE      tokenizer.bin (needed for llama2.c checkpoints)\n"
         "  -f FILE      text file to score (ppl mode)\n"
         "  --threads N  OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
@@ -137,7 +137,6 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->temperature = 1.0f;
     o->topp = 0.9f;
     o->steps = 256;
-    o->seed = (unsigned long long)time(NULL);
     o->mode = "generate";
     o->trace.layer = o->trace.head = -1;
     o->trace.top_logits = 10;
@@ -180,6 +179,17 @@ static void die(const char *fmt, const char *detail) {
     fprintf(stderr, fmt, detail);
     fprintf(stderr, "\n");
     exit(1);
+}
+
+/* A seed from the clock when -s is absent or 0 (as in llama2.c, where 0 would
+ * freeze xorshift): nanoseconds, so two runs in one second differ. It is
+ * printed with the speed line, so any run can be repeated with -s. */
+static unsigned long long clock_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long seed = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    seed &= 0x7fffffffffffffffull;
+    return seed ? seed : 1;
 }
 
 static double now_seconds(void) {
@@ -264,7 +274,8 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     RunState s;
     Sampler sampler;
     char err[256];
-    if (run_state_init(&s, c) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, o->seed))
+    unsigned long long seed = o->seed ? o->seed : clock_seed();
+    if (run_state_init(&s, c) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
@@ -280,24 +291,32 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     if (!probs) die("%s", "out of memory");
     int token = prompt[n_prompt - 1], generated = 0;
     const ForwardObserver *obs = tracer_observer(tr);
+    const char *stopped_by = "the -n limit";
     for (int pos = n_prompt - 1; pos < steps; pos++) {
         SampleInfo info;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         int next = sample(&sampler, probs, &info);
         tracer_step(tr, pos, token, logits, next, &info);
-        if (next == t->bos_id || next == t->eos_id) break;
+        if (next == t->bos_id || next == t->eos_id) {
+            stopped_by = "end of text";
+            break;
+        }
         print_token(&out, t, token, next);
         generated++;
         token = next;
-        if (tracer_pause(tr)) break;
+        if (tracer_pause(tr)) {
+            stopped_by = "quit";
+            break;
+        }
         if (pos + 1 < steps) logits = forward(m, &s, token, pos + 1, obs);
     }
     printf("\n");
+    fflush(stdout); /* the text's last line before the speed line on a terminal */
     double end = now_seconds();
     if (tr && tracer_close(tr, err, sizeof err)) die("%s", err);
-    fprintf(stderr, "achieved tok/s: %.2f (%d generated; prompt: %d tokens at %.2f tok/s)\n",
-            generated > 1 ? (generated - 1) / (end - prompt_done) : 0.0, generated, n_prompt,
-            n_prompt / (prompt_done - start + 1e-9));
+    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d tokens at %.2f tok/s; seed %llu)\n",
+            generated > 1 ? (generated - 1) / (end - prompt_done) : 0.0, generated, stopped_by, n_prompt,
+            n_prompt / (prompt_done - start + 1e-9), seed);
     free(probs);
     free(prompt);
     sampler_free(&sampler);
