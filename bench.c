@@ -505,6 +505,16 @@ typedef struct {
     const double *y;
 } Series;
 
+/* The raw measurements along the cached curve, drawn faint. */
+static Series raw_series(const Curve *c, const char *color, const double *y) {
+    return (Series){ "", color, 0, 0, 1, c->n, c->positions, y };
+}
+
+/* A line with a legend entry along the cached curve (dashed for theory). */
+static Series line_series(const Curve *c, const char *label, const char *color, int dashed, const double *y) {
+    return (Series){ label, color, dashed, 0, 0, c->n, c->positions, y };
+}
+
 typedef struct {
     FILE *f;
     Axis x, y;
@@ -677,10 +687,10 @@ static int derive(const Bench *b, Derived *d) {
 static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top) {
     const Curve *cc = &b->cached, *rc = &b->recomputed;
     Series s[5] = {
-        { "", COLOR_TOTAL, 0, 0, 1, cc->n, cc->positions, cc->total_ms },
-        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, cc->attention_ms },
-        { "with KV cache: total", COLOR_TOTAL, 0, 0, 0, cc->n, cc->positions, d->total_smooth },
-        { "with KV cache: attention", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->attention_smooth },
+        raw_series(cc, COLOR_TOTAL, cc->total_ms),
+        raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
+        line_series(cc, "with KV cache: total", COLOR_TOTAL, 0, d->total_smooth),
+        line_series(cc, "with KV cache: attention", COLOR_ATTENTION, 0, d->attention_smooth),
         { "no cache: recompute prefix", COLOR_NO_CACHE, 0, 1, 0, rc->n, rc->positions, rc->total_ms },
     };
     int n = b->options->no_cache ? 5 : 4;
@@ -707,12 +717,12 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
     snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per 1000 tokens of context",
              b->total_fit.slope * 1000);
     Series s[7] = {
-        { "", COLOR_TOTAL, 0, 0, 1, cc->n, cc->positions, cc->total_ms },
-        { "", COLOR_OTHER, 0, 0, 1, cc->n, cc->positions, d->other_ms },
-        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, cc->attention_ms },
-        { "total", COLOR_TOTAL, 0, 0, 0, cc->n, cc->positions, d->total_smooth },
-        { "other (weights, MLP, ...)", COLOR_OTHER, 0, 0, 0, cc->n, cc->positions, d->other_smooth },
-        { "attention", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->attention_smooth },
+        raw_series(cc, COLOR_TOTAL, cc->total_ms),
+        raw_series(cc, COLOR_OTHER, d->other_ms),
+        raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
+        line_series(cc, "total", COLOR_TOTAL, 0, d->total_smooth),
+        line_series(cc, "other (weights, MLP, ...)", COLOR_OTHER, 0, d->other_smooth),
+        line_series(cc, "attention", COLOR_ATTENTION, 0, d->attention_smooth),
         { "least-squares line", "#000", 1, 0, 0, 2, fit_x, fit_y },
     };
     Axis x, y;
@@ -726,9 +736,9 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
 static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top) {
     const Curve *cc = &b->cached;
     Series s[3] = {
-        { "", COLOR_ATTENTION, 0, 0, 1, cc->n, cc->positions, d->time_share },
-        { "share of time (measured)", COLOR_ATTENTION, 0, 0, 0, cc->n, cc->positions, d->share_smooth },
-        { "share of FLOPs (theory)", COLOR_THEORY, 1, 0, 0, cc->n, cc->positions, d->flop_share },
+        raw_series(cc, COLOR_ATTENTION, d->time_share),
+        line_series(cc, "share of time (measured)", COLOR_ATTENTION, 0, d->share_smooth),
+        line_series(cc, "share of FLOPs (theory)", COLOR_THEORY, 1, d->flop_share),
     };
     Axis x, y;
     position_range(&x, b->ctx);

@@ -41,6 +41,15 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
     return text;
 }
 
+/* Bank's query against the first n_keys keys, printed as a trace row (the
+ * caller frees it): 4 keys is the worked example, 3 the causal one, where
+ * "flooded" is still in the future. out receives the attention output. */
+static char *bank_row(int n_keys, int colour, float out[D_K]) {
+    float scores[N_TOKENS], weights[N_TOKENS];
+    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], D_K, n_keys, D_K);
+    return print_row(scores, weights, n_keys, N_TOKENS, colour);
+}
+
 /* The cells of the line whose label is label (the words after it; a label
  * is followed by at least two spaces, so "key" is not "key pos"). */
 static int cells_of(const char *text, const char *label, char cells[][16], int max) {
@@ -77,45 +86,58 @@ static void check_line(const char *text, const char *label, const char *const *w
     report(ok, name, why);
 }
 
-static void test_unmasked_row(void) {
-    float scores[N_TOKENS], weights[N_TOKENS], out[D_K];
-    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], D_K, N_TOKENS, D_K);
-    char *text = print_row(scores, weights, N_TOKENS, N_TOKENS, 0);
-    check_line(text, "key", (const char *[]){ "The", "river", "bank", "flooded" }, 4, "trace row: key tokens");
-    check_line(text, "q·k", (const char *[]){ "0.00", "4.00", "0.00", "4.00" }, 4,
-               "worked example: bank's raw scores [0, 4, 0, 4]");
-    check_line(text, "q·k/√d", (const char *[]){ "0.00", "2.83", "0.00", "2.83" }, 4,
-               "worked example: scaled by sqrt(2) [0, 2.83, 0, 2.83]");
-    check_line(text, "weight", (const char *[]){ "0.028", "0.472", "0.028", "0.472" }, 4,
-               "worked example: softmax weights [0.028, 0.472, 0.028, 0.472]");
-    report(strstr(text, "sum 1.000000") && strstr(text, "river (pos 1) 0.472"),
-           "worked example: row sum and most attended key", "summary line differs");
-    report(fabsf(out[0] - 0.944f) < 5e-4f && fabsf(out[1] - 0.028f) < 5e-4f,
-           "worked example: bank's output [0.944, 0.028]", "attention_head output differs");
-    free(text);
-}
+/* A line the printed row must hold: its label, its cells, the test's name. */
+typedef struct {
+    const char *label, *cells[N_TOKENS], *name;
+} RowLine;
 
-static void test_causal_row(void) {
-    float scores[N_TOKENS], weights[N_TOKENS], out[D_K];
-    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], D_K, 3, D_K);
-    char *text = print_row(scores, weights, 3, N_TOKENS, 0);
-    check_line(text, "q·k", (const char *[]){ "0.00", "4.00", "0.00", "·" }, 4,
-               "causal example: the future key is not scored");
-    check_line(text, "mask", (const char *[]){ "0", "0", "0", "-inf" }, 4, "causal example: mask [0, 0, 0, -inf]");
-    check_line(text, "weight", (const char *[]){ "0.053", "0.894", "0.053", "masked" }, 4,
-               "causal example: weights [0.053, 0.894, 0.053, masked]");
-    report(strstr(text, "river (pos 1) 0.894") != NULL, "causal example: river gets 89.4%", "summary line differs");
-    report(fabsf(out[0] - 0.894f) < 5e-4f && fabsf(out[1] - 0.053f) < 5e-4f,
-           "causal example: bank's output [0.894, 0.053]", "attention_head output differs");
+/* An example of the articles: bank's query against the first n_keys keys.
+ * The numbers are the articles' own (hand-checked), not the code's output. */
+typedef struct {
+    int n_keys, n_lines;
+    RowLine lines[4];
+    const char *summary[2], *summary_name; /* words the summary line holds */
+    float out[D_K];                       /* bank's attention output */
+    const char *out_name;
+} RowExample;
+
+static const RowExample WORKED_EXAMPLE = {
+    N_TOKENS, 4,
+    { { "key", { "The", "river", "bank", "flooded" }, "trace row: key tokens" },
+      { "q·k", { "0.00", "4.00", "0.00", "4.00" }, "worked example: bank's raw scores [0, 4, 0, 4]" },
+      { "q·k/√d", { "0.00", "2.83", "0.00", "2.83" }, "worked example: scaled by sqrt(2) [0, 2.83, 0, 2.83]" },
+      { "weight", { "0.028", "0.472", "0.028", "0.472" },
+        "worked example: softmax weights [0.028, 0.472, 0.028, 0.472]" } },
+    { "sum 1.000000", "river (pos 1) 0.472" }, "worked example: row sum and most attended key",
+    { 0.944f, 0.028f }, "worked example: bank's output [0.944, 0.028]",
+};
+
+/* The causal version: "flooded" comes after "bank", so it is masked. */
+static const RowExample CAUSAL_EXAMPLE = {
+    3, 3,
+    { { "q·k", { "0.00", "4.00", "0.00", "·" }, "causal example: the future key is not scored" },
+      { "mask", { "0", "0", "0", "-inf" }, "causal example: mask [0, 0, 0, -inf]" },
+      { "weight", { "0.053", "0.894", "0.053", "masked" }, "causal example: weights [0.053, 0.894, 0.053, masked]" } },
+    { "sum 1.000000", "river (pos 1) 0.894" }, "causal example: row sum and river gets 89.4%",
+    { 0.894f, 0.053f }, "causal example: bank's output [0.894, 0.053]",
+};
+
+static void check_example(const RowExample *e) {
+    float out[D_K];
+    char *text = bank_row(e->n_keys, 0, out);
+    for (int i = 0; i < e->n_lines; i++)
+        check_line(text, e->lines[i].label, e->lines[i].cells, N_TOKENS, e->lines[i].name);
+    report(strstr(text, e->summary[0]) && strstr(text, e->summary[1]), e->summary_name, "summary line differs");
+    report(fabsf(out[0] - e->out[0]) < 5e-4f && fabsf(out[1] - e->out[1]) < 5e-4f, e->out_name,
+           "attention_head output differs");
     free(text);
 }
 
 /* Heat colours only when asked, and only on visible weights. */
 static void test_colour(void) {
-    float scores[N_TOKENS], weights[N_TOKENS], out[D_K];
-    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], D_K, 3, D_K);
-    char *plain = print_row(scores, weights, 3, N_TOKENS, 0);
-    char *coloured = print_row(scores, weights, 3, N_TOKENS, 1);
+    float out[D_K];
+    char *plain = bank_row(3, 0, out);
+    char *coloured = bank_row(3, 1, out);
     int backgrounds = 0;
     for (const char *p = coloured; (p = strstr(p, "\033[48;5;")); p++) backgrounds++;
     report(!strchr(plain, '\033'), "no escape codes without colour", "plain output has ESC");
@@ -149,8 +171,8 @@ static void test_wrapping(void) {
 }
 
 int main(void) {
-    test_unmasked_row();
-    test_causal_row();
+    check_example(&WORKED_EXAMPLE);
+    check_example(&CAUSAL_EXAMPLE);
     test_colour();
     test_wrapping();
     return failures ? 1 : 0;
