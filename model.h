@@ -109,16 +109,23 @@ typedef struct {
     float *values; /* [n_layers, n_kv_heads, capacity, head_size] */
 } KVCache;
 
+/* Positions forward_tokens pushes through the weights together, as rows of
+ * a matrix: each weight row is read from memory once per chunk of positions
+ * instead of once per token. The per-position buffers below hold QKV_CHUNK
+ * rows; a single forward() uses row 0. */
+#define QKV_CHUNK 32
+
 typedef struct {
-    float *x;       /* [dim] residual stream */
-    float *xb;      /* [max(dim, q_dim)] normed input / attention output */
-    float *xb2;     /* [dim] a block's output before the residual add */
-    float *q;       /* [q_dim] queries of all heads */
-    float *k, *v;   /* [kv_dim] this position's key and value */
-    float *hb, *hb2;/* [hidden_dim] MLP gate and up */
+    float *x;       /* [QKV_CHUNK, dim] residual stream */
+    float *xb;      /* [QKV_CHUNK, width = max(dim, q_dim)] normed input / attention output */
+    float *xb2;     /* [QKV_CHUNK, dim] a block's output before the residual add */
+    float *q;       /* [QKV_CHUNK, q_dim] queries of all heads */
+    float *k, *v;   /* [QKV_CHUNK, kv_dim] these positions' keys and values */
+    float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
     float *attention_scores;  /* [n_heads, seq_len] raw q·k of the current layer */
     float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores */
-    float *logits;  /* [vocab_size] */
+    float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
+    int width;      /* row length of xb */
     KVCache kv_cache;
 } RunState;
 
@@ -135,11 +142,14 @@ typedef enum {
 
 typedef struct {
     void *ctx;
-    /* Called once per layer after attention: attention_scores and
-     * attention_weights of the run state hold row h at h*seq_len, entries
-     * 0..n_visible-1 (keys of positions pos-n_visible+1..pos). */
+    /* Called once per layer and position after its attention: the run
+     * state's attention_scores and attention_weights hold row h at
+     * h*seq_len, entries 0..n_visible-1 (keys of positions
+     * pos-n_visible+1..pos). forward_tokens calls it for every position of
+     * a chunk in layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
-    /* Called at stage boundaries (for timing). */
+    /* Called at stage boundaries (for timing): around each position's
+     * attention in each layer. */
     void (*stage)(void *ctx, ForwardStage stage, int layer);
 } ForwardObserver;
 
@@ -162,9 +172,18 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
  * to the KV cache; returns the logits (inside s). observer may be NULL. */
 float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObserver *observer);
 
-/* Runs n tokens at positions pos..pos+n-1 (a prompt); returns the logits of
- * the last one. Only the last position pays for the classifier. */
+/* Runs n >= 1 tokens at positions pos..pos+n-1 (a prompt); returns the
+ * logits of the last one. The tokens go through the weights QKV_CHUNK at a
+ * time, as a matrix; the numbers are the same as n forward() calls, and only
+ * the last position pays for the classifier. The observer sees each layer's
+ * attention position by position: layer 0 for the whole chunk, then layer 1. */
 float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
+                      const ForwardObserver *observer);
+
+/* Runs n tokens, 1 <= n <= QKV_CHUNK, at positions pos..pos+n-1 as one
+ * matrix and returns the logits of every one: row t at t * vocab_size
+ * (inside s). The numbers are those of n forward() calls. */
+float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
 /* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
@@ -615,17 +634,18 @@ int run_state_init(RunState *s, const Config *c) {
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
     size_t cache_floats;
     if (!mul_sizes(&cache_floats, (size_t)c->n_layers * c->seq_len, kv_dim)) return -1;
-    s->x = calloc((size_t)c->dim, sizeof(float));
-    s->xb = calloc(width, sizeof(float));
-    s->xb2 = calloc((size_t)c->dim, sizeof(float));
-    s->q = calloc(q_dim, sizeof(float));
-    s->k = calloc(kv_dim, sizeof(float));
-    s->v = calloc(kv_dim, sizeof(float));
-    s->hb = calloc((size_t)c->hidden_dim, sizeof(float));
-    s->hb2 = calloc((size_t)c->hidden_dim, sizeof(float));
+    s->width = (int)width;
+    s->x = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
+    s->xb = calloc((size_t)QKV_CHUNK * width, sizeof(float));
+    s->xb2 = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
+    s->q = calloc((size_t)QKV_CHUNK * q_dim, sizeof(float));
+    s->k = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
+    s->v = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
+    s->hb = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
+    s->hb2 = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     s->attention_scores = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
     s->attention_weights = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
-    s->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
     s->kv_cache.n_layers = c->n_layers;
     s->kv_cache.n_kv_heads = c->n_kv_heads;
     s->kv_cache.capacity = c->seq_len;
@@ -738,18 +758,32 @@ static float dot_f16(const uint16_t *a, const float *b, int n) {
 
 #define QKV_ROWS_PER_TASK 16
 
-/* out[begin..end) = W[begin..end, cols] @ x[cols], one kernel per weight type */
-typedef void (*MatmulRows)(float *out, const float *x, const void *w, int begin, int end, int cols);
+/* Activations of n positions, rows stride floats apart: x[t * stride + i]. */
+typedef struct {
+    const float *x;
+    int n, stride;
+} Rows;
+
+/* out[t, i] = W[i, :] . x[t, :] for rows i in [begin, end) of W[rows, cols]
+ * and every position t; out's rows are out_stride apart. One kernel per
+ * weight type. Each weight row is used for all positions while it is in L1,
+ * and each dot product is the same arithmetic for one position as for many,
+ * so a prompt gives the same bits in one call as token by token. */
+typedef void (*MatmulRows)(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols);
 
 QKV_SIMD_CLONES
-static void matmul_rows_f32(float *out, const float *x, const void *w, int begin, int end, int cols) {
+static void matmul_rows_f32(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
     const float *rows = w;
-    for (int i = begin; i < end; i++) out[i] = dot_f32(rows + (size_t)i * cols, x, cols);
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < x.n; t++)
+            out[(size_t)t * out_stride + i] = dot_f32(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
 }
 
-static void matmul_rows_f16(float *out, const float *x, const void *w, int begin, int end, int cols) {
+static void matmul_rows_f16(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
     const uint16_t *rows = w;
-    for (int i = begin; i < end; i++) out[i] = dot_f16(rows + (size_t)i * cols, x, cols);
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < x.n; t++)
+            out[(size_t)t * out_stride + i] = dot_f16(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
 }
 
 /* GCC 12 does not vectorize half -> float conversion (not even of _Float16),
@@ -782,9 +816,11 @@ static float dot_f16_f16c(const uint16_t *a, const float *b, int n) {
 }
 
 __attribute__((target("avx2,fma,f16c")))
-static void matmul_rows_f16_f16c(float *out, const float *x, const void *w, int begin, int end, int cols) {
+static void matmul_rows_f16_f16c(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
     const uint16_t *rows = w;
-    for (int i = begin; i < end; i++) out[i] = dot_f16_f16c(rows + (size_t)i * cols, x, cols);
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < x.n; t++)
+            out[(size_t)t * out_stride + i] = dot_f16_f16c(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
 }
 
 static int cpu_has_f16c(void) {
@@ -800,16 +836,23 @@ static MatmulRows matmul_kernel(WeightType type) {
     return matmul_rows_f16;
 }
 
-/* out[rows] = W[rows, cols] @ x[cols]; blocks of rows are split across threads */
-void matmul(float *out, const float *x, const Matrix *w) {
+/* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
+ * blocks of weight rows are split across threads */
+static void matmul_rows(float *out, int out_stride, Rows x, const Matrix *w) {
     MatmulRows kernel = matmul_kernel(w->type);
     int rows = w->rows, cols = w->cols;
     int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
-#pragma omp parallel for schedule(static) if ((long)rows * cols >= QKV_PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if ((long)rows * cols * x.n >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
-        kernel(out, x, w->data, begin, end, cols);
+        kernel(out, out_stride, x, w->data, begin, end, cols);
     }
+}
+
+/* out[rows] = W[rows, cols] @ x[cols] */
+void matmul(float *out, const float *x, const Matrix *w) {
+    Rows one = { x, 1, w->cols };
+    matmul_rows(out, w->rows, one, w);
 }
 
 /* out[cols] = W[row, :] as float32 (an embedding lookup) */
@@ -891,78 +934,118 @@ static void notify_attention(const ForwardObserver *o, int layer, int pos, const
 #endif
 }
 
-/* Attention of every query head at position pos, against the cache. */
-static void attention(const Config *c, RunState *s, int layer, int pos) {
+/* Attention of every query head of the position in row t (pos), against
+ * the cache, which already holds its key: q row t -> xb row t. */
+static void attention(const Config *c, RunState *s, int layer, int pos, int t) {
     const KVCache *kv = &s->kv_cache;
     int heads_per_kv = c->n_heads / c->n_kv_heads;
     int n_visible = pos + 1;
+    const float *q = s->q + (size_t)t * c->n_heads * c->head_size;
+    float *out = s->xb + (size_t)t * s->width;
     int h;
 #pragma omp parallel for schedule(static) if ((long)c->n_heads * n_visible * c->head_size >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
         int kv_head = h / heads_per_kv;
-        attention_head(s->xb + (size_t)h * c->head_size,
+        attention_head(out + (size_t)h * c->head_size,
                        s->attention_scores + (size_t)h * c->seq_len,
                        s->attention_weights + (size_t)h * c->seq_len,
-                       s->q + (size_t)h * c->head_size,
+                       q + (size_t)h * c->head_size,
                        kv_slot(kv->keys, kv, layer, kv_head, 0),
                        kv_slot(kv->values, kv, layer, kv_head, 0),
                        kv->head_size, n_visible, c->head_size);
     }
 }
 
-/* One block: x += attention(rmsnorm(x)); x += mlp(rmsnorm(x)) */
-static void transformer_block(const Model *m, RunState *s, int layer, int pos,
+/* rmsnorm of each of n rows: x rows dim apart -> out rows out_stride apart */
+static void rmsnorm_rows(float *out, int out_stride, const float *x, const float *weight, int n, int dim,
+                         float eps) {
+    for (int t = 0; t < n; t++)
+        rmsnorm(out + (size_t)t * out_stride, x + (size_t)t * dim, weight, dim, eps);
+}
+
+/* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), rotated;
+ * the keys and values go into the cache. */
+static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int layer, int pos, int n) {
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    Rows normed = { s->xb, n, s->width };
+    matmul_rows(s->q, q_dim, normed, &w->wq);
+    matmul_rows(s->k, kv_dim, normed, &w->wk);
+    matmul_rows(s->v, kv_dim, normed, &w->wv);
+    for (int t = 0; t < n; t++) {
+        float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * kv_dim, *v = s->v + (size_t)t * kv_dim;
+        rope(q, c->n_heads, c->head_size, pos + t, c->rope_theta);
+        rope(k, c->n_kv_heads, c->head_size, pos + t, c->rope_theta);
+        kv_cache_store(&s->kv_cache, layer, pos + t, k, v);
+    }
+}
+
+/* One block over rows 0..n-1 (positions pos..pos+n-1):
+ *   x += attention(rmsnorm(x)); x += mlp(rmsnorm(x))
+ * The weights see all n rows at once; attention goes position by position,
+ * each against the keys up to its own (the causal mask). */
+static void transformer_block(const Model *m, RunState *s, int layer, int pos, int n,
                               const ForwardObserver *o) {
     const Config *c = &m->config;
     const LayerWeights *w = &m->weights.layers[layer];
-    KVCache *kv = &s->kv_cache;
+    int dim = c->dim, hidden = c->hidden_dim;
 
-    rmsnorm(s->xb, s->x, w->attention_norm, c->dim, c->norm_eps);
-    matmul(s->q, s->xb, &w->wq);
-    matmul(s->k, s->xb, &w->wk);
-    matmul(s->v, s->xb, &w->wv);
-    rope(s->q, c->n_heads, c->head_size, pos, c->rope_theta);
-    rope(s->k, c->n_kv_heads, c->head_size, pos, c->rope_theta);
-    kv_cache_store(kv, layer, pos, s->k, s->v);
+    rmsnorm_rows(s->xb, s->width, s->x, w->attention_norm, n, dim, c->norm_eps);
+    project_qkv(c, w, s, layer, pos, n);
+    for (int t = 0; t < n; t++) {
+        notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
+        attention(c, s, layer, pos + t, t);
+        notify_stage(o, STAGE_ATTENTION_END, layer);
+        notify_attention(o, layer, pos + t, s);
+    }
+    matmul_rows(s->xb2, dim, (Rows){ s->xb, n, s->width }, &w->wo);
+    add_residual(s->x, s->xb2, n * dim);
 
-    notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
-    attention(c, s, layer, pos);
-    notify_stage(o, STAGE_ATTENTION_END, layer);
-    notify_attention(o, layer, pos, s);
-
-    matmul(s->xb2, s->xb, &w->wo);
-    add_residual(s->x, s->xb2, c->dim);
-
-    rmsnorm(s->xb, s->x, w->ffn_norm, c->dim, c->norm_eps);
-    matmul(s->hb, s->xb, &w->w1);
-    matmul(s->hb2, s->xb, &w->w3);
-    swiglu(s->hb, s->hb2, c->hidden_dim);
-    matmul(s->xb2, s->hb, &w->w2);
-    add_residual(s->x, s->xb2, c->dim);
+    rmsnorm_rows(s->xb, s->width, s->x, w->ffn_norm, n, dim, c->norm_eps);
+    Rows normed = { s->xb, n, s->width };
+    matmul_rows(s->hb, hidden, normed, &w->w1);
+    matmul_rows(s->hb2, hidden, normed, &w->w3);
+    swiglu(s->hb, s->hb2, n * hidden);
+    matmul_rows(s->xb2, dim, (Rows){ s->hb, n, hidden }, &w->w2);
+    add_residual(s->x, s->xb2, n * dim);
 }
 
-static void forward_body(const Model *m, RunState *s, int token, int pos, const ForwardObserver *o) {
+/* tokens[0..n-1] at positions pos..pos+n-1 (n <= QKV_CHUNK) through every block */
+static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n, int pos,
+                          const ForwardObserver *o) {
     const Config *c = &m->config;
-    matrix_row(s->x, &m->weights.token_embedding, token);
-    for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, o);
+    for (int t = 0; t < n; t++) matrix_row(s->x + (size_t)t * c->dim, &m->weights.token_embedding, tokens[t]);
+    for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, n, o);
 }
 
-static float *classify(const Model *m, RunState *s) {
+/* logits of the n positions in rows first..first+n-1, into logits rows 0..n-1 */
+static float *classify(const Model *m, RunState *s, int first, int n) {
     const Config *c = &m->config;
-    rmsnorm(s->x, s->x, m->weights.final_norm, c->dim, c->norm_eps);
-    matmul(s->logits, s->x, &m->weights.classifier);
+    float *x = s->x + (size_t)first * c->dim;
+    rmsnorm_rows(x, c->dim, x, m->weights.final_norm, n, c->dim, c->norm_eps);
+    matmul_rows(s->logits, c->vocab_size, (Rows){ x, n, c->dim }, &m->weights.classifier);
     return s->logits;
 }
 
 float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObserver *observer) {
-    forward_body(m, s, token, pos, observer);
-    return classify(m, s);
+    forward_chunk(m, s, &token, 1, pos, observer);
+    return classify(m, s, 0, 1);
+}
+
+float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
+                      const ForwardObserver *observer) {
+    forward_chunk(m, s, tokens, n, pos, observer);
+    return classify(m, s, 0, n);
 }
 
 float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer) {
-    for (int i = 0; i < n - 1; i++) forward_body(m, s, tokens[i], pos + i, observer);
-    return forward(m, s, tokens[n - 1], pos + n - 1, observer);
+    int done = 0, len = 0;
+    while (done < n) {
+        len = n - done < QKV_CHUNK ? n - done : QKV_CHUNK;
+        forward_chunk(m, s, tokens + done, len, pos + done, observer);
+        done += len;
+    }
+    return classify(m, s, len - 1, 1);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -422,9 +422,11 @@ static void perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     double total = 0;
     for (int w = 0; w < windows; w++) {
         int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
-        for (int i = 0; i < len; i++) {
-            float *logits = forward(m, &s, tokens[start + i], i, NULL);
-            total += negative_log_likelihood(logits, m->config.vocab_size, tokens[start + i + 1]);
+        for (int i = 0; i < len; i += QKV_CHUNK) {
+            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK, V = m->config.vocab_size;
+            float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
+            for (int j = 0; j < chunk; j++)
+                total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
         }
         if (show) fprintf(stderr, "\rwindow %d/%d", w + 1, windows);
     }

@@ -301,7 +301,7 @@ static int config_matches(const Config *c, const Golden *g) {
 }
 
 static void test_golden_checkpoint(const Golden *g, const char *path) {
-    char name[256], err[256];
+    char name[512], err[256];
     Model m;
     snprintf(name, sizeof name, "load %s", path);
     if (model_load(&m, path, err, sizeof err)) { report(0, name, "%s", err); return; }
@@ -348,7 +348,7 @@ static void test_golden_checkpoint(const Golden *g, const char *path) {
  * fresh state that is given the whole prefix again, position by position. */
 static void test_cache_equals_recompute(const Golden *g, const char *path) {
     Model m;
-    char err[256], name[256];
+    char err[256], name[512];
     if (model_load(&m, path, err, sizeof err)) return;
     int V = m.config.vocab_size, n = g->n_tokens < m.config.seq_len ? g->n_tokens : m.config.seq_len;
     RunState cached;
@@ -368,6 +368,48 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
     report(worst == 0, name, "worst relative difference %.3g", worst);
     free(incremental);
     run_state_free(&cached);
+    model_free(&m);
+}
+
+/* The prompt path takes QKV_CHUNK positions at a time as one matrix; its
+ * numbers must be those of one forward() per position, bit for bit, across
+ * chunk boundaries: every row of forward_logits, the last logits of
+ * forward_tokens, and the KV cache both leave behind. */
+static void test_chunks_equal_steps(const char *path) {
+    Model m;
+    char err[256], name[512];
+    if (model_load(&m, path, err, sizeof err)) { report(0, path, "%s", err); return; }
+    int V = m.config.vocab_size, n = m.config.seq_len < 3 * QKV_CHUNK + 5 ? m.config.seq_len : 3 * QKV_CHUNK + 5;
+    int *tokens = malloc((size_t)n * sizeof(int));
+    uint32_t lcg = 12345;
+    for (int i = 0; i < n; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
+    float *stepped = malloc((size_t)n * V * sizeof(float));
+    RunState one, many;
+    run_state_init(&one, &m.config);
+    run_state_init(&many, &m.config);
+    for (int pos = 0; pos < n; pos++)
+        memcpy(stepped + (size_t)pos * V, forward(&m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
+    int rows_equal = 1;
+    for (int pos = 0; pos < n; pos += QKV_CHUNK) {
+        int len = n - pos < QKV_CHUNK ? n - pos : QKV_CHUNK;
+        float *logits = forward_logits(&m, &many, tokens + pos, len, pos, NULL);
+        rows_equal &= memcmp(logits, stepped + (size_t)pos * V, (size_t)len * V * sizeof(float)) == 0;
+    }
+    snprintf(name, sizeof name, "%s: forward_logits equals forward() at all %d positions (chunks of %d)", path, n, QKV_CHUNK);
+    report(rows_equal, name, "logits differ");
+    run_state_free(&many);
+    run_state_init(&many, &m.config);
+    float *last = forward_tokens(&m, &many, tokens, n, 0, NULL);
+    size_t cache = (size_t)m.config.n_layers * m.config.n_kv_heads * m.config.seq_len * m.config.head_size;
+    int same = memcmp(last, stepped + (size_t)(n - 1) * V, (size_t)V * sizeof(float)) == 0 &&
+               memcmp(many.kv_cache.keys, one.kv_cache.keys, cache * sizeof(float)) == 0 &&
+               memcmp(many.kv_cache.values, one.kv_cache.values, cache * sizeof(float)) == 0;
+    snprintf(name, sizeof name, "%s: forward_tokens over %d positions leaves forward()'s logits and KV cache", path, n);
+    report(same, name, "last logits or cache differ");
+    run_state_free(&one);
+    run_state_free(&many);
+    free(stepped);
+    free(tokens);
     model_free(&m);
 }
 
@@ -395,6 +437,7 @@ static void test_golden_fixtures(void) {
             found++;
             test_golden_checkpoint(g, path);
             if (f == 0) test_cache_equals_recompute(g, path);
+            if (f == 0) test_chunks_equal_steps(path);
         }
         report(found >= min_formats[i], models[i], "fewer than %d formats of this model", min_formats[i]);
         free_golden(g);
@@ -416,6 +459,7 @@ static void test_golden_models(void) {
             continue;
         }
         test_golden_checkpoint(g, model_path);
+        test_chunks_equal_steps(model_path);
         free_golden(g);
     }
 }
@@ -441,7 +485,7 @@ static void test_round_trip(const Tokenizer *t, const char *label) {
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         int tokens[256];
         int n = tokenizer_encode(t, texts[i], 1, 0, tokens);
-        char back[512], name[256];
+        char back[512], name[512];
         decode_all(t, tokens, n, back, sizeof back);
         snprintf(name, sizeof name, "%s: round trip \"%s\" (%d tokens)", label, texts[i], n);
         report(strcmp(back, texts[i]) == 0, name, "decoded \"%s\"", back);
