@@ -764,63 +764,121 @@ typedef struct {
     int n, stride;
 } Rows;
 
-/* out[t, i] = W[i, :] . x[t, :] for rows i in [begin, end) of W[rows, cols]
- * and every position t; out's rows are out_stride apart. One kernel per
- * weight type. Each weight row is used for all positions while it is in L1,
- * and each dot product is the same arithmetic for one position as for many,
- * so a prompt gives the same bits in one call as token by token. */
-typedef void (*MatmulRows)(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols);
+/* Row t of x; element i of output row t. */
+static inline const float *row_of(Rows x, int t) { return x.x + (size_t)t * x.stride; }
+static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
+
+/* A matmul kernel is a dot product of one weight row (of its type) with one
+ * position's activations, and optionally with two positions at once (each
+ * vector of weights loaded serves both). Both must give the same bits for a
+ * position, so that a prompt gives the same numbers in one call as token by
+ * token: the two-position versions exist only where the arithmetic is spelled
+ * out in intrinsics, since a compiler may fuse multiply-adds differently in
+ * two plain C loops. */
+typedef float (*DotRow)(const void *row, const float *x, int n);
+typedef void (*DotRow2)(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1);
+typedef struct {
+    DotRow one;
+    DotRow2 two; /* or NULL */
+    size_t bytes; /* per weight */
+} DotKernel;
 
 QKV_SIMD_CLONES
-static void matmul_rows_f32(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
-    const float *rows = w;
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < x.n; t++)
-            out[(size_t)t * out_stride + i] = dot_f32(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
-}
+static float dot_row_f32(const void *row, const float *x, int n) { return dot_f32(row, x, n); }
+static float dot_row_f16(const void *row, const float *x, int n) { return dot_f16(row, x, n); }
 
-static void matmul_rows_f16(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
-    const uint16_t *rows = w;
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < x.n; t++)
-            out[(size_t)t * out_stride + i] = dot_f16(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
-}
-
-/* GCC 12 does not vectorize half -> float conversion (not even of _Float16),
- * so on x86-64 with F16C the float16 rows get an explicit AVX2 kernel: vcvtph2ps turns 8
- * halves into 8 floats, FMA accumulates, four accumulators hide its latency.
- * It is chosen at run time when the CPU has AVX2, FMA and F16C. */
+/* On x86-64 with AVX2 and FMA (and F16C for halves), explicit kernels: eight
+ * weights per vector (vcvtph2ps widens 8 halves to floats), four accumulators
+ * to hide the multiply-add latency, picked at run time. GCC 12 does not
+ * vectorize half -> float conversion by itself (not even of _Float16). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(QKV_NO_CLONES)
 #include <immintrin.h>
 #define QKV_HAVE_F16C_KERNEL 1
+#define QKV_SIMD_TARGET __attribute__((target("avx2,fma,f16c")))
 
-__attribute__((target("avx2,fma,f16c")))
-static float dot_f16_f16c(const uint16_t *a, const float *b, int n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-#define QKV_HALVES_TIMES(acc, k) acc = _mm256_fmadd_ps( \
-        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + j + (k)))), _mm256_loadu_ps(b + j + (k)), acc)
-    int j = 0;
-    for (; j + 32 <= n; j += 32) {
-        QKV_HALVES_TIMES(acc0, 0); QKV_HALVES_TIMES(acc1, 8);
-        QKV_HALVES_TIMES(acc2, 16); QKV_HALVES_TIMES(acc3, 24);
-    }
-    for (; j + 8 <= n; j += 8) QKV_HALVES_TIMES(acc0, 0);
-#undef QKV_HALVES_TIMES
+/* Eight weights from row + j as floats; half is a constant at each call. */
+QKV_SIMD_TARGET
+static inline __attribute__((always_inline)) __m256 load8(const void *row, int j, int half) {
+    if (half) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + j)));
+    return _mm256_loadu_ps((const float *)row + j);
+}
+
+static inline float weight_at(const void *row, int j, int half) {
+    return half ? half_to_float(((const uint16_t *)row)[j]) : ((const float *)row)[j];
+}
+
+/* The sum of the lanes of four accumulators, in one fixed order. */
+QKV_SIMD_TARGET
+static inline float sum_lanes(__m256 acc0, __m256 acc1, __m256 acc2, __m256 acc3) {
     __m256 acc = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     s = _mm_hadd_ps(s, s);
     s = _mm_hadd_ps(s, s);
-    float sum = _mm_cvtss_f32(s);
-    for (; j < n; j++) sum += half_to_float(a[j]) * b[j];
+    return _mm_cvtss_f32(s);
+}
+
+/* row . x over n, as: 32 at a time into four accumulators, then 8 at a
+ * time into the first, then their lanes, then one at a time. */
+QKV_SIMD_TARGET
+static inline __attribute__((always_inline)) float dot_simd(const void *row, const float *x, int n, int half) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 = _mm256_fmadd_ps(load8(row, j, half), _mm256_loadu_ps(x + j), a0);
+        a1 = _mm256_fmadd_ps(load8(row, j + 8, half), _mm256_loadu_ps(x + j + 8), a1);
+        a2 = _mm256_fmadd_ps(load8(row, j + 16, half), _mm256_loadu_ps(x + j + 16), a2);
+        a3 = _mm256_fmadd_ps(load8(row, j + 24, half), _mm256_loadu_ps(x + j + 24), a3);
+    }
+    for (; j + 8 <= n; j += 8) a0 = _mm256_fmadd_ps(load8(row, j, half), _mm256_loadu_ps(x + j), a0);
+    float sum = sum_lanes(a0, a1, a2, a3);
+    for (; j < n; j++) sum += weight_at(row, j, half) * x[j];
     return sum;
 }
 
-__attribute__((target("avx2,fma,f16c")))
-static void matmul_rows_f16_f16c(float *out, int out_stride, Rows x, const void *w, int begin, int end, int cols) {
-    const uint16_t *rows = w;
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < x.n; t++)
-            out[(size_t)t * out_stride + i] = dot_f16_f16c(rows + (size_t)i * cols, x.x + (size_t)t * x.stride, cols);
+/* dot_simd for x0 and x1 at once, the same arithmetic for each. */
+QKV_SIMD_TARGET
+static inline __attribute__((always_inline)) void dot2_simd(const void *row, const float *x0, const float *x1, int n,
+                                                           float *out0, float *out1, int half) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m256 w0 = load8(row, j, half), w1 = load8(row, j + 8, half);
+        __m256 w2 = load8(row, j + 16, half), w3 = load8(row, j + 24, half);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x0 + j), a0);
+        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x0 + j + 8), a1);
+        a2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x0 + j + 16), a2);
+        a3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x0 + j + 24), a3);
+        b0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x1 + j), b0);
+        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x1 + j + 8), b1);
+        b2 = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x1 + j + 16), b2);
+        b3 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x1 + j + 24), b3);
+    }
+    for (; j + 8 <= n; j += 8) {
+        __m256 w = load8(row, j, half);
+        a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + j), a0);
+        b0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + j), b0);
+    }
+    float sum0 = sum_lanes(a0, a1, a2, a3), sum1 = sum_lanes(b0, b1, b2, b3);
+    for (; j < n; j++) {
+        float w = weight_at(row, j, half);
+        sum0 += w * x0[j];
+        sum1 += w * x1[j];
+    }
+    *out0 = sum0;
+    *out1 = sum1;
+}
+
+QKV_SIMD_TARGET
+static float dot_row_f16_f16c(const void *row, const float *x, int n) { return dot_simd(row, x, n, 1); }
+QKV_SIMD_TARGET
+static float dot_row_f32_fma(const void *row, const float *x, int n) { return dot_simd(row, x, n, 0); }
+QKV_SIMD_TARGET
+static void dot2_row_f16_f16c(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1) {
+    dot2_simd(row, x0, x1, n, out0, out1, 1);
+}
+QKV_SIMD_TARGET
+static void dot2_row_f32_fma(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1) {
+    dot2_simd(row, x0, x1, n, out0, out1, 0);
 }
 
 static int cpu_has_f16c(void) {
@@ -828,24 +886,40 @@ static int cpu_has_f16c(void) {
 }
 #endif
 
-static MatmulRows matmul_kernel(WeightType type) {
-    if (type != WEIGHT_F16) return matmul_rows_f32;
+static DotKernel dot_kernel(WeightType type) {
 #ifdef QKV_HAVE_F16C_KERNEL
-    if (cpu_has_f16c()) return matmul_rows_f16_f16c;
+    if (cpu_has_f16c()) {
+        if (type == WEIGHT_F16) return (DotKernel){ dot_row_f16_f16c, dot2_row_f16_f16c, 2 };
+        return (DotKernel){ dot_row_f32_fma, dot2_row_f32_fma, 4 };
+    }
 #endif
-    return matmul_rows_f16;
+    if (type == WEIGHT_F16) return (DotKernel){ dot_row_f16, NULL, 2 };
+    return (DotKernel){ dot_row_f32, NULL, 4 };
+}
+
+/* out[t, begin..end) = W[begin..end, :] @ x[t, :] for every position t */
+static void matmul_block(float *out, int out_stride, Rows x, const Matrix *w, DotKernel k, int begin, int end) {
+    for (int i = begin; i < end; i++) {
+        const void *row = (const char *)w->data + (size_t)i * w->cols * k.bytes;
+        int t = 0;
+        if (k.two)
+            for (; t + 2 <= x.n; t += 2)
+                k.two(row, row_of(x, t), row_of(x, t + 1), w->cols, out_at(out, out_stride, t, i),
+                      out_at(out, out_stride, t + 1, i));
+        for (; t < x.n; t++) *out_at(out, out_stride, t, i) = k.one(row, row_of(x, t), w->cols);
+    }
 }
 
 /* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
  * blocks of weight rows are split across threads */
 static void matmul_rows(float *out, int out_stride, Rows x, const Matrix *w) {
-    MatmulRows kernel = matmul_kernel(w->type);
+    DotKernel kernel = dot_kernel(w->type);
     int rows = w->rows, cols = w->cols;
     int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
 #pragma omp parallel for schedule(static) if ((long)rows * cols * x.n >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
-        kernel(out, out_stride, x, w->data, begin, end, cols);
+        matmul_block(out, out_stride, x, w, kernel, begin, end);
     }
 }
 
