@@ -354,8 +354,9 @@ static void print_slopes(const Bench *b) {
                attention_flops(c, b->ctx) / last_attention_s * 1e-9, b->ctx);
 }
 
-/* Prefill (forward_tokens over the prompt: no classifier but for the last
- * position) against decoding the same tokens one forward() at a time. */
+/* Prefill (forward_tokens over the prompt: chunks of positions through the
+ * weights as a matrix, no classifier but for the last position) against
+ * decoding the same tokens one forward() at a time. */
 static void print_prefill_decode(const Bench *b) {
     int lengths[N_PREFILL_LENGTHS], n = prefill_lengths(b->ctx, lengths);
     printf("\nprefill vs decode, tokens/s (the same n tokens from position 1)\n");
@@ -367,7 +368,8 @@ static void print_prefill_decode(const Bench *b) {
         printf("%9d %14.1f %14.1f\n", lengths[k], lengths[k] / (b->recomputed.total_ms[j] * 1e-3),
                lengths[k] / (decode_ms * 1e-3));
     }
-    printf("  (prefill is forward_tokens: it skips the classifier for all but the last token)\n");
+    printf("  (prefill is forward_tokens: up to %d positions through the weights at once, and the\n"
+           "   classifier for the last token only)\n", QKV_CHUNK);
 }
 
 static void print_report(const Bench *b) {
