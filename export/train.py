@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Train a qkv model (PyTorch, CPU).
 
-    python3 export/train.py --config grammar            # models/grammar.bin's run
+    python3 export/train.py --config grammar            # models/grammar.bin's run (1 thread)
     python3 export/train.py --config stories            # models/stories.bin's run
     python3 export/train.py --config grammar --init-only   # untrained init (grammar-random)
     python3 export/train.py --config stories --resume      # continue from out/stories/ckpt.pt
@@ -34,15 +34,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {
     "grammar": dict(
         data="grammar",
-        grammar_sentences=1_200_000,  # generated corpus size (sentences), 5% held out
+        grammar_sentences=2_400_000,  # generated corpus size (sentences), 5% held out
         grammar_seed=1234,
         dim=96, hidden_dim=224, n_layers=3, n_heads=4, n_kv_heads=4,
         seq_len=64, shared_classifier=True,
         batch_size=64, grad_accum=1,
-        lr=3e-3, min_lr=1e-4, warmup_iters=200, max_iters=10000,
+        lr=3e-3, min_lr=1e-4, warmup_iters=200, max_iters=20000,
         weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
         eval_interval=500, eval_tokens=100_000,
         seed=1337, out_dir="out/grammar",
+        threads=1,  # this small model trains faster on one thread than on two (15k vs 10k tok/s)
     ),
     "stories": dict(
         data="stories",
@@ -56,6 +57,7 @@ CONFIGS = {
         weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
         eval_interval=200, eval_tokens=1_000_000,   # eval = the whole held-out split
         seed=1337, out_dir="out/stories",
+        threads=2,
     ),
 }
 
@@ -199,7 +201,7 @@ def main():
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--init-only", action="store_true", help="save the untrained init as init.pt and exit")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None, help="default: the config's")
     args = ap.parse_args()
 
     cfg = dict(CONFIGS[args.config])
@@ -207,7 +209,7 @@ def main():
         k, v = kv.split("=", 1)
         assert k in cfg, "unknown config key %s" % k
         cfg[k] = parse_value(v)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or cfg["threads"])
     out_dir = cfg["out_dir"] if os.path.isabs(cfg["out_dir"]) else os.path.join(REPO, cfg["out_dir"])
     os.makedirs(out_dir, exist_ok=True)
     ck_path = os.path.join(out_dir, "ckpt.pt")
