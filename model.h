@@ -768,24 +768,27 @@ typedef struct {
 static inline const float *row_of(Rows x, int t) { return x.x + (size_t)t * x.stride; }
 static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
 
-/* A matmul kernel is a dot product of one weight row (of its type) with one
- * position's activations, and optionally with two positions at once (each
- * vector of weights loaded serves both). Both must give the same bits for a
- * position, so that a prompt gives the same numbers in one call as token by
- * token: the two-position versions exist only where the arithmetic is spelled
- * out in intrinsics, since a compiler may fuse multiply-adds differently in
- * two plain C loops. */
-typedef float (*DotRow)(const void *row, const float *x, int n);
-typedef void (*DotRow2)(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1);
-typedef struct {
-    DotRow one;
-    DotRow2 two; /* or NULL */
-    size_t bytes; /* per weight */
-} DotKernel;
+/* out[t, begin..end) = W[begin..end, :cols] @ x[t, :] for every position t
+ * of x: one kernel per weight type and CPU. Each weight row is used for all
+ * positions while it is in L1. The explicit AVX2 kernels take positions two
+ * at a time, each vector of weights loaded once for both, with the same
+ * arithmetic per position as one at a time, so a prompt gives the same bits
+ * in one call as token by token. The plain C kernels go one position at a
+ * time: a compiler may fuse multiply-adds differently in a two-position loop. */
+typedef void (*MatmulBlock)(float *out, int out_stride, Rows x, const void *w, int cols, int begin, int end);
 
 QKV_SIMD_CLONES
-static float dot_row_f32(const void *row, const float *x, int n) { return dot_f32(row, x, n); }
-static float dot_row_f16(const void *row, const float *x, int n) { return dot_f16(row, x, n); }
+static void matmul_block_f32(float *out, int out_stride, Rows x, const void *w, int cols, int begin, int end) {
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < x.n; t++)
+            *out_at(out, out_stride, t, i) = dot_f32((const float *)w + (size_t)i * cols, row_of(x, t), cols);
+}
+
+static void matmul_block_f16(float *out, int out_stride, Rows x, const void *w, int cols, int begin, int end) {
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < x.n; t++)
+            *out_at(out, out_stride, t, i) = dot_f16((const uint16_t *)w + (size_t)i * cols, row_of(x, t), cols);
+}
 
 /* On x86-64 with AVX2 and FMA (and F16C for halves), explicit kernels: eight
  * weights per vector (vcvtph2ps widens 8 halves to floats), four accumulators
@@ -869,16 +872,27 @@ static inline __attribute__((always_inline)) void dot2_simd(const void *row, con
 }
 
 QKV_SIMD_TARGET
-static float dot_row_f16_f16c(const void *row, const float *x, int n) { return dot_simd(row, x, n, 1); }
-QKV_SIMD_TARGET
-static float dot_row_f32_fma(const void *row, const float *x, int n) { return dot_simd(row, x, n, 0); }
-QKV_SIMD_TARGET
-static void dot2_row_f16_f16c(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1) {
-    dot2_simd(row, x0, x1, n, out0, out1, 1);
+static inline __attribute__((always_inline)) void matmul_block_simd(float *out, int out_stride, Rows x, const void *w,
+                                                                   int cols, int begin, int end, int half) {
+    size_t row_bytes = (size_t)cols * (half ? 2 : 4);
+    for (int i = begin; i < end; i++) {
+        const void *row = (const char *)w + (size_t)i * row_bytes;
+        int t = 0;
+        for (; t + 2 <= x.n; t += 2)
+            dot2_simd(row, row_of(x, t), row_of(x, t + 1), cols, out_at(out, out_stride, t, i),
+                      out_at(out, out_stride, t + 1, i), half);
+        for (; t < x.n; t++) *out_at(out, out_stride, t, i) = dot_simd(row, row_of(x, t), cols, half);
+    }
 }
+
 QKV_SIMD_TARGET
-static void dot2_row_f32_fma(const void *row, const float *x0, const float *x1, int n, float *out0, float *out1) {
-    dot2_simd(row, x0, x1, n, out0, out1, 0);
+static void matmul_block_f16_f16c(float *out, int out_stride, Rows x, const void *w, int cols, int begin, int end) {
+    matmul_block_simd(out, out_stride, x, w, cols, begin, end, 1);
+}
+
+QKV_SIMD_TARGET
+static void matmul_block_f32_fma(float *out, int out_stride, Rows x, const void *w, int cols, int begin, int end) {
+    matmul_block_simd(out, out_stride, x, w, cols, begin, end, 0);
 }
 
 static int cpu_has_f16c(void) {
@@ -886,40 +900,23 @@ static int cpu_has_f16c(void) {
 }
 #endif
 
-static DotKernel dot_kernel(WeightType type) {
+static MatmulBlock matmul_kernel(WeightType type) {
 #ifdef QKV_HAVE_F16C_KERNEL
-    if (cpu_has_f16c()) {
-        if (type == WEIGHT_F16) return (DotKernel){ dot_row_f16_f16c, dot2_row_f16_f16c, 2 };
-        return (DotKernel){ dot_row_f32_fma, dot2_row_f32_fma, 4 };
-    }
+    if (cpu_has_f16c()) return type == WEIGHT_F16 ? matmul_block_f16_f16c : matmul_block_f32_fma;
 #endif
-    if (type == WEIGHT_F16) return (DotKernel){ dot_row_f16, NULL, 2 };
-    return (DotKernel){ dot_row_f32, NULL, 4 };
-}
-
-/* out[t, begin..end) = W[begin..end, :] @ x[t, :] for every position t */
-static void matmul_block(float *out, int out_stride, Rows x, const Matrix *w, DotKernel k, int begin, int end) {
-    for (int i = begin; i < end; i++) {
-        const void *row = (const char *)w->data + (size_t)i * w->cols * k.bytes;
-        int t = 0;
-        if (k.two)
-            for (; t + 2 <= x.n; t += 2)
-                k.two(row, row_of(x, t), row_of(x, t + 1), w->cols, out_at(out, out_stride, t, i),
-                      out_at(out, out_stride, t + 1, i));
-        for (; t < x.n; t++) *out_at(out, out_stride, t, i) = k.one(row, row_of(x, t), w->cols);
-    }
+    return type == WEIGHT_F16 ? matmul_block_f16 : matmul_block_f32;
 }
 
 /* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
  * blocks of weight rows are split across threads */
 static void matmul_rows(float *out, int out_stride, Rows x, const Matrix *w) {
-    DotKernel kernel = dot_kernel(w->type);
+    MatmulBlock kernel = matmul_kernel(w->type);
     int rows = w->rows, cols = w->cols;
     int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
 #pragma omp parallel for schedule(static) if ((long)rows * cols * x.n >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
-        matmul_block(out, out_stride, x, w, kernel, begin, end);
+        kernel(out, out_stride, x, w->data, cols, begin, end);
     }
 }
 

@@ -170,7 +170,8 @@ static void test_float16(void) {
         for (unsigned h = 0; h < 65536; h++) {
             lane[0] = (uint16_t)h;
             double want = half_by_definition(h);
-            float got = dot_row_f16_f16c(lane, one, 8);
+            float got;
+            matmul_block_f16_f16c(&got, 1, (Rows){ one, 1, 8 }, lane, 8, 0, 1);
             bad_kernel += isnan(want) ? !isnan(got) : (double)got != want;
         }
         report(bad_kernel == 0, "float16 -> float32, AVX2+F16C kernel: all 65536 values", "%d wrong", bad_kernel);
@@ -202,52 +203,47 @@ static void test_float16(void) {
     report(vector_close(row, w32 + 2 * COLS, COLS, 0, why, sizeof why), "matrix_row of a float16 matrix", "%s", why);
 }
 
-/* The dot kernels matmul picks for each weight type: against float64 sums,
- * and, where there is a two-position kernel (the prompt path), bit for bit
- * equal to the one-position kernel (the decode path), at lengths that
- * exercise each loop: 32 at a time, 8 at a time, one at a time. */
-static void test_dot_kernels(void) {
+/* The matmul kernel picked for each weight type, on one weight row: against
+ * float64 sums, and two positions in one call bit for bit equal to one at a
+ * time (the prompt path against the decode path), at lengths that exercise
+ * each loop: 32 at a time, 8 at a time, one at a time. */
+static void test_matmul_kernels(void) {
     static const uint16_t half_bits[] = { 0x3C00, 0xC000, 0x3800, 0xB400, 0x4200, 0x3E00, 0x0000, 0xBC00, 0x4500 };
     static const float half_values[] = { 1.0f, -2.0f, 0.5f, -0.25f, 3.0f, 1.5f, 0.0f, -1.0f, 5.0f };
     static const int lengths[] = { 1, 7, 8, 9, 31, 32, 37, 100, 257 };
     enum { MAX = 257 };
-    float w32[MAX], x0[MAX], x1[MAX];
+    float w32[MAX], x[2 * MAX];
     uint16_t w16[MAX];
     uint32_t lcg = 7;
     for (int j = 0; j < MAX; j++) {
         w16[j] = half_bits[j * 5 % 9];
         w32[j] = half_values[j * 5 % 9];
+    }
+    for (int j = 0; j < 2 * MAX; j++) {
         lcg = lcg * 1664525u + 1013904223u;
-        x0[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
-        lcg = lcg * 1664525u + 1013904223u;
-        x1[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
+        x[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
     }
     for (int type = WEIGHT_F32; type <= WEIGHT_F16; type++) {
-        DotKernel k = dot_kernel((WeightType)type);
+        MatmulBlock kernel = matmul_kernel((WeightType)type);
         const void *row = type == WEIGHT_F16 ? (const void *)w16 : (const void *)w32;
         int close = 1, same = 1;
         for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
             int n = lengths[i];
             double want = 0, scale = 0;
-            for (int j = 0; j < n; j++) { want += (double)w32[j] * x0[j]; scale += fabs((double)w32[j] * x0[j]); }
-            float one0 = k.one(row, x0, n), one1 = k.one(row, x1, n);
+            for (int j = 0; j < n; j++) { want += (double)w32[j] * x[j]; scale += fabs((double)w32[j] * x[j]); }
+            float one0, one1, both[2];
+            kernel(&one0, 1, (Rows){ x, 1, MAX }, row, n, 0, 1);
+            kernel(&one1, 1, (Rows){ x + MAX, 1, MAX }, row, n, 0, 1);
+            kernel(both, 1, (Rows){ x, 2, MAX }, row, n, 0, 1);
             close &= fabs(one0 - want) <= 1e-6 * scale + 1e-30;
-            if (k.two) {
-                float two0, two1;
-                k.two(row, x0, x1, n, &two0, &two1);
-                same &= memcmp(&two0, &one0, sizeof(float)) == 0 && memcmp(&two1, &one1, sizeof(float)) == 0;
-            }
+            same &= memcmp(&both[0], &one0, sizeof(float)) == 0 && memcmp(&both[1], &one1, sizeof(float)) == 0;
         }
         const char *tname = weight_type_name((WeightType)type);
         char name[160];
-        snprintf(name, sizeof name, "dot kernel, %s: equals float64 sums within 1e-6 (lengths 1 to 257)", tname);
+        snprintf(name, sizeof name, "matmul kernel, %s: equals float64 sums within 1e-6 (lengths 1 to 257)", tname);
         report(close, name, "a dot product is off");
-        if (k.two) {
-            snprintf(name, sizeof name, "dot kernel, %s: two positions at once give the bits of one at a time", tname);
-            report(same, name, "the two-position kernel differs");
-        } else {
-            printf("skip dot kernel, %s: no two-position kernel on this CPU or build\n", tname);
-        }
+        snprintf(name, sizeof name, "matmul kernel, %s: two positions in one call give the bits of one at a time", tname);
+        report(same, name, "the two-position result differs");
     }
 }
 
@@ -646,7 +642,7 @@ int main(void) {
     test_worked_example();
     test_kernels();
     test_float16();
-    test_dot_kernels();
+    test_matmul_kernels();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
