@@ -113,7 +113,9 @@ typedef struct {
  * a matrix: each weight row is read from memory once per chunk of positions
  * instead of once per token. The per-position buffers below hold QKV_CHUNK
  * rows; a single forward() uses row 0. */
+#ifndef QKV_CHUNK
 #define QKV_CHUNK 32
+#endif
 
 typedef struct {
     float *x;       /* [QKV_CHUNK, dim] residual stream */
