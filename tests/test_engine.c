@@ -160,25 +160,43 @@ static void test_float16(void) {
     for (unsigned h = 0; h < 65536; h++)
         bad_portable += !same_value(half_to_float((uint16_t)h), half_by_definition(h));
     report(bad_portable == 0, "float16 -> float32, portable: all 65536 values", "%d wrong", bad_portable);
-#ifdef QKV_HAVE_F16C_KERNEL
-    /* the AVX2 kernel's conversion, through its own dot product: [h, 0 x7] . [1, 0 x7]
-     * (equal as numbers: a sum cannot keep the sign of a zero) */
-    if (cpu_has_f16c()) {
+    /* float32 -> float16 by the definition of rounding to nearest, ties to
+     * even: every half comes back as itself, and a value halfway between two
+     * neighbouring halves goes to the one with an even mantissa. */
+    int bad_round = 0;
+    for (unsigned h = 0; h < 0x7c00; h++) {
+        bad_round += float_to_half(half_to_float((uint16_t)h)) != h;
+        bad_round += float_to_half(-half_to_float((uint16_t)h)) != (h | 0x8000u);
+        if (h + 1 < 0x7c00) {
+            double mid = (half_by_definition(h) + half_by_definition(h + 1)) / 2;
+            unsigned even = (h & 1) ? h + 1 : h;
+            bad_round += float_to_half((float)mid) != even;
+        }
+    }
+    bad_round += float_to_half(65520.0f) != 0x7c00 || float_to_half(65519.0f) != 0x7bff;
+    report(bad_round == 0, "float32 -> float16: round trip and ties to even over all finite halves", "%d wrong", bad_round);
+
+    /* each float16 kernel's own conversion, through its dot product:
+     * [h, 0 x15] . [1, 0 x15] (equal as numbers: a sum cannot keep the sign
+     * of a zero) */
+    for (int k = 0; k < kernel_count(); k++) {
+        const KernelEntry *e = kernel_at(k);
+        if (e->type != WEIGHT_F16 || e->isa > isa_available()) continue;
         int bad_kernel = 0;
-        uint16_t lane[8] = { 0 };
-        float one[8] = { 1 };
+        uint16_t lane[16] = { 0 };
+        float one[16] = { 1 };
         for (unsigned h = 0; h < 65536; h++) {
             lane[0] = (uint16_t)h;
             double want = half_by_definition(h);
             float got;
-            matmul_block_f16_f16c(&got, 1, (Rows){ one, 1, 8 }, lane, 8, 0, 1);
+            Activations a = { one, 1, 16, 16, NULL, NULL, 0 };
+            e->run(&got, 1, &a, lane, 16, 0, 1);
             bad_kernel += isnan(want) ? !isnan(got) : (double)got != want;
         }
-        report(bad_kernel == 0, "float16 -> float32, AVX2+F16C kernel: all 65536 values", "%d wrong", bad_kernel);
-    } else {
-        printf("skip float16 AVX2+F16C kernel: this CPU lacks AVX2, FMA or F16C\n");
+        char name[128];
+        snprintf(name, sizeof name, "float16 -> float32, kernel %s: all 65536 values", e->name);
+        report(bad_kernel == 0, name, "%d wrong", bad_kernel);
     }
-#endif
 
     /* a [3, 37] float16 matrix against the same product in float32: equal up
      * to summation order. Bit patterns worked out by hand from the format. */
@@ -203,48 +221,128 @@ static void test_float16(void) {
     report(vector_close(row, w32 + 2 * COLS, COLS, 0, why, sizeof why), "matrix_row of a float16 matrix", "%s", why);
 }
 
-/* The matmul kernel picked for each weight type, on one weight row: against
- * float64 sums, and two positions in one call bit for bit equal to one at a
- * time (the prompt path against the decode path), at lengths that exercise
- * each loop: 32 at a time, 8 at a time, one at a time. */
-static void test_matmul_kernels(void) {
-    static const uint16_t half_bits[] = { 0x3C00, 0xC000, 0x3800, 0xB400, 0x4200, 0x3E00, 0x0000, 0xBC00, 0x4500 };
-    static const float half_values[] = { 1.0f, -2.0f, 0.5f, -0.25f, 3.0f, 1.5f, 0.0f, -1.0f, 5.0f };
-    static const int lengths[] = { 1, 7, 8, 9, 31, 32, 37, 100, 257 };
-    enum { MAX = 257 };
-    float w32[MAX], x[2 * MAX];
-    uint16_t w16[MAX];
-    uint32_t lcg = 7;
-    for (int j = 0; j < MAX; j++) {
-        w16[j] = half_bits[j * 5 % 9];
-        w32[j] = half_values[j * 5 % 9];
+/* ggml's reference quantizer for the int8 activations, written here from
+ * its definition: per block of 32, d = max|x| / 127, q = round(x / d). */
+static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
+    for (int b = 0; b < n / 32; b++) {
+        double amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j]));
+        d[b] = (float)amax / 127.0f;
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)(d[b] ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0);
     }
-    for (int j = 0; j < 2 * MAX; j++) {
+}
+
+/* Every kernel this CPU can run, on a [ROWS, n] matrix of each type and
+ * POS positions:
+ *  - against float64 sums of the dequantized weights times the input (for
+ *    int8 and 4-bit, the input as quantized by the reference above), within
+ *    1e-6 of the sum of magnitudes;
+ *  - all positions in one call give the bits of each position alone (the
+ *    prompt path against the decode path), and a block of rows the bits of
+ *    the whole matrix (the thread split);
+ * at lengths that exercise every loop and tail. */
+static void test_matmul_kernels(void) {
+    static const int float_lengths[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 37, 100, 257 };
+    static const int quant_lengths[] = { 32, 64, 96, 288 };
+    enum { ROWS = 7, POS = 7, MAX = 288 };
+    static float wf[ROWS * MAX], x[POS * MAX], deq[ROWS * MAX], xq_f[POS * MAX];
+    static unsigned char w[ROWS * MAX * 4];
+    static int8_t xq[POS * MAX];
+    static float xd[POS * MAX / 32];
+    uint32_t lcg = 7;
+    for (int j = 0; j < ROWS * MAX; j++) {
+        lcg = lcg * 1664525u + 1013904223u;
+        wf[j] = (float)(lcg >> 8) / 16777216.0f * 2 - 1;
+    }
+    for (int j = 0; j < POS * MAX; j++) {
         lcg = lcg * 1664525u + 1013904223u;
         x[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
     }
-    for (int type = WEIGHT_F32; type <= WEIGHT_F16; type++) {
-        MatmulBlock kernel = matmul_kernel((WeightType)type);
-        const void *row = type == WEIGHT_F16 ? (const void *)w16 : (const void *)w32;
-        int close = 1, same = 1;
-        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
-            int n = lengths[i];
-            double want = 0, scale = 0;
-            for (int j = 0; j < n; j++) { want += (double)w32[j] * x[j]; scale += fabs((double)w32[j] * x[j]); }
-            float one0, one1, both[2];
-            kernel(&one0, 1, (Rows){ x, 1, MAX }, row, n, 0, 1);
-            kernel(&one1, 1, (Rows){ x + MAX, 1, MAX }, row, n, 0, 1);
-            kernel(both, 1, (Rows){ x, 2, MAX }, row, n, 0, 1);
-            close &= fabs(one0 - want) <= 1e-6 * scale + 1e-30;
-            same &= memcmp(&both[0], &one0, sizeof(float)) == 0 && memcmp(&both[1], &one1, sizeof(float)) == 0;
+    for (int k = 0; k < kernel_count(); k++) {
+        const KernelEntry *e = kernel_at(k);
+        char name[200];
+        if (e->isa > isa_available()) {
+            snprintf(name, sizeof name, "matmul kernel %s", e->name);
+            skip(name, "this CPU lacks its instructions (or QKV_ISA caps them)");
+            continue;
         }
-        const char *tname = weight_type_name((WeightType)type);
-        char name[160];
-        snprintf(name, sizeof name, "matmul kernel, %s: equals float64 sums within 1e-6 (lengths 1 to 257)", tname);
-        report(close, name, "a dot product is off");
-        snprintf(name, sizeof name, "matmul kernel, %s: two positions in one call give the bits of one at a time", tname);
-        report(same, name, "the two-position result differs");
+        int quant = weight_traits(e->type)->quantized;
+        const int *lengths = quant ? quant_lengths : float_lengths;
+        int n_lengths = quant ? 4 : (int)(sizeof float_lengths / sizeof float_lengths[0]);
+        int close = 1, same = 1;
+        double worst = 0;
+        for (int li = 0; li < n_lengths; li++) {
+            int n = lengths[li];
+            size_t row_bytes = weight_row_bytes(e->type, n);
+            for (int r = 0; r < ROWS; r++) {
+                weight_row_from_float(e->type, wf + r * MAX, w + r * row_bytes, n);
+                weight_row_to_float(e->type, w + r * row_bytes, deq + r * MAX, n);
+            }
+            for (int t = 0; t < POS; t++) {
+                if (quant) {
+                    quantize_reference(x + t * MAX, n, xq + t * MAX, xd + t * (MAX / 32));
+                    for (int j = 0; j < n; j++) xq_f[t * MAX + j] = xq[t * MAX + j] * xd[t * (MAX / 32) + j / 32];
+                } else {
+                    memcpy(xq_f + t * MAX, x + t * MAX, (size_t)n * sizeof(float));
+                }
+            }
+            float all[POS * ROWS], one[POS * ROWS], part[POS * ROWS];
+            Activations a = { x, POS, MAX, n, xq, xd, 1 };
+            e->run(all, ROWS, &a, w, n, 0, ROWS);
+            e->run(part, ROWS, &a, w, n, 2, 5);
+            for (int t = 0; t < POS; t++) {
+                Activations a1 = { x + t * MAX, 1, MAX, n, xq + t * MAX, xd + t * (MAX / 32), 1 };
+                e->run(one + t * ROWS, ROWS, &a1, w, n, 0, ROWS);
+            }
+            for (int t = 0; t < POS; t++)
+                for (int r = 0; r < ROWS; r++) {
+                    double want = 0, scale = 0;
+                    for (int j = 0; j < n; j++) {
+                        want += (double)deq[r * MAX + j] * xq_f[t * MAX + j];
+                        scale += fabs((double)deq[r * MAX + j] * xq_f[t * MAX + j]);
+                    }
+                    double err = fabs(all[t * ROWS + r] - want) / (scale + 1e-30);
+                    if (err > worst) worst = err;
+                    close &= err <= 1e-6;
+                    same &= memcmp(&all[t * ROWS + r], &one[t * ROWS + r], sizeof(float)) == 0;
+                    if (r >= 2 && r < 5) same &= memcmp(&all[t * ROWS + r], &part[t * ROWS + r], sizeof(float)) == 0;
+                }
+        }
+        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (7 rows, 7 positions, every tail)",
+                 e->name);
+        report(close, name, "worst relative error %.3g", worst);
+        snprintf(name, sizeof name, "matmul kernel %s: a prompt in one call gives the bits of one position at a time",
+                 e->name);
+        report(same, name, "a result differs");
     }
+}
+
+/* The quantizers against their definitions on hand-checked blocks. */
+static void test_quantizers(void) {
+    float x[32], back[32];
+    unsigned char q8[34], q4[18];
+    for (int j = 0; j < 32; j++) x[j] = (float)(j - 16) / 4; /* -4 .. 3.75 */
+    weight_row_from_float(WEIGHT_Q8_0, x, q8, 32);
+    /* d = 4/127; -4 -> -127; 3.75 -> round(3.75*127/4) = round(119.06) = 119 */
+    uint16_t d;
+    memcpy(&d, q8, 2);
+    report(d == float_to_half(4.0f / 127.0f) && (int8_t)q8[2] == -127 && (int8_t)q8[33] == 119 && q8[18] == 0,
+           "q8_0 quantizer: scale max/127, values round(x/d)", "d %04x q[0] %d q[31] %d", d, (int8_t)q8[2],
+           (int8_t)q8[33]);
+    weight_row_to_float(WEIGHT_Q8_0, q8, back, 32);
+    double worst = 0;
+    for (int j = 0; j < 32; j++) worst = fmax(worst, fabs(back[j] - x[j]));
+    report(worst <= 0.5 * 4.0 / 127 * 1.001, "q8_0 round trip within half a step", "worst %g", worst);
+    weight_row_from_float(WEIGHT_Q4_0, x, q4, 32);
+    /* the largest magnitude is -4: d = -4 / -8 = 0.5; x = -4 -> q 0; x = 0 (j=16) -> q 8 (high nibble of byte 0);
+     * x = 3.75 (j=31) -> (int)(7.5 + 8.5) = 16 -> clamped to 15 */
+    memcpy(&d, q4, 2);
+    report(d == float_to_half(0.5f) && (q4[2] & 15) == 0 && (q4[2] >> 4) == 8 && (q4[17] >> 4) == 15,
+           "q4_0 quantizer: scale max/-8, nibbles low 0-15 high 16-31, clamped at 15", "d %04x byte0 %02x byte15 %02x",
+           d, q4[2], q4[17]);
+    weight_row_to_float(WEIGHT_Q4_0, q4, back, 32);
+    report(back[0] == -4.0f && back[16] == 0.0f && back[31] == 3.5f, "q4_0 dequantized: (q - 8) * d",
+           "%g %g %g", back[0], back[16], back[31]);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -643,6 +741,7 @@ int main(void) {
     test_kernels();
     test_float16();
     test_matmul_kernels();
+    test_quantizers();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();

@@ -1,0 +1,441 @@
+/* checkpoint.h — loading checkpoints: qkv files, llama2.c's legacy and
+ * version-1 files. Every size is checked against the file before a byte of
+ * data is touched; a bad file gets one line in err and -1.
+ *
+ * Implementation only, included by model.h's implementation section; the
+ * interface (Model, model_load, model_free) is in model.h. */
+#ifndef QKV_CHECKPOINT_IMPLEMENTED
+#define QKV_CHECKPOINT_IMPLEMENTED
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* A bounds-checked view of the mapped file                                  */
+
+typedef struct {
+    const unsigned char *base;
+    size_t size;
+    char *err;
+    size_t err_len;
+} FileView;
+
+static int load_error(FileView *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->err, f->err_len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint32_t read_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static int32_t read_i32(const unsigned char *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t read_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static float read_f32(const unsigned char *p) { float v; memcpy(&v, p, 4); return v; }
+
+/* a*b*c... with overflow detection; returns 0 on overflow */
+static int mul_sizes(size_t *out, size_t a, size_t b) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+static int check_range(int v, int lo, int hi) { return v >= lo && v <= hi; }
+
+/* Every check a config must pass before any size derived from it is trusted. */
+static int validate_config(FileView *f, const Config *c) {
+    if (!check_range(c->dim, 1, QKV_MAX_DIM)) return load_error(f, "bad dim %d", c->dim);
+    if (!check_range(c->hidden_dim, 1, QKV_MAX_HIDDEN)) return load_error(f, "bad hidden_dim %d", c->hidden_dim);
+    if (!check_range(c->n_layers, 1, QKV_MAX_LAYERS)) return load_error(f, "bad n_layers %d", c->n_layers);
+    if (!check_range(c->n_heads, 1, QKV_MAX_HEADS)) return load_error(f, "bad n_heads %d", c->n_heads);
+    if (!check_range(c->n_kv_heads, 1, c->n_heads))
+        return load_error(f, "bad n_kv_heads %d (must be 1..n_heads=%d)", c->n_kv_heads, c->n_heads);
+    if (c->n_heads % c->n_kv_heads != 0)
+        return load_error(f, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads, c->n_kv_heads);
+    if (!check_range(c->head_size, 2, QKV_MAX_DIM) || c->head_size % 2 != 0)
+        return load_error(f, "bad head_size %d (must be even, for RoPE pairs)", c->head_size);
+    if ((long long)c->n_heads * c->head_size > QKV_MAX_DIM)
+        return load_error(f, "n_heads*head_size %lld too large", (long long)c->n_heads * c->head_size);
+    if (!check_range(c->vocab_size, 1, QKV_MAX_VOCAB)) return load_error(f, "bad vocab_size %d", c->vocab_size);
+    if (!check_range(c->seq_len, 1, QKV_MAX_SEQ_LEN)) return load_error(f, "bad seq_len %d", c->seq_len);
+    if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f)) return load_error(f, "bad norm_eps %g", c->norm_eps);
+    if (!(c->rope_theta > 1.0f && isfinite(c->rope_theta))) return load_error(f, "bad rope_theta %g", c->rope_theta);
+    if (!weight_traits(c->weight_type))
+        return load_error(f, "unsupported weight type %d (0 float32, 1 float16, 2 q8_0, 3 q4_0)", c->weight_type);
+    if (!check_range(c->bos_id, 0, c->vocab_size - 1) || !check_range(c->eos_id, 0, c->vocab_size - 1))
+        return load_error(f, "bos/eos id outside the vocabulary");
+    return 0;
+}
+
+/* llama2.c's two headers carry the 7 ints; the rest is llama2.c's constants. */
+static int config_from_llama2c(FileView *f, Config *c, const unsigned char *p) {
+    memset(c, 0, sizeof *c);
+    c->dim = read_i32(p); c->hidden_dim = read_i32(p + 4); c->n_layers = read_i32(p + 8);
+    c->n_heads = read_i32(p + 12); c->n_kv_heads = read_i32(p + 16);
+    c->vocab_size = read_i32(p + 20); c->seq_len = read_i32(p + 24);
+    c->norm_eps = 1e-5f; c->rope_theta = 10000.0f; c->weight_type = WEIGHT_F32;
+    c->bos_id = 1; c->eos_id = 2;
+    if (c->n_heads <= 0 || c->dim <= 0) return load_error(f, "bad dim %d or n_heads %d", c->dim, c->n_heads);
+    if (c->dim % c->n_heads != 0)
+        return load_error(f, "dim %d is not divisible by n_heads %d", c->dim, c->n_heads);
+    c->head_size = c->dim / c->n_heads;
+    return 0;
+}
+
+/* Lays out the weights of llama2.c's layouts: consecutive tensors in a fixed
+ * order. A cursor walks the file; each step checks the bytes are there. */
+typedef struct { FileView *f; size_t offset; } Cursor;
+
+static const float *take_floats(Cursor *cur, size_t count) {
+    size_t bytes;
+    if (!mul_sizes(&bytes, count, sizeof(float)) || cur->offset > cur->f->size ||
+        bytes > cur->f->size - cur->offset) {
+        load_error(cur->f, "truncated file: tensor data runs past the end (%zu bytes)", cur->f->size);
+        return NULL;
+    }
+    const float *p = (const float *)(cur->f->base + cur->offset);
+    cur->offset += bytes;
+    return p;
+}
+
+static Matrix f32_matrix(const float *data, int rows, int cols) {
+    return matrix_make(WEIGHT_F32, rows, cols, data);
+}
+
+/* Takes one [rows, cols] matrix per layer, consecutive in the file. */
+static int take_layer_matrices(Cursor *cur, Model *m, size_t field, int rows, int cols) {
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const float *p = take_floats(cur, (size_t)rows * cols);
+        if (!p) return -1;
+        *(Matrix *)((char *)&m->weights.layers[l] + field) = f32_matrix(p, rows, cols);
+    }
+    return 0;
+}
+
+static int take_layer_vectors(Cursor *cur, Model *m, size_t field, int n) {
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const float *p = take_floats(cur, (size_t)n);
+        if (!p) return -1;
+        *(const float **)((char *)&m->weights.layers[l] + field) = p;
+    }
+    return 0;
+}
+
+#define LAYER_FIELD(name) offsetof(LayerWeights, name)
+
+static int take_attention_and_mlp(Cursor *cur, Model *m, int with_norms) {
+    const Config *c = &m->config;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    if (with_norms && take_layer_vectors(cur, m, LAYER_FIELD(attention_norm), c->dim)) return -1;
+    if (take_layer_matrices(cur, m, LAYER_FIELD(wq), q_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wk), kv_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wv), kv_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(wo), c->dim, q_dim)) return -1;
+    if (with_norms && take_layer_vectors(cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
+    if (take_layer_matrices(cur, m, LAYER_FIELD(w1), c->hidden_dim, c->dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(w2), c->dim, c->hidden_dim) ||
+        take_layer_matrices(cur, m, LAYER_FIELD(w3), c->hidden_dim, c->dim)) return -1;
+    return 0;
+}
+
+static int take_classifier(Cursor *cur, Model *m) {
+    const Config *c = &m->config;
+    if (c->shared_classifier) {
+        m->weights.classifier = m->weights.token_embedding;
+        return 0;
+    }
+    const float *p = take_floats(cur, (size_t)c->vocab_size * c->dim);
+    if (!p) return -1;
+    m->weights.classifier = f32_matrix(p, c->vocab_size, c->dim);
+    return 0;
+}
+
+/* Legacy: 7 x i32 header; negative vocab_size means a separate classifier. */
+static int load_llama2c_legacy(FileView *f, Model *m) {
+    if (f->size < 28) return load_error(f, "truncated file: %zu bytes, shorter than a header", f->size);
+    Config *c = &m->config;
+    if (config_from_llama2c(f, c, f->base)) return -1;
+    c->shared_classifier = c->vocab_size > 0;
+    if (c->vocab_size < 0) c->vocab_size = -c->vocab_size;
+    if (validate_config(f, c)) return -1;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    Cursor cur = { f, 28 };
+    const float *embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim);
+    if (!embedding) return -1;
+    m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
+    if (take_attention_and_mlp(&cur, m, 1)) return -1;
+    if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
+    /* precomputed RoPE tables (freq_cis_real, freq_cis_imag): skipped, we compute them */
+    if (!take_floats(&cur, (size_t)c->seq_len * c->head_size)) return -1;
+    return take_classifier(&cur, m);
+}
+
+/* Version 1: "ak42" magic, version, 7 ints, shared flag, padded to 256. Norms
+ * come first, then the embedding, then the matrices. */
+static int load_llama2c_v1(FileView *f, Model *m) {
+    if (f->size < 256) return load_error(f, "truncated file: %zu bytes, shorter than the 256-byte header", f->size);
+    int version = read_i32(f->base + 4);
+    if (version != 1)
+        return load_error(f, "llama2.c checkpoint version %d is not supported (only 1, float32)", version);
+    Config *c = &m->config;
+    if (config_from_llama2c(f, c, f->base + 8)) return -1;
+    c->shared_classifier = f->base[36] != 0;
+    if (validate_config(f, c)) return -1;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    Cursor cur = { f, 256 };
+    if (take_layer_vectors(&cur, m, LAYER_FIELD(attention_norm), c->dim) ||
+        take_layer_vectors(&cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
+    if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
+    const float *embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim);
+    if (!embedding) return -1;
+    m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
+    if (take_attention_and_mlp(&cur, m, 0)) return -1;
+    return take_classifier(&cur, m);
+}
+
+/* ---- qkv format: header, embedded tokenizer, table of named tensors ---- */
+
+#define QKV_HEADER_BYTES 256
+#define QKV_TENSOR_ENTRY_BYTES 96
+#define QKV_TENSOR_NAME_BYTES 64
+
+typedef struct {
+    const unsigned char *entries;
+    uint32_t n_tensors;
+    uint32_t alignment;
+    FileView *f;
+    const Config *config;
+} TensorTable;
+
+/* The table entry called name; NULL if absent. A name listed twice is
+ * ambiguous, so it is an error, not a choice. */
+static const unsigned char *find_entry(TensorTable *t, const char *name) {
+    const unsigned char *found = NULL;
+    for (uint32_t i = 0; i < t->n_tensors; i++) {
+        const unsigned char *e = t->entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
+        if (strncmp((const char *)e, name, QKV_TENSOR_NAME_BYTES) != 0) continue;
+        if (found) {
+            load_error(t->f, "tensor %s is listed twice", name);
+            return NULL;
+        }
+        found = e;
+    }
+    if (!found) load_error(t->f, "tensor %s missing", name);
+    return found;
+}
+
+/* Finds the tensor called name, checks its type, shape and data bounds.
+ * Matrices (cols > 0) have the header's weight type; vectors are float32. */
+static const void *find_tensor(TensorTable *t, const char *name, WeightType want_type, int rows, int cols) {
+    const unsigned char *e = find_entry(t, name);
+    if (!e) return NULL;
+    uint32_t type = read_u32(e + 64), ndim = read_u32(e + 68);
+    uint32_t d0 = read_u32(e + 72), d1 = read_u32(e + 76);
+    uint64_t offset = read_u64(e + 88);
+    int want_ndim = cols > 0 ? 2 : 1;
+    if (type != (uint32_t)want_type) {
+        load_error(t->f, "tensor %s: type %u, expected %u (%s)", name, type, (unsigned)want_type,
+                   weight_type_name(want_type));
+        return NULL;
+    }
+    if ((int)ndim != want_ndim || d0 != (uint32_t)rows || (want_ndim == 2 && d1 != (uint32_t)cols)) {
+        load_error(t->f, "tensor %s: shape does not match the config", name);
+        return NULL;
+    }
+    size_t row_bytes = cols > 0 ? weight_row_bytes(want_type, cols) : sizeof(float), bytes;
+    if (row_bytes == 0) {
+        load_error(t->f, "tensor %s: %d columns are not a whole number of %s blocks", name, cols,
+                   weight_type_name(want_type));
+        return NULL;
+    }
+    if (!mul_sizes(&bytes, (size_t)rows, row_bytes)) {
+        load_error(t->f, "tensor %s: size overflows", name);
+        return NULL;
+    }
+    if (offset % t->alignment != 0) {
+        load_error(t->f, "tensor %s: data offset %llu is not %u-byte aligned", name,
+                   (unsigned long long)offset, t->alignment);
+        return NULL;
+    }
+    if (offset > t->f->size || bytes > t->f->size - offset) {
+        load_error(t->f, "truncated file: tensor %s runs past the end", name);
+        return NULL;
+    }
+    return t->f->base + offset;
+}
+
+static int find_matrix(TensorTable *t, const char *name, int rows, int cols, Matrix *out) {
+    WeightType type = (WeightType)t->config->weight_type;
+    const void *p = find_tensor(t, name, type, rows, cols);
+    if (!p) return -1;
+    *out = matrix_make(type, rows, cols, p);
+    return 0;
+}
+
+static int find_layer_tensors(TensorTable *t, Model *m, int l) {
+    const Config *c = &m->config;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    struct { const char *name; size_t field; int rows, cols; } specs[] = {
+        { "attention_norm", LAYER_FIELD(attention_norm), c->dim, 0 },
+        { "attention.wq", LAYER_FIELD(wq), q_dim, c->dim },
+        { "attention.wk", LAYER_FIELD(wk), kv_dim, c->dim },
+        { "attention.wv", LAYER_FIELD(wv), kv_dim, c->dim },
+        { "attention.wo", LAYER_FIELD(wo), c->dim, q_dim },
+        { "ffn_norm", LAYER_FIELD(ffn_norm), c->dim, 0 },
+        { "feed_forward.w1", LAYER_FIELD(w1), c->hidden_dim, c->dim },
+        { "feed_forward.w2", LAYER_FIELD(w2), c->dim, c->hidden_dim },
+        { "feed_forward.w3", LAYER_FIELD(w3), c->hidden_dim, c->dim },
+    };
+    char name[QKV_TENSOR_NAME_BYTES];
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, specs[i].name);
+        char *slot = (char *)&m->weights.layers[l] + specs[i].field;
+        if (specs[i].cols > 0) {
+            if (find_matrix(t, name, specs[i].rows, specs[i].cols, (Matrix *)slot)) return -1;
+        } else if (!(*(const float **)slot = find_tensor(t, name, WEIGHT_F32, specs[i].rows, 0))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void config_from_qkv(Config *c, const unsigned char *h) {
+    c->dim = read_i32(h + 8); c->hidden_dim = read_i32(h + 12); c->n_layers = read_i32(h + 16);
+    c->n_heads = read_i32(h + 20); c->n_kv_heads = read_i32(h + 24); c->head_size = read_i32(h + 28);
+    c->vocab_size = read_i32(h + 32); c->seq_len = read_i32(h + 36);
+    c->norm_eps = read_f32(h + 40); c->rope_theta = read_f32(h + 44);
+    c->shared_classifier = read_i32(h + 48); c->weight_type = read_i32(h + 52);
+    c->bos_id = read_i32(h + 56); c->eos_id = read_i32(h + 60);
+}
+
+static int load_qkv(FileView *f, Model *m) {
+    const unsigned char *h = f->base;
+    if (f->size < QKV_HEADER_BYTES) return load_error(f, "truncated file: %zu bytes, shorter than the header", f->size);
+    uint32_t version = read_u32(h + 4);
+    if (version != 1) return load_error(f, "qkv format version %u is not supported (this engine reads 1)", version);
+    Config *c = &m->config;
+    config_from_qkv(c, h);
+    if (c->shared_classifier != 0 && c->shared_classifier != 1) return load_error(f, "bad shared_classifier flag");
+    if (validate_config(f, c)) return -1;
+    uint32_t n_tensors = read_u32(h + 64), alignment = read_u32(h + 68);
+    if (alignment < 4 || alignment > 4096 || (alignment & (alignment - 1)) != 0)
+        return load_error(f, "bad tensor alignment %u (a power of two from 4 to 4096)", alignment);
+    uint64_t tok_off = read_u64(h + 72), tok_bytes = read_u64(h + 80);
+    uint64_t table_off = read_u64(h + 88), file_bytes = read_u64(h + 96);
+    if (file_bytes != f->size)
+        return load_error(f, "truncated or padded file: header says %llu bytes, file has %zu",
+                          (unsigned long long)file_bytes, f->size);
+    if (tok_off > f->size || tok_bytes > f->size - tok_off)
+        return load_error(f, "tokenizer section runs past the end of the file");
+    size_t table_bytes;
+    if (!mul_sizes(&table_bytes, n_tensors, QKV_TENSOR_ENTRY_BYTES) || table_off > f->size ||
+        table_bytes > f->size - table_off)
+        return load_error(f, "tensor table runs past the end of the file");
+    m->tokenizer_data = f->base + tok_off;
+    m->tokenizer_bytes = tok_bytes;
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    if (!m->weights.layers) return load_error(f, "out of memory");
+    TensorTable t = { f->base + table_off, n_tensors, alignment, f, c };
+    if (find_matrix(&t, "tok_embeddings", c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
+    for (int l = 0; l < c->n_layers; l++)
+        if (find_layer_tensors(&t, m, l)) return -1;
+    if (!(m->weights.final_norm = find_tensor(&t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
+    if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
+    else if (find_matrix(&t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
+    return 0;
+}
+
+/* Parameters in the norm vectors (float32 in every format). */
+static size_t count_norm_params(const Config *c) {
+    return (2 * (size_t)c->n_layers + 1) * c->dim;
+}
+
+/* Parameters in the matrices (the weight type's). */
+static size_t count_matrix_params(const Config *c) {
+    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
+    size_t per_layer = q_dim * c->dim * 2 + kv_dim * c->dim * 2 + 3 * (size_t)c->hidden_dim * c->dim;
+    size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers;
+    if (!c->shared_classifier) n += (size_t)c->vocab_size * c->dim;
+    return n;
+}
+
+const char *model_format_name(FileFormat f) {
+    switch (f) {
+    case FORMAT_QKV: return "qkv v1";
+    case FORMAT_LLAMA2C_LEGACY: return "llama2.c legacy";
+    case FORMAT_LLAMA2C_V1: return "llama2.c v1";
+    }
+    return "?";
+}
+
+static int map_file(FileView *f, Model *m, const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return load_error(f, "%s is not a regular file", path);
+    }
+    if (st.st_size < 8) {
+        close(fd);
+        return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return load_error(f, "cannot map %s: %s", path, strerror(errno));
+    m->mapping = p;
+    m->file_bytes = (size_t)st.st_size;
+    f->base = p;
+    f->size = (size_t)st.st_size;
+    return 0;
+}
+
+int model_load(Model *m, const char *path, char *err, size_t err_len) {
+    memset(m, 0, sizeof *m);
+    FileView f = { NULL, 0, err, err_len };
+    if (map_file(&f, m, path)) return -1;
+    int rc;
+    if (memcmp(f.base, "QKVM", 4) == 0) {
+        m->format = FORMAT_QKV;
+        rc = load_qkv(&f, m);
+    } else if (read_u32(f.base) == 0x616b3432u) {
+        m->format = FORMAT_LLAMA2C_V1;
+        rc = load_llama2c_v1(&f, m);
+    } else {
+        /* The legacy format has no magic: a plausible header is its only sign. */
+        int32_t dim = read_i32(f.base), hidden = read_i32(f.base + 4);
+        if (f.size < 28 || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
+            load_error(&f, "%s: not a checkpoint (unknown magic, and not a llama2.c legacy header)", path);
+            rc = -1;
+        } else {
+            m->format = FORMAT_LLAMA2C_LEGACY;
+            rc = load_llama2c_legacy(&f, m);
+        }
+    }
+    if (rc != 0) {
+        model_free(m);
+        return -1;
+    }
+    const Config *c = &m->config;
+    m->n_params = count_norm_params(c) + count_matrix_params(c);
+    m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding);
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->weights.layers[l];
+        const Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) m->weight_bytes += matrix_bytes(mats[i]);
+    }
+    if (!c->shared_classifier) m->weight_bytes += matrix_bytes(&m->weights.classifier);
+    return 0;
+}
+
+void model_free(Model *m) {
+    free(m->weights.layers);
+    if (m->mapping) munmap(m->mapping, m->file_bytes);
+    memset(m, 0, sizeof *m);
+}
+
+#endif /* QKV_CHECKPOINT_IMPLEMENTED */

@@ -1,0 +1,756 @@
+/* kernels.h — matrix products, one section per weight type, one table of
+ * kernels per instruction set.
+ *
+ * stb-style: the interface everywhere, the implementation where
+ * QKV_KERNELS_IMPLEMENTATION is defined (model.h's implementation does).
+ *
+ * Almost all of a decode step is y = W x for a weight matrix W that does not
+ * fit in the core's caches: the time is the time to stream W's bytes from
+ * memory. So the kernels (1) keep several weight rows in flight at once,
+ * each with its own accumulator, and reduce them together at the end of the
+ * row instead of one horizontal sum per row; (2) read fewer bytes per weight
+ * (float16, int8, 4-bit); (3) for a prompt, use each weight row, while it is
+ * in L1, for a tile of positions (a register-blocked matrix multiply).
+ *
+ * Every kernel computes each (row, position) dot product with the same
+ * arithmetic whatever the tile it is part of, so a prompt pushed through as
+ * a matrix gives the same bits as one token at a time (tested).
+ *
+ * Quantized layouts are ggml's: Q8_0 blocks of 32 weights (a float16 scale,
+ * then 32 int8: w = q * d) and Q4_0 blocks of 32 (a float16 scale, then 16
+ * bytes; low nibbles are elements 0-15, high nibbles 16-31: w = (q - 8) * d).
+ * Their kernels take the activations quantized to int8 per block of 32 (a
+ * float32 scale each), made once per input and shared by the matrices that
+ * read it, and multiply in integers. */
+#ifndef QKV_KERNELS_H
+#define QKV_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3, WEIGHT_TYPE_COUNT } WeightType;
+
+/* Elements per quantization block (Q8_0, Q4_0 and the int8 activations). */
+#define QKV_QBLOCK 32
+
+typedef struct {
+    const char *name;  /* as -m info and --dtype say it */
+    int block;         /* elements per block: a row is a whole number of blocks */
+    int block_bytes;   /* bytes per block as stored */
+    int quantized;     /* 1: the kernels read int8 activations */
+} WeightTraits;
+
+/* Traits of a type; NULL for a number that is not a type. */
+const WeightTraits *weight_traits(int type);
+const char *weight_type_name(WeightType type);
+/* Parses "f32", "f16", "q8" ("q8_0"), "q4" ("q4_0"); -1 if none. */
+int weight_type_parse(const char *name);
+/* Bytes of one row of cols elements, or 0 if cols is not a whole number of
+ * blocks of the type. */
+size_t weight_row_bytes(WeightType type, int cols);
+/* Row of cols elements as stored -> float32 (dequantized). */
+void weight_row_to_float(WeightType type, const void *row, float *out, int cols);
+/* float32 -> a row as stored, by ggml's reference quantizers for Q8_0/Q4_0
+ * and round-to-nearest-even for float16. cols must suit the type. */
+void weight_row_from_float(WeightType type, const float *in, void *row, int cols);
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+
+/* The input of a matrix product: n rows of cols floats, stride floats apart,
+ * and the same rows quantized to int8 per block of QKV_QBLOCK (q rows of
+ * stride bytes, q_scale rows of stride / QKV_QBLOCK floats), made the first
+ * time a quantized matrix reads them. */
+typedef struct {
+    const float *x;
+    int n, stride, cols;
+    int8_t *q;        /* [n, stride] scratch (NULL when no quantized matrix reads it) */
+    float *q_scale;   /* [n, stride / QKV_QBLOCK] */
+    int quantized;    /* q and q_scale hold x */
+} Activations;
+
+/* Fills a->q and a->q_scale from a->x (once). */
+void activations_quantize(Activations *a);
+
+/* out[t * out_stride + i] = W[i, :] . x[t, :] for rows begin <= i < end and
+ * every position t of a; W is the matrix's data, cols wide. */
+typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, const void *w, int cols,
+                             int begin, int end);
+
+/* Instruction sets, each a superset of the one before. */
+typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_COUNT } Isa;
+
+typedef struct {
+    WeightType type;
+    Isa isa;        /* what the CPU needs for it */
+    const char *name;
+    MatmulKernel run;
+} KernelEntry;
+
+const char *isa_name(Isa isa);
+/* The best instruction set this CPU and OS support, capped by the
+ * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni) so tests
+ * and CI can force each path. */
+Isa isa_available(void);
+int kernel_count(void);
+const KernelEntry *kernel_at(int i);
+/* The fastest kernel for a type that isa_available() allows. */
+const KernelEntry *kernel_best(WeightType type);
+
+#endif /* QKV_KERNELS_H */
+
+/* ======================================================================== */
+#ifdef QKV_KERNELS_IMPLEMENTATION
+#ifndef QKV_KERNELS_IMPLEMENTED
+#define QKV_KERNELS_IMPLEMENTED
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Types                                                                     */
+
+static const WeightTraits WEIGHT_TRAITS[WEIGHT_TYPE_COUNT] = {
+    [WEIGHT_F32] = { "float32", 1, 4, 0 },
+    [WEIGHT_F16] = { "float16", 1, 2, 0 },
+    [WEIGHT_Q8_0] = { "q8_0", QKV_QBLOCK, 2 + QKV_QBLOCK, 1 },
+    [WEIGHT_Q4_0] = { "q4_0", QKV_QBLOCK, 2 + QKV_QBLOCK / 2, 1 },
+};
+
+const WeightTraits *weight_traits(int type) {
+    return type >= 0 && type < WEIGHT_TYPE_COUNT ? &WEIGHT_TRAITS[type] : NULL;
+}
+
+const char *weight_type_name(WeightType type) {
+    const WeightTraits *t = weight_traits(type);
+    return t ? t->name : "unknown";
+}
+
+int weight_type_parse(const char *name) {
+    static const struct { const char *name; WeightType type; } names[] = {
+        { "f32", WEIGHT_F32 }, { "float32", WEIGHT_F32 }, { "f16", WEIGHT_F16 }, { "float16", WEIGHT_F16 },
+        { "q8", WEIGHT_Q8_0 }, { "q8_0", WEIGHT_Q8_0 }, { "q4", WEIGHT_Q4_0 }, { "q4_0", WEIGHT_Q4_0 },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) return (int)names[i].type;
+    return -1;
+}
+
+size_t weight_row_bytes(WeightType type, int cols) {
+    const WeightTraits *t = weight_traits(type);
+    if (!t || cols <= 0 || cols % t->block != 0) return 0;
+    return (size_t)(cols / t->block) * (size_t)t->block_bytes;
+}
+
+/* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
+ * sign, 5-bit exponent (bias 15), 10-bit mantissa. */
+float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1f) {          /* infinity or NaN */
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {      /* normal: rebias 15 -> 127 */
+        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else {                         /* zero or subnormal: mantissa * 2^-24 */
+        float f = (float)mantissa * 0x1p-24f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* float32 -> binary16, rounding to nearest even, overflow to infinity. */
+uint16_t float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) return sign | 0x7e00u;           /* NaN */
+    if (abs >= 0x477ff000u) return sign | 0x7c00u;          /* rounds past 65504: infinity */
+    if (abs < 0x38800000u) {                                /* subnormal or zero in half */
+        float a;
+        memcpy(&a, &abs, 4);
+        return sign | (uint16_t)lrintf(a * 0x1p24f);        /* multiple of 2^-24, ties to even */
+    }
+    uint32_t mantissa = abs + 0xfffu + ((abs >> 13) & 1u);  /* round to nearest even at bit 13 */
+    return sign | (uint16_t)((mantissa - 0x38000000u) >> 13);
+}
+
+/* ggml's block layouts */
+typedef struct { uint16_t d; int8_t q[QKV_QBLOCK]; } BlockQ8;
+typedef struct { uint16_t d; uint8_t q[QKV_QBLOCK / 2]; } BlockQ4;
+_Static_assert(sizeof(BlockQ8) == 34 && sizeof(BlockQ4) == 18, "ggml block sizes");
+
+void weight_row_to_float(WeightType type, const void *row, float *out, int cols) {
+    switch (type) {
+    case WEIGHT_F32:
+        memcpy(out, row, (size_t)cols * sizeof(float));
+        break;
+    case WEIGHT_F16:
+        for (int i = 0; i < cols; i++) out[i] = half_to_float(((const uint16_t *)row)[i]);
+        break;
+    case WEIGHT_Q8_0:
+        for (int b = 0; b < cols / QKV_QBLOCK; b++) {
+            const BlockQ8 *blk = (const BlockQ8 *)row + b;
+            float d = half_to_float(blk->d);
+            for (int j = 0; j < QKV_QBLOCK; j++) out[b * QKV_QBLOCK + j] = blk->q[j] * d;
+        }
+        break;
+    case WEIGHT_Q4_0:
+        for (int b = 0; b < cols / QKV_QBLOCK; b++) {
+            const BlockQ4 *blk = (const BlockQ4 *)row + b;
+            float d = half_to_float(blk->d);
+            for (int j = 0; j < QKV_QBLOCK / 2; j++) {
+                out[b * QKV_QBLOCK + j] = ((blk->q[j] & 0x0f) - 8) * d;
+                out[b * QKV_QBLOCK + j + QKV_QBLOCK / 2] = ((blk->q[j] >> 4) - 8) * d;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d) */
+static void quantize_q8_block(const float *x, BlockQ8 *blk) {
+    float amax = 0.0f;
+    for (int j = 0; j < QKV_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    blk->d = float_to_half(d);
+    for (int j = 0; j < QKV_QBLOCK; j++) blk->q[j] = (int8_t)roundf(x[j] * id);
+}
+
+/* ggml's quantize_row_q4_0_ref: the value of largest magnitude maps to -8,
+ * d = max / -8, q = min(15, (int)(x / d + 8.5)) */
+static void quantize_q4_block(const float *x, BlockQ4 *blk) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < QKV_QBLOCK; j++)
+        if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+    float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    blk->d = float_to_half(d);
+    for (int j = 0; j < QKV_QBLOCK / 2; j++) {
+        int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[j + QKV_QBLOCK / 2] * id + 8.5f);
+        lo = lo < 15 ? lo : 15;
+        hi = hi < 15 ? hi : 15;
+        blk->q[j] = (uint8_t)(lo | (hi << 4));
+    }
+}
+
+void weight_row_from_float(WeightType type, const float *in, void *row, int cols) {
+    switch (type) {
+    case WEIGHT_F32:
+        memcpy(row, in, (size_t)cols * sizeof(float));
+        break;
+    case WEIGHT_F16:
+        for (int i = 0; i < cols; i++) ((uint16_t *)row)[i] = float_to_half(in[i]);
+        break;
+    case WEIGHT_Q8_0:
+        for (int b = 0; b < cols / QKV_QBLOCK; b++) quantize_q8_block(in + b * QKV_QBLOCK, (BlockQ8 *)row + b);
+        break;
+    case WEIGHT_Q4_0:
+        for (int b = 0; b < cols / QKV_QBLOCK; b++) quantize_q4_block(in + b * QKV_QBLOCK, (BlockQ4 *)row + b);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The activations, per block of 32: d = max|x| / 127, q = round(x / d),
+ * scale kept in float32. */
+void activations_quantize(Activations *a) {
+    if (a->quantized) return;
+    int blocks = a->cols / QKV_QBLOCK;
+    for (int t = 0; t < a->n; t++) {
+        const float *x = a->x + (size_t)t * a->stride;
+        int8_t *q = a->q + (size_t)t * a->stride;
+        float *scale = a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
+        for (int b = 0; b < blocks; b++) {
+            const float *xb = x + b * QKV_QBLOCK;
+            float amax = 0.0f;
+            for (int j = 0; j < QKV_QBLOCK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            scale[b] = d;
+            for (int j = 0; j < QKV_QBLOCK; j++) q[b * QKV_QBLOCK + j] = (int8_t)roundf(xb[j] * id);
+        }
+    }
+    a->quantized = 1;
+}
+
+/* Row t of the float input, of its int8 copy, of its scales. */
+static inline const float *act_row(const Activations *a, int t) { return a->x + (size_t)t * a->stride; }
+static inline const int8_t *act_q(const Activations *a, int t) { return a->q + (size_t)t * a->stride; }
+static inline const float *act_scale(const Activations *a, int t) {
+    return a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
+}
+static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
+
+/* ------------------------------------------------------------------------ */
+/* Portable kernels: plain C, one (row, position) at a time                  */
+
+/* Sixteen independent partial sums let a compiler keep them in vector
+ * registers; the same function for every position keeps the bits equal. */
+static inline float dot_f32(const float *w, const float *x, int n) {
+    float acc[16] = { 0 };
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) acc[l] += w[j + l] * x[j + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    for (; j < n; j++) sum += w[j] * x[j];
+    return sum;
+}
+
+static float dot_f16(const uint16_t *w, const float *x, int n) {
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) sum += half_to_float(w[j]) * x[j];
+    return sum;
+}
+
+/* sum over blocks of (integer dot of the block) * d_w * d_x */
+static float dot_q8(const BlockQ8 *w, const int8_t *xq, const float *xd, int blocks) {
+    float sum = 0.0f;
+    for (int b = 0; b < blocks; b++) {
+        int32_t isum = 0;
+        for (int j = 0; j < QKV_QBLOCK; j++) isum += w[b].q[j] * xq[b * QKV_QBLOCK + j];
+        sum += (float)isum * (half_to_float(w[b].d) * xd[b]);
+    }
+    return sum;
+}
+
+static float dot_q4(const BlockQ4 *w, const int8_t *xq, const float *xd, int blocks) {
+    float sum = 0.0f;
+    for (int b = 0; b < blocks; b++) {
+        const int8_t *x = xq + b * QKV_QBLOCK;
+        int32_t isum = 0;
+        for (int j = 0; j < QKV_QBLOCK / 2; j++)
+            isum += ((w[b].q[j] & 0x0f) - 8) * x[j] + ((w[b].q[j] >> 4) - 8) * x[j + QKV_QBLOCK / 2];
+        sum += (float)isum * (half_to_float(w[b].d) * xd[b]);
+    }
+    return sum;
+}
+
+static void matmul_f32_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                int end) {
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < a->n; t++)
+            *out_at(out, os, t, i) = dot_f32((const float *)w + (size_t)i * cols, act_row(a, t), cols);
+}
+
+static void matmul_f16_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                int end) {
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < a->n; t++)
+            *out_at(out, os, t, i) = dot_f16((const uint16_t *)w + (size_t)i * cols, act_row(a, t), cols);
+}
+
+static void matmul_q8_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                               int end) {
+    int blocks = cols / QKV_QBLOCK;
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < a->n; t++)
+            *out_at(out, os, t, i) = dot_q8((const BlockQ8 *)w + (size_t)i * blocks, act_q(a, t), act_scale(a, t), blocks);
+}
+
+static void matmul_q4_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                               int end) {
+    int blocks = cols / QKV_QBLOCK;
+    for (int i = begin; i < end; i++)
+        for (int t = 0; t < a->n; t++)
+            *out_at(out, os, t, i) = dot_q4((const BlockQ4 *)w + (size_t)i * blocks, act_q(a, t), act_scale(a, t), blocks);
+}
+
+/* ------------------------------------------------------------------------ */
+/* x86-64 kernels: AVX2 and AVX-512, chosen at run time                      */
+
+/* Tiles: ROWS weight rows at a time (each row's bytes stream in parallel,
+ * which is what keeps the memory system busy in a decode step), times up to
+ * P positions (each weight vector loaded once for all of them: the prompt's
+ * matrix multiply). One accumulator per (row, position); the four rows'
+ * accumulators are summed across lanes together at the end. */
+#define TILE_ROWS 4
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QKV_PORTABLE)
+#define QKV_HAVE_X86_KERNELS 1
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+/* The rows of a tile: past the matrix's end, repeat the first row (computed
+ * and thrown away, so the loops have no special case). */
+INLINE void tile_rows(const unsigned char *rows[TILE_ROWS], const void *w, size_t row_bytes, int i, int end) {
+    for (int r = 0; r < TILE_ROWS; r++)
+        rows[r] = (const unsigned char *)w + (size_t)(i + r < end ? i + r : i) * row_bytes;
+}
+
+INLINE void store_tile(float *out, int os, int t, int i, int end, __m128 sums) {
+    float s[4];
+    _mm_storeu_ps(s, sums);
+    for (int r = 0; r < TILE_ROWS && i + r < end; r++) *out_at(out, os, t, i + r) = s[r];
+}
+
+/* ---- AVX2 (8 floats a vector) ---- */
+
+/* lanes of a, b, c, d summed: {sum a, sum b, sum c, sum d} */
+TARGET_AVX2 INLINE __m128 reduce4_256(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* Eight weights as floats; the last, partial vector of a row is read
+ * through a zero-padded copy, so the sum is the same as if it were longer. */
+TARGET_AVX2 INLINE __m256 load8_w(const unsigned char *row, int j, int n, int half) {
+    if (j + 8 <= n) {
+        if (half) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)j)));
+        return _mm256_loadu_ps((const float *)row + j);
+    }
+    uint16_t h[8] = { 0 };
+    float f[8] = { 0 };
+    if (half) {
+        memcpy(h, row + 2 * (size_t)j, (size_t)(n - j) * 2);
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    }
+    memcpy(f, (const float *)row + j, (size_t)(n - j) * 4);
+    return _mm256_loadu_ps(f);
+}
+
+TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
+    if (j + 8 <= n) return _mm256_loadu_ps(x + j);
+    float f[8] = { 0 };
+    memcpy(f, x + j, (size_t)(n - j) * 4);
+    return _mm256_loadu_ps(f);
+}
+
+/* W[i..i+3] . x[t..t+P-1] for float32 or float16 rows */
+TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
+                                        int cols, int i, int end, int t, int P, int half) {
+    const unsigned char *rows[TILE_ROWS];
+    tile_rows(rows, w, row_bytes, i, end);
+    __m256 acc[TILE_ROWS][2];
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
+    for (int j = 0; j < cols; j += 8) {
+        __m256 x[2];
+        for (int p = 0; p < P; p++) x[p] = load8_x(act_row(a, t + p), j, cols);
+        for (int r = 0; r < TILE_ROWS; r++) {
+            __m256 wv = load8_w(rows[r], j, cols, half);
+            for (int p = 0; p < P; p++) acc[r][p] = _mm256_fmadd_ps(wv, x[p], acc[r][p]);
+        }
+    }
+    for (int p = 0; p < P; p++)
+        store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
+}
+
+TARGET_AVX2 INLINE void matmul_float_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                          int begin, int end, int half) {
+    size_t row_bytes = (size_t)cols * (half ? 2 : 4);
+    for (int i = begin; i < end; i += TILE_ROWS) {
+        int t = 0;
+        for (; t + 2 <= a->n; t += 2) tile_float_avx2(out, os, a, w, row_bytes, cols, i, end, t, 2, half);
+        for (; t < a->n; t++) tile_float_avx2(out, os, a, w, row_bytes, cols, i, end, t, 1, half);
+    }
+}
+
+TARGET_AVX2 static void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                        int begin, int end) {
+    matmul_float_avx2(out, os, a, w, cols, begin, end, 0);
+}
+
+TARGET_AVX2 static void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                        int begin, int end) {
+    matmul_float_avx2(out, os, a, w, cols, begin, end, 1);
+}
+
+/* 32 int8 weights of a block (Q4_0: nibbles unpacked, minus 8). */
+TARGET_AVX2 INLINE __m256i block_q8_256(const unsigned char *blk) {
+    return _mm256_loadu_si256((const __m256i *)(blk + 2));
+}
+
+TARGET_AVX2 INLINE __m256i block_q4_256(const unsigned char *blk) {
+    __m128i packed = _mm_loadu_si128((const __m128i *)(blk + 2)), low4 = _mm_set1_epi8(0x0f);
+    __m128i lo = _mm_and_si128(packed, low4), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+}
+
+TARGET_AVX2 INLINE float block_scale(const unsigned char *blk) {
+    uint16_t d;
+    memcpy(&d, blk, 2);
+    return _cvtsh_ss(d);
+}
+
+/* Eight int32 partial sums of w[32] . x[32], both int8: |w| times x with
+ * w's sign, as unsigned x signed byte products (exact: no pair exceeds
+ * 128 * 127 * 2 in 16 bits) */
+TARGET_AVX2 INLINE __m256 block_dot_avx2(__m256i w, __m256i x) {
+    __m256i prod16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(prod16, _mm256_set1_epi16(1)));
+}
+
+TARGET_AVX2 INLINE void tile_quant_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
+                                        int cols, int i, int end, int t, int P, int q4) {
+    const unsigned char *rows[TILE_ROWS];
+    tile_rows(rows, w, row_bytes, i, end);
+    int block_bytes = q4 ? 18 : 34;
+    __m256 acc[TILE_ROWS][2];
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
+    for (int b = 0; b < cols / QKV_QBLOCK; b++) {
+        __m256i x[2];
+        float xd[2];
+        for (int p = 0; p < P; p++) {
+            x[p] = _mm256_loadu_si256((const __m256i *)(act_q(a, t + p) + b * QKV_QBLOCK));
+            xd[p] = act_scale(a, t + p)[b];
+        }
+        for (int r = 0; r < TILE_ROWS; r++) {
+            const unsigned char *blk = rows[r] + (size_t)b * block_bytes;
+            __m256i wq = q4 ? block_q4_256(blk) : block_q8_256(blk);
+            float wd = block_scale(blk);
+            for (int p = 0; p < P; p++)
+                acc[r][p] = _mm256_fmadd_ps(block_dot_avx2(wq, x[p]), _mm256_set1_ps(wd * xd[p]), acc[r][p]);
+        }
+    }
+    for (int p = 0; p < P; p++)
+        store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
+}
+
+TARGET_AVX2 INLINE void matmul_quant_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                          int begin, int end, int q4) {
+    size_t row_bytes = weight_row_bytes(q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);
+    for (int i = begin; i < end; i += TILE_ROWS) {
+        int t = 0;
+        for (; t + 2 <= a->n; t += 2) tile_quant_avx2(out, os, a, w, row_bytes, cols, i, end, t, 2, q4);
+        for (; t < a->n; t++) tile_quant_avx2(out, os, a, w, row_bytes, cols, i, end, t, 1, q4);
+    }
+}
+
+TARGET_AVX2 static void matmul_q8_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                       int begin, int end) {
+    matmul_quant_avx2(out, os, a, w, cols, begin, end, 0);
+}
+
+TARGET_AVX2 static void matmul_q4_avx2(float *out, int os, const Activations *a, const void *w, int cols,
+                                       int begin, int end) {
+    matmul_quant_avx2(out, os, a, w, cols, begin, end, 1);
+}
+
+/* ---- AVX-512 (16 floats a vector) ---- */
+
+TARGET_AVX512 INLINE __m128 reduce4_512(__m512 a, __m512 b, __m512 c, __m512 d) {
+#define HALVES(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))
+    return reduce4_256(HALVES(a), HALVES(b), HALVES(c), HALVES(d));
+#undef HALVES
+}
+
+/* Sixteen weights as floats; a row's last, partial vector by a masked load
+ * (the lanes past its end are zero). */
+TARGET_AVX512 INLINE __m512 load16_w(const unsigned char *row, int j, __mmask16 m, int half) {
+    if (half) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * (size_t)j));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + j);
+}
+
+TARGET_AVX512 INLINE __mmask16 tail_mask(int j, int n) {
+    return n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+}
+
+TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
+                                         int cols, int i, int end, int t, int P, int half) {
+    const unsigned char *rows[TILE_ROWS];
+    tile_rows(rows, w, row_bytes, i, end);
+    __m512 acc[TILE_ROWS][4];
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
+    for (int j = 0; j < cols; j += 16) {
+        __mmask16 m = tail_mask(j, cols);
+        __m512 x[4];
+        for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, act_row(a, t + p) + j);
+        for (int r = 0; r < TILE_ROWS; r++) {
+            __m512 wv = load16_w(rows[r], j, m, half);
+            for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(wv, x[p], acc[r][p]);
+        }
+    }
+    for (int p = 0; p < P; p++)
+        store_tile(out, os, t + p, i, end, reduce4_512(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
+}
+
+TARGET_AVX512 INLINE void matmul_float_512(float *out, int os, const Activations *a, const void *w, int cols,
+                                           int begin, int end, int half) {
+    size_t row_bytes = (size_t)cols * (half ? 2 : 4);
+    for (int i = begin; i < end; i += TILE_ROWS) {
+        int t = 0;
+        for (; t + 4 <= a->n; t += 4) tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, half);
+        for (; t < a->n; t++) tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 1, half);
+    }
+}
+
+TARGET_AVX512 static void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols,
+                                            int begin, int end) {
+    matmul_float_512(out, os, a, w, cols, begin, end, 0);
+}
+
+TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols,
+                                            int begin, int end) {
+    matmul_float_512(out, os, a, w, cols, begin, end, 1);
+}
+
+/* Two blocks (64 int8 weights) at once; past the row's last block, zeros. */
+TARGET_AVX512 INLINE __m512i two_blocks_512(const unsigned char *row, int b, int blocks, int q4) {
+    int block_bytes = q4 ? 18 : 34;
+    const unsigned char *b0 = row + (size_t)b * block_bytes;
+    __m256i lo = q4 ? block_q4_256(b0) : block_q8_256(b0);
+    __m256i hi = _mm256_setzero_si256();
+    if (b + 1 < blocks) hi = q4 ? block_q4_256(b0 + block_bytes) : block_q8_256(b0 + block_bytes);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* {s0 x8, s1 x8} */
+TARGET_AVX512 INLINE __m512 two_scales(float s0, float s1) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(s0)), _mm256_set1_ps(s1), 1);
+}
+
+TARGET_AVX512 INLINE __m512i two_blocks_x(const Activations *a, int t, int b, int blocks) {
+    const int8_t *q = act_q(a, t) + b * QKV_QBLOCK;
+    __m256i hi = b + 1 < blocks ? _mm256_loadu_si256((const __m256i *)(q + QKV_QBLOCK)) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q)), hi, 1);
+}
+
+/* Sixteen int32 partial sums (eight per block) of two blocks' products:
+ * |w| times x with w's sign, as unsigned x signed bytes; with VNNI in one
+ * instruction, else in two (the same integers either way). */
+TARGET_AVX512 INLINE __m512 blocks_dot_512(__m512i w, __m512i x) {
+    __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    __m512i prod16 = _mm512_maddubs_epi16(_mm512_abs_epi8(w), sx);
+    return _mm512_cvtepi32_ps(_mm512_madd_epi16(prod16, _mm512_set1_epi16(1)));
+}
+
+TARGET_VNNI INLINE __m512 blocks_dot_vnni(__m512i w, __m512i x) {
+    __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), sx));
+}
+
+/* The quantized tile, written once for both dot-product instructions. */
+#define QUANT_TILE_512(NAME, TARGET, BLOCKS_DOT)                                                               \
+    TARGET INLINE void NAME(float *out, int os, const Activations *a, const void *w, size_t row_bytes,          \
+                            int cols, int i, int end, int t, int P, int q4) {                                   \
+        const unsigned char *rows[TILE_ROWS];                                                                  \
+        tile_rows(rows, w, row_bytes, i, end);                                                                 \
+        int blocks = cols / QKV_QBLOCK, block_bytes = q4 ? 18 : 34;                                             \
+        __m512 acc[TILE_ROWS][2];                                                                              \
+        for (int r = 0; r < TILE_ROWS; r++)                                                                    \
+            for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();                                       \
+        for (int b = 0; b < blocks; b += 2) {                                                                  \
+            __m512i x[2];                                                                                      \
+            float xd0[2], xd1[2];                                                                              \
+            for (int p = 0; p < P; p++) {                                                                      \
+                x[p] = two_blocks_x(a, t + p, b, blocks);                                                      \
+                xd0[p] = act_scale(a, t + p)[b];                                                               \
+                xd1[p] = b + 1 < blocks ? act_scale(a, t + p)[b + 1] : 0.0f;                                   \
+            }                                                                                                  \
+            for (int r = 0; r < TILE_ROWS; r++) {                                                              \
+                __m512i wq = two_blocks_512(rows[r], b, blocks, q4);                                           \
+                float wd0 = block_scale(rows[r] + (size_t)b * block_bytes);                                    \
+                float wd1 = b + 1 < blocks ? block_scale(rows[r] + (size_t)(b + 1) * block_bytes) : 0.0f;     \
+                for (int p = 0; p < P; p++)                                                                    \
+                    acc[r][p] = _mm512_fmadd_ps(BLOCKS_DOT(wq, x[p]), two_scales(wd0 * xd0[p], wd1 * xd1[p]), \
+                                                acc[r][p]);                                                    \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (int p = 0; p < P; p++)                                                                            \
+            store_tile(out, os, t + p, i, end, reduce4_512(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));       \
+    }
+
+QUANT_TILE_512(tile_quant_512, TARGET_AVX512, blocks_dot_512)
+QUANT_TILE_512(tile_quant_vnni, TARGET_VNNI, blocks_dot_vnni)
+
+#define QUANT_MATMUL_512(NAME, TARGET, TILE, Q4)                                                               \
+    TARGET static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,     \
+                            int end) {                                                                         \
+        size_t row_bytes = weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                              \
+        for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
+            int t = 0;                                                                                         \
+            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, 2, Q4);               \
+            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 1, Q4);                       \
+        }                                                                                                      \
+    }
+
+QUANT_MATMUL_512(matmul_q8_avx512, TARGET_AVX512, tile_quant_512, 0)
+QUANT_MATMUL_512(matmul_q4_avx512, TARGET_AVX512, tile_quant_512, 1)
+QUANT_MATMUL_512(matmul_q8_vnni, TARGET_VNNI, tile_quant_vnni, 0)
+QUANT_MATMUL_512(matmul_q4_vnni, TARGET_VNNI, tile_quant_vnni, 1)
+
+/* CPUID and XGETBV: the CPU has the instructions and the OS saves their
+ * registers. */
+static Isa isa_of_cpu(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return ISA_PORTABLE;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(fma && osxsave && avx && f16c)) return ISA_PORTABLE;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6) != 0x6) return ISA_PORTABLE;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1)) return ISA_PORTABLE;
+    int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) &&
+                 (xcr0_lo & 0xe6) == 0xe6; /* F, DQ, BW, VL; opmask and upper ZMM state */
+    if (!avx512) return ISA_AVX2;
+    return ((c >> 11) & 1) ? ISA_AVX512_VNNI : ISA_AVX512;
+}
+#else
+static Isa isa_of_cpu(void) { return ISA_PORTABLE; }
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The table                                                                 */
+
+static const KernelEntry KERNELS[] = {
+    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable },
+    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable },
+    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable },
+    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable },
+#ifdef QKV_HAVE_X86_KERNELS
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2 },
+    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2 },
+    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512 },
+    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512 },
+    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512 },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni },
+#endif
+};
+
+const char *isa_name(Isa isa) {
+    static const char *names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni" };
+    return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
+}
+
+Isa isa_available(void) {
+    Isa isa = isa_of_cpu();
+    const char *cap = getenv("QKV_ISA");
+    if (cap)
+        for (int i = 0; i < ISA_COUNT; i++)
+            if (strcmp(cap, isa_name((Isa)i)) == 0 && (Isa)i < isa) isa = (Isa)i;
+    return isa;
+}
+
+int kernel_count(void) { return (int)(sizeof KERNELS / sizeof KERNELS[0]); }
+
+const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KERNELS[i] : NULL; }
+
+const KernelEntry *kernel_best(WeightType type) {
+    Isa isa = isa_available();
+    const KernelEntry *best = NULL;
+    for (int i = 0; i < kernel_count(); i++)
+        if (KERNELS[i].type == type && KERNELS[i].isa <= isa && (!best || KERNELS[i].isa > best->isa))
+            best = &KERNELS[i];
+    return best;
+}
+
+#endif /* QKV_KERNELS_IMPLEMENTED */
+#endif /* QKV_KERNELS_IMPLEMENTATION */
