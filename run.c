@@ -13,6 +13,7 @@
 #include "tokenizer.h"
 #include "trace.h"
 #include "bench.h"
+#include "quantize.h"
 
 #include <errno.h>
 #include <math.h>
@@ -36,6 +37,8 @@ typedef struct {
     const char *prompt;      /* -i */
     const char *mode;        /* -m generate|tokenize|info|ppl|bench */
     const char *text_file;   /* -f, for ppl */
+    const char *output;      /* -o, for quantize */
+    int dtype;               /* --dtype, for quantize: a WeightType */
     float temperature, topp;
     int topk, steps, threads;
     unsigned long long seed;
@@ -47,7 +50,7 @@ static void usage(const char *why) {
     if (why) fprintf(stderr, "error: %s\n", why);
     fprintf(stderr,
         "usage: ./run [checkpoint] [options]      (default checkpoint: " DEFAULT_CHECKPOINT ")\n"
-        "  -m MODE      generate (default), tokenize, info, ppl, bench\n"
+        "  -m MODE      generate (default), tokenize, info, ppl, bench, quantize\n"
         "  -i PROMPT    input prompt (default: empty)\n"
         "  -n STEPS     positions to run, prompt included (default 256, clamped to the context)\n"
         "  -t TEMP      temperature >= 0 (default 1.0; 0 = greedy)\n"
@@ -60,6 +63,9 @@ static void usage(const char *why) {
         "trace (generate mode):\n"
         "  --trace  --trace-prompt  --layer L  --head H  --top N  --trace-out FILE\n"
         "  --trace-json FILE  --html FILE  --compare MODEL  --step\n"
+        "quantize mode:  ./run IN -m quantize -o OUT [--dtype q8]\n"
+        "  -o FILE      the qkv file to write\n"
+        "  --dtype T    f32, f16, q8 (Q8_0, the default) or q4 (Q4_0)\n"
         "bench mode:\n"
         "  --ctx N  --no-cache  --repeats N  --csv FILE  --svg FILE\n");
     exit(2);
@@ -106,6 +112,11 @@ static int parse_valued_flag(Options *o, const char *flag, const char *v) {
     else if (!strcmp(flag, "-z")) o->tokenizer = v;
     else if (!strcmp(flag, "-m")) o->mode = v;
     else if (!strcmp(flag, "-f")) o->text_file = v;
+    else if (!strcmp(flag, "-o")) o->output = v;
+    else if (!strcmp(flag, "--dtype")) {
+        o->dtype = weight_type_parse(v);
+        if (o->dtype < 0) usage_bad_value(flag, v, "f32, f16, q8 or q4");
+    }
     else if (!strcmp(flag, "--threads")) o->threads = (int)parse_int(flag, v, 1, 1024);
     else if (!strcmp(flag, "--layer")) o->trace.layer = (int)parse_int(flag, v, 0, QKV_MAX_LAYERS);
     else if (!strcmp(flag, "--head")) o->trace.head = (int)parse_int(flag, v, 0, QKV_MAX_HEADS);
@@ -141,6 +152,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->trace.layer = o->trace.head = -1;
     o->trace.top_logits = 10;
     o->bench.repeats = 3;
+    o->dtype = WEIGHT_Q8_0;
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->checkpoint = argv[i++];
     for (; i < argc; i++) {
@@ -163,10 +175,11 @@ static void parse_options(Options *o, int argc, char **argv) {
         }
         i++;
     }
-    const char *modes[] = { "generate", "tokenize", "info", "ppl", "bench" };
+    const char *modes[] = { "generate", "tokenize", "info", "ppl", "bench", "quantize" };
     int known = 0;
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) known |= !strcmp(o->mode, modes[m]);
-    if (!known) usage_bad_value("-m", o->mode, "generate, tokenize, info, ppl or bench");
+    if (!known) usage_bad_value("-m", o->mode, "generate, tokenize, info, ppl, bench or quantize");
+    if (!strcmp(o->mode, "quantize") && !o->output) usage("-m quantize needs -o FILE");
     if (!strcmp(o->mode, "ppl") && !o->text_file) usage("-m ppl needs -f FILE");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
 }
@@ -471,6 +484,9 @@ int main(int argc, char **argv) {
     } else {
         load_tokenizer(&t, &o, &m);
         if (!strcmp(o.mode, "tokenize")) tokenize(&t, &o);
+        else if (!strcmp(o.mode, "quantize")) {
+            if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) die("%s", err);
+        }
         else if (!strcmp(o.mode, "ppl")) perplexity(&m, &t, &o);
         else generate(&m, &t, &o);
         tokenizer_free(&t);
