@@ -132,6 +132,7 @@ typedef struct {
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
     int width;      /* row length of xb */
+    const KernelEntry *f32_kernel; /* float32 matmul kernel, for attention scores */
     KVCache kv_cache;
 } RunState;
 
@@ -167,9 +168,11 @@ void matrix_row(float *out, const Matrix *w, int row);
 void softmax(float *x, int n);
 void matmul(float *out, const float *x, const Matrix *w);
 void rope(float *vec, int n_heads, int head_size, int pos, float theta);
+/* keys and values: n_visible rows of head_size floats; scores_kernel: the
+ * float32 matmul kernel for q . keys (NULL: the best for this CPU) */
 void attention_head(float *out, float *scores, float *weights, const float *q,
-                    const float *keys, const float *values, int stride,
-                    int n_visible, int head_size);
+                    const float *keys, const float *values, int n_visible, int head_size,
+                    const KernelEntry *scores_kernel);
 
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                   */
@@ -223,6 +226,7 @@ int run_state_init(RunState *s, const Config *c) {
     size_t cache_floats;
     if (!mul_sizes(&cache_floats, (size_t)c->n_layers * c->seq_len, kv_dim)) return -1;
     s->width = (int)width;
+    s->f32_kernel = kernel_best(WEIGHT_F32);
     s->x = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
     s->xb = calloc((size_t)QKV_CHUNK * width, sizeof(float));
     s->xb2 = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
@@ -374,22 +378,24 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  *   scores[t]  = q · keys[t]                       t < n_visible (raw, kept for the trace)
  *   weights[t] = softmax(scores / sqrt(head_size))[t]
  *   out        = sum_t weights[t] * values[t]       out[head_size]
- * keys and values point at this head's slice of row 0; rows are stride floats
- * apart. Positions a query may not see are simply not visited: that is the
- * causal mask, and why the cache holds only the past. */
+ * keys and values point at this head's rows, head_size floats apart. The
+ * scores are keys @ q, a matrix (the cached keys) times a vector, so the
+ * float32 matmul kernel computes them, four keys at a time. Positions a
+ * query may not see are simply not visited: that is the causal mask, and
+ * why the cache holds only the past. */
 QKV_SIMD_CLONES
 void attention_head(float *out, float *scores, float *weights, const float *q,
-                    const float *keys, const float *values, int stride,
-                    int n_visible, int head_size) {
+                    const float *keys, const float *values, int n_visible, int head_size,
+                    const KernelEntry *scores_kernel) {
+    const KernelEntry *k = scores_kernel ? scores_kernel : kernel_best(WEIGHT_F32);
+    Activations query = { q, 1, head_size, head_size, NULL, NULL, 0 };
+    k->run(scores, n_visible, &query, keys, head_size, 0, n_visible);
     float scale = 1.0f / sqrtf((float)head_size);
-    for (int t = 0; t < n_visible; t++) {
-        scores[t] = dot_f32(q, keys + (size_t)t * stride, head_size);
-        weights[t] = scores[t] * scale;
-    }
+    for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
     softmax(weights, n_visible);
     memset(out, 0, (size_t)head_size * sizeof(float));
     for (int t = 0; t < n_visible; t++) {
-        const float *v = values + (size_t)t * stride;
+        const float *v = values + (size_t)t * head_size;
         float w = weights[t];
         for (int i = 0; i < head_size; i++) out[i] += w * v[i];
     }
@@ -442,7 +448,7 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int t) {
                        q + (size_t)h * c->head_size,
                        kv_slot(kv->keys, kv, layer, kv_head, 0),
                        kv_slot(kv->values, kv, layer, kv_head, 0),
-                       kv->head_size, n_visible, c->head_size);
+                       n_visible, c->head_size, s->f32_kernel);
     }
 }
 
