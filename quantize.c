@@ -1,5 +1,7 @@
 /* quantize.c — a checkpoint of any format qkv reads, written as a qkv file
- * (README: Checkpoint format) with its matrices in another weight type.
+ * (README: Checkpoint format) with its matrices in another weight type. A
+ * matrix whose width is not a whole number of the type's blocks is kept in
+ * float16 (said on stderr), as llama.cpp keeps some tensors in a wider type.
  *
  * Layout written: the 256-byte header, the tokenizer section, the tensor
  * table, then the tensors in table order, each at a multiple of 64 bytes. */
@@ -17,6 +19,7 @@
 /* One tensor to write: a matrix (converted to the target type) or a norm. */
 typedef struct {
     char name[64];
+    WeightType type;      /* of the matrix as written */
     const Matrix *matrix; /* NULL for a norm vector */
     const float *vector;
     int rows, cols;       /* cols 0 for a vector */
@@ -119,10 +122,10 @@ static void write_header(unsigned char *h, const Config *c, WeightType type, int
     put_u64(h + 96, file_bytes);
 }
 
-static void write_entry(unsigned char *e, const TensorOut *t, WeightType type) {
+static void write_entry(unsigned char *e, const TensorOut *t) {
     memset(e, 0, ENTRY_BYTES);
     memcpy(e, t->name, strlen(t->name));
-    put_u32(e + 64, t->matrix ? (uint32_t)type : 0);
+    put_u32(e + 64, t->matrix ? (uint32_t)t->type : 0);
     put_u32(e + 68, t->matrix ? 2 : 1);
     put_u32(e + 72, (uint32_t)t->rows);
     put_u32(e + 76, t->matrix ? (uint32_t)t->cols : 0);
@@ -130,13 +133,13 @@ static void write_entry(unsigned char *e, const TensorOut *t, WeightType type) {
 }
 
 /* One tensor's data, converted row by row. */
-static int write_tensor(FILE *f, const TensorOut *t, WeightType type, float *row_f32, unsigned char *row_out) {
+static int write_tensor(FILE *f, const TensorOut *t, float *row_f32, unsigned char *row_out) {
     if (!t->matrix) return fwrite(t->vector, sizeof(float), (size_t)t->rows, f) == (size_t)t->rows ? 0 : -1;
     const Matrix *w = t->matrix;
-    size_t in_row = weight_row_bytes(w->type, w->cols), out_row = weight_row_bytes(type, w->cols);
+    size_t in_row = weight_row_bytes(w->type, w->cols), out_row = weight_row_bytes(t->type, w->cols);
     for (int r = 0; r < w->rows; r++) {
         weight_row_to_float(w->type, (const unsigned char *)w->data + (size_t)r * in_row, row_f32, w->cols);
-        weight_row_from_float(type, row_f32, row_out, w->cols);
+        weight_row_from_float(t->type, row_f32, row_out, w->cols);
         if (fwrite(row_out, 1, out_row, f) != out_row) return -1;
     }
     return 0;
@@ -148,7 +151,7 @@ static int write_file(FILE *f, const Model *m, WeightType type, TensorOut *list,
     write_header(header, &m->config, type, n, tok_bytes, table_offset, file_bytes);
     if (fwrite(header, 1, HEADER_BYTES, f) != HEADER_BYTES || fwrite(tok, 1, tok_bytes, f) != tok_bytes) return -1;
     for (int i = 0; i < n; i++) {
-        write_entry(entry, &list[i], type);
+        write_entry(entry, &list[i]);
         if (fwrite(entry, 1, ENTRY_BYTES, f) != ENTRY_BYTES) return -1;
     }
     int widest = m->config.dim > m->config.hidden_dim ? m->config.dim : m->config.hidden_dim;
@@ -158,7 +161,7 @@ static int write_file(FILE *f, const Model *m, WeightType type, TensorOut *list,
     size_t at = table_offset + (size_t)n * ENTRY_BYTES;
     for (int i = 0; i < n && rc == 0; i++) {
         if (fwrite(zeros, 1, list[i].offset - at, f) != list[i].offset - at) rc = -1;
-        else rc = write_tensor(f, &list[i], type, row_f32, row_out);
+        else rc = write_tensor(f, &list[i], row_f32, row_out);
         at = list[i].offset + list[i].bytes;
     }
     free(row_f32);
@@ -178,10 +181,13 @@ int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, con
     size_t table_offset = HEADER_BYTES + tok_bytes, at = align_up(table_offset + (size_t)n * ENTRY_BYTES);
     int rc = tok ? 0 : fail(err, err_len, "out of memory");
     for (int i = 0; i < n && rc == 0; i++) {
-        size_t row = list[i].matrix ? weight_row_bytes(type, list[i].cols) : sizeof(float);
-        if (row == 0)
-            rc = fail(err, err_len, "%s has %d columns, not a multiple of %d: %s needs whole blocks", list[i].name,
-                      list[i].cols, weight_traits(type)->block, weight_type_name(type));
+        list[i].type = type;
+        if (list[i].matrix && weight_row_bytes(type, list[i].cols) == 0) {
+            list[i].type = WEIGHT_F16;
+            fprintf(stderr, "note: %s has %d columns, not a whole number of %s blocks of %d: kept in float16\n",
+                    list[i].name, list[i].cols, weight_type_name(type), weight_traits(type)->block);
+        }
+        size_t row = list[i].matrix ? weight_row_bytes(list[i].type, list[i].cols) : sizeof(float);
         list[i].offset = at;
         list[i].bytes = row * (size_t)list[i].rows;
         at = align_up(at + list[i].bytes);
