@@ -8,8 +8,8 @@ CFLAGS ?= -O3 -ffp-contract=fast
 OPENMP ?= -fopenmp
 QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
-SOURCES = run.c tokenizer.c trace.c bench.c quantize.c
-HEADERS = model.h kernels.h checkpoint.h tokenizer.h sampler.h trace.h bench.h quantize.h
+SOURCES = run.c tokenizer.c trace.c bench.c quantize.c roofline.c
+HEADERS = model.h kernels.h checkpoint.h tokenizer.h sampler.h trace.h bench.h quantize.h roofline.h
 
 .PHONY: all run test bench clean models
 
@@ -35,8 +35,17 @@ run: all
 test: all
 	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" bash tests/run_tests.sh
 
+# The default model's latency curve (with the no-cache comparison), then the
+# same model in each weight type at 1 and 2 threads: one summary line each
+# (decode and prefill, against the machine's measured roofline).
+BENCH_TYPES = f32 f16 q8 q4
 bench: all
-	./run models/stories.bin -m bench --svg build/bench-stories.svg --csv build/bench-stories.csv
+	./run models/stories.bin -m bench --no-cache --svg build/bench-stories.svg --csv build/bench-stories.csv
+	@for d in $(BENCH_TYPES); do ./run models/stories.bin -m quantize -o build/stories-$$d.qkv --dtype $$d 2>/dev/null || exit 1; done
+	@echo; echo "qkv's weight types side by side ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
+	@for t in 1 2; do for d in $(BENCH_TYPES); do \
+	    ./run build/stories-$$d.qkv -m bench --threads $$t --repeats 3 2>/dev/null | grep '^summary' | cut -c10- || exit 1; \
+	done; done
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).
 PYTHON ?= /usr/bin/python3

@@ -19,6 +19,7 @@
  * then the SVG chart.
  */
 #include "bench.h"
+#include "roofline.h"
 
 #include <errno.h>
 #include <math.h>
@@ -197,6 +198,7 @@ typedef struct {
     LineFit total_fit;       /* cached total_ms against position */
     LineFit attention_fit;   /* cached attention_ms against position */
     double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
+    Roofline roofline;       /* what the machine can do at most */
 } Bench;
 
 /* Least squares line through (x[i], y[i]). */
@@ -372,11 +374,56 @@ static void print_prefill_decode(const Bench *b) {
            "   classifier for the last token only)\n", QKV_CHUNK);
 }
 
+/* Decode streams the weights: their bytes over the time of the rest of
+ * the step (all but attention) at small contexts, where attention is
+ * negligible, against the probe's bandwidth. Prefill multiplies: the FLOPs
+ * of the longest prompt over its time, against the FMA peak. */
+static void roofline_figures(const Bench *b, double *decode_tok_s, double *decode_gbps, int *prompt,
+                             double *prefill_tok_s, double *prefill_gflops) {
+    const Config *c = &b->model->config;
+    int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
+    double other[SMALL_CONTEXT], total[SMALL_CONTEXT];
+    for (int i = 0; i < n; i++) {
+        total[i] = b->cached.total_ms[i];
+        other[i] = b->cached.total_ms[i] - b->cached.attention_ms[i];
+    }
+    *decode_tok_s = 1e3 / median(total, n);
+    *decode_gbps = weight_bytes_per_token(b->model) / (median(other, n) * 1e-3) * 1e-9;
+    int lengths[N_PREFILL_LENGTHS], k = prefill_lengths(b->ctx, lengths) - 1;
+    int j = curve_find(&b->recomputed, lengths[k]);
+    double seconds = b->recomputed.total_ms[j] * 1e-3, classifier = 2.0 * c->vocab_size * c->dim, flops = classifier;
+    for (int pos = 1; pos <= lengths[k]; pos++) flops += flops_weights_per_token(c) - classifier + attention_flops(c, pos);
+    *prompt = lengths[k];
+    *prefill_tok_s = lengths[k] / seconds;
+    *prefill_gflops = flops / seconds * 1e-9;
+}
+
+static void print_roofline(const Bench *b) {
+    const Roofline *r = &b->roofline;
+    double decode_tok_s, decode_gbps, prefill_tok_s, prefill_gflops;
+    int prompt;
+    roofline_figures(b, &decode_tok_s, &decode_gbps, &prompt, &prefill_tok_s, &prefill_gflops);
+    printf("\nroofline (%d thread%s; probes: one pass of %s reads over %.1f MiB, FMAs in registers)\n", r->threads,
+           r->threads == 1 ? "" : "s", r->isa, mib((double)r->probe_bytes));
+    printf("  machine: read bandwidth %.1f GB/s, float32 FMA peak %.1f GFLOP/s\n", r->read_gbps, r->fma_gflops);
+    printf("  decode, positions 1..%d: weights stream at %.1f GB/s = %.0f%% of the read bandwidth"
+           " (%zu bytes a token)\n", b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT, decode_gbps,
+           100 * decode_gbps / r->read_gbps, weight_bytes_per_token(b->model));
+    printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak\n", prompt, prefill_gflops,
+           100 * prefill_gflops / r->fma_gflops);
+    printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
+           "%.1f GFLOP/s (%.0f%%)\n", base_name(b->options->model_path),
+           weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
+           decode_tok_s, decode_gbps, 100 * decode_gbps / r->read_gbps, prompt, prefill_tok_s, prefill_gflops,
+           100 * prefill_gflops / r->fma_gflops);
+}
+
 static void print_report(const Bench *b) {
     print_header(b);
     print_table(b);
     print_slopes(b);
     print_prefill_decode(b);
+    print_roofline(b);
     size_t rss = peak_resident_bytes();
     printf("\npeak resident memory  %zu bytes (%.1f MiB)\n", rss, mib(rss));
 }
@@ -807,6 +854,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
         rc = measure_all(&b, &s, tokens);
+        fprintf(stderr, "bench: probing read bandwidth and FMA peak\n");
+        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
         run_state_free(&s);
     }
     if (!rc) {

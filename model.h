@@ -199,6 +199,9 @@ float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int
 double flops_weights_per_token(const Config *c);
 double flops_attention_per_token(const Config *c, int n_visible);
 size_t kv_cache_bytes_per_token(const Config *c);
+/* Bytes of weights a decode step reads: every matrix and norm, but of the
+ * token embedding only one row, unless it is also the classifier. */
+size_t weight_bytes_per_token(const Model *m);
 
 #endif /* QKV_MODEL_H */
 
@@ -560,6 +563,12 @@ double flops_weights_per_token(const Config *c) {
  * position per head dimension, for every query head and layer */
 double flops_attention_per_token(const Config *c, int n_visible) {
     return 4.0 * (double)c->n_layers * c->n_heads * c->head_size * n_visible;
+}
+
+size_t weight_bytes_per_token(const Model *m) {
+    const Matrix *e = &m->weights.token_embedding;
+    if (m->config.shared_classifier) return m->weight_bytes;
+    return m->weight_bytes - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
 }
 
 size_t kv_cache_bytes_per_token(const Config *c) {
