@@ -268,17 +268,14 @@ static const void *find_tensor(TensorTable *t, const char *name, WeightType want
     return t->f->base + offset;
 }
 
-/* A matrix may have any weight type (a file quantized to Q8_0 keeps in
- * float16 a matrix whose width is not a whole number of blocks); the
- * header's weight_type names the type most matrices have. */
+/* Every matrix has the header's weight type, except that a file quantized
+ * to blocks keeps in float16 a matrix whose width is not a whole number of
+ * them (as -m quantize writes it). */
 static int find_matrix(TensorTable *t, const char *name, int rows, int cols, Matrix *out) {
     const unsigned char *e = find_entry(t, name);
     if (!e) return -1;
-    uint32_t entry_type = read_u32(e + 64);
-    if (!weight_traits((int)entry_type))
-        return load_error(t->f, "tensor %s: unknown weight type %u (0 float32, 1 float16, 2 q8_0, 3 q4_0)", name,
-                          entry_type);
-    WeightType type = (WeightType)entry_type;
+    WeightType header_type = (WeightType)t->config->weight_type, type = header_type;
+    if (read_u32(e + 64) == WEIGHT_F16 && weight_row_bytes(header_type, cols) == 0) type = WEIGHT_F16;
     const void *p = find_tensor(t, name, type, rows, cols);
     if (!p) return -1;
     *out = matrix_make(type, rows, cols, p);
