@@ -88,17 +88,19 @@ static int config_from_llama2c(FileView *f, Config *c, const unsigned char *p) {
  * order. A cursor walks the file; each step checks the bytes are there. */
 typedef struct { FileView *f; size_t offset; } Cursor;
 
-static const float *take_floats(Cursor *cur, size_t count) {
+/* count elements of size bytes each at the cursor, or NULL if the file ends */
+static const void *take_bytes(Cursor *cur, size_t count, size_t size) {
     size_t bytes;
-    if (!mul_sizes(&bytes, count, sizeof(float)) || cur->offset > cur->f->size ||
-        bytes > cur->f->size - cur->offset) {
+    if (!mul_sizes(&bytes, count, size) || cur->offset > cur->f->size || bytes > cur->f->size - cur->offset) {
         load_error(cur->f, "truncated file: tensor data runs past the end (%zu bytes)", cur->f->size);
         return NULL;
     }
-    const float *p = (const float *)(cur->f->base + cur->offset);
+    const void *p = cur->f->base + cur->offset;
     cur->offset += bytes;
     return p;
 }
+
+static const float *take_floats(Cursor *cur, size_t count) { return take_bytes(cur, count, sizeof(float)); }
 
 static Matrix f32_matrix(const float *data, int rows, int cols) {
     return matrix_make(WEIGHT_F32, rows, cols, data);
@@ -173,13 +175,92 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
     return take_classifier(&cur, m);
 }
 
+/* ---- llama2.c version 2 (runq.c's int8): repacked into ggml Q8_0 blocks ---- */
+
+/* One tensor of version 2: rows*cols int8 values, then a float32 scale per
+ * group of group_size values, into Q8_0 blocks of 32 at *out (each block
+ * lies within one group, since groups and rows are whole blocks); the scale
+ * is rounded to float16, a relative change of at most 2^-11, far below
+ * int8's own rounding. */
+static int take_v2_matrix(Cursor *cur, int rows, int cols, int group_size, unsigned char **out, Matrix *m) {
+    size_t n = (size_t)rows * cols;
+    const int8_t *q = take_bytes(cur, n, 1);
+    const float *scales = q ? take_floats(cur, n / (size_t)group_size) : NULL;
+    if (!scales) return -1;
+    unsigned char *blocks = *out;
+    for (size_t b = 0; b < n / QKV_QBLOCK; b++) {
+        uint16_t d = float_to_half(read_f32((const unsigned char *)(scales + b * QKV_QBLOCK / (size_t)group_size)));
+        memcpy(blocks + b * 34, &d, 2);
+        memcpy(blocks + b * 34 + 2, q + b * QKV_QBLOCK, QKV_QBLOCK);
+    }
+    *m = matrix_make(WEIGHT_Q8_0, rows, cols, blocks);
+    *out += n / QKV_QBLOCK * 34;
+    return 0;
+}
+
+/* The matrices of one kind for every layer: version 2 stores them kind by kind. */
+static int take_v2_layers(Cursor *cur, Model *m, size_t field, int rows, int cols, int group_size,
+                          unsigned char **out) {
+    for (int l = 0; l < m->config.n_layers; l++)
+        if (take_v2_matrix(cur, rows, cols, group_size, out, (Matrix *)((char *)&m->weights.layers[l] + field)))
+            return -1;
+    return 0;
+}
+
+/* Version 2: the version-1 header plus the group size at byte 37; the norms
+ * in float32, then tok_embeddings, wq, wk, wv, wo, w1, w2, w3 (each for all
+ * layers) and the classifier if not shared, as int8 + float32 scales. */
+static int load_llama2c_v2(FileView *f, Model *m) {
+    Config *c = &m->config;
+    if (config_from_llama2c(f, c, f->base + 8)) return -1;
+    c->shared_classifier = f->base[36] != 0;
+    c->weight_type = WEIGHT_Q8_0;
+    int group_size = read_i32(f->base + 37);
+    if (validate_config(f, c)) return -1;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    if (group_size <= 0 || group_size % QKV_QBLOCK != 0 || c->dim % QKV_QBLOCK != 0 || c->hidden_dim % QKV_QBLOCK != 0)
+        return load_error(f, "llama2.c version 2: group size %d, dim %d and hidden_dim %d must be multiples of %d",
+                          group_size, c->dim, c->hidden_dim, QKV_QBLOCK);
+    size_t params = (size_t)c->vocab_size * c->dim * (c->shared_classifier ? 1 : 2) +
+                    (size_t)c->n_layers * ((size_t)c->dim * (2 * q_dim + 2 * kv_dim) + 3 * (size_t)c->dim * c->hidden_dim);
+    if (params % (size_t)group_size != 0)
+        return load_error(f, "llama2.c version 2: tensors are not whole groups of %d", group_size);
+    if (params > f->size) return load_error(f, "truncated file: %zu bytes, the header implies more", f->size);
+    m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
+    unsigned char *out = m->repacked = malloc(params / QKV_QBLOCK * 34);
+    if (!m->weights.layers || !out) return load_error(f, "out of memory");
+    Cursor cur = { f, 256 };
+    if (take_layer_vectors(&cur, m, LAYER_FIELD(attention_norm), c->dim) ||
+        take_layer_vectors(&cur, m, LAYER_FIELD(ffn_norm), c->dim)) return -1;
+    if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
+    if (take_v2_matrix(&cur, c->vocab_size, c->dim, group_size, &out, &m->weights.token_embedding) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(wq), q_dim, c->dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(wk), kv_dim, c->dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(wv), kv_dim, c->dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(wo), c->dim, q_dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(w1), c->hidden_dim, c->dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(w2), c->dim, c->hidden_dim, group_size, &out) ||
+        take_v2_layers(&cur, m, LAYER_FIELD(w3), c->hidden_dim, c->dim, group_size, &out)) return -1;
+    if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
+    else if (take_v2_matrix(&cur, c->vocab_size, c->dim, group_size, &out, &m->weights.classifier)) return -1;
+    if (cur.offset != f->size)
+        return load_error(f, "llama2.c version 2: %zu bytes after the weights (the header does not match the file)",
+                          f->size - cur.offset);
+    return 0;
+}
+
 /* Version 1: "ak42" magic, version, 7 ints, shared flag, padded to 256. Norms
- * come first, then the embedding, then the matrices. */
+ * come first, then the embedding, then the matrices. Version 2 is its int8
+ * sibling (above). */
 static int load_llama2c_v1(FileView *f, Model *m) {
     if (f->size < 256) return load_error(f, "truncated file: %zu bytes, shorter than the 256-byte header", f->size);
     int version = read_i32(f->base + 4);
+    if (version == 2) {
+        m->format = FORMAT_LLAMA2C_V2;
+        return load_llama2c_v2(f, m);
+    }
     if (version != 1)
-        return load_error(f, "llama2.c checkpoint version %d is not supported (only 1, float32)", version);
+        return load_error(f, "llama2.c checkpoint version %d is not supported (1: float32, 2: int8)", version);
     Config *c = &m->config;
     if (config_from_llama2c(f, c, f->base + 8)) return -1;
     c->shared_classifier = f->base[36] != 0;
@@ -374,6 +455,7 @@ const char *model_format_name(FileFormat f) {
     case FORMAT_QKV: return "qkv v1";
     case FORMAT_LLAMA2C_LEGACY: return "llama2.c legacy";
     case FORMAT_LLAMA2C_V1: return "llama2.c v1";
+    case FORMAT_LLAMA2C_V2: return "llama2.c v2 (int8, repacked to q8_0)";
     }
     return "?";
 }
@@ -440,6 +522,7 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
 
 void model_free(Model *m) {
     free(m->weights.layers);
+    free(m->repacked);
     if (m->mapping) munmap(m->mapping, m->file_bytes);
     memset(m, 0, sizeof *m);
 }

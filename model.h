@@ -68,7 +68,7 @@ typedef struct {
     Matrix classifier;            /* [vocab_size, dim] */
 } Weights;
 
-typedef enum { FORMAT_QKV, FORMAT_LLAMA2C_LEGACY, FORMAT_LLAMA2C_V1 } FileFormat;
+typedef enum { FORMAT_QKV, FORMAT_LLAMA2C_LEGACY, FORMAT_LLAMA2C_V1, FORMAT_LLAMA2C_V2 } FileFormat;
 
 typedef struct {
     Config config;
@@ -79,6 +79,7 @@ typedef struct {
     size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
     void *mapping;        /* the mmap'd file */
+    void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
     size_t file_bytes;
 } Model;
 
