@@ -736,12 +736,12 @@ TARGET_VNNI INLINE __m512i weights_vnni(__m512i w, int q4) {
         const unsigned char *rows[TILE_ROWS];                                                                  \
         tile_rows(rows, TILE_ROWS, w, row_bytes, i, end);                                                      \
         int blocks = cols / QKV_QBLOCK;                                                                        \
-        __m512 acc[TILE_ROWS][2];                                                                              \
+        __m512 acc[TILE_ROWS][4];                                                                              \
         for (int r = 0; r < TILE_ROWS; r++)                                                                    \
             for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();                                       \
         for (int b = 0; b < blocks; b += 2) {                                                                  \
-            __m512i x[2], offset[2];                                                                           \
-            __m512 xs[2];                                                                                      \
+            __m512i x[4], offset[4];                                                                           \
+            __m512 xs[4];                                                                                      \
             for (int p = 0; p < P; p++) {                                                                      \
                 x[p] = pair_x(a, t + p, b, blocks, q4);                                                        \
                 offset[p] = offset_##SUFFIX(x[p], q4);                                                         \
@@ -769,7 +769,7 @@ QUANT_TILE_512(tile_quant_vnni, TARGET_VNNI, vnni)
         size_t row_bytes = weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                              \
         for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
             int t = 0;                                                                                         \
-            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, 2, Q4);               \
+            for (; t + 4 <= a->n; t += 4) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, Q4);               \
             for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 1, Q4);                       \
         }                                                                                                      \
     }
