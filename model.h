@@ -119,6 +119,9 @@ typedef struct {
 #ifndef QKV_CHUNK
 #define QKV_CHUNK 32
 #endif
+/* The attention of a chunk's positions is computed together when their
+ * scores fit in this many floats (64 MiB); with a long context, fewer. */
+#define QKV_ATTENTION_FLOATS ((size_t)16 << 20)
 
 typedef struct {
     float *x;       /* [QKV_CHUNK, dim] residual stream */
@@ -127,8 +130,12 @@ typedef struct {
     float *q;       /* [QKV_CHUNK, q_dim] queries of all heads */
     float *k, *v;   /* [QKV_CHUNK, kv_dim] these positions' keys and values */
     float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
-    float *attention_scores;  /* [n_heads, seq_len] raw q·k of the current layer */
-    float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores */
+    float *attention_scores;  /* [n_heads, seq_len] raw q·k of the position the observer is told of */
+    float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores (both point into:) */
+    float *chunk_scores;      /* [attention_rows, n_heads, seq_len] the scores of a chunk's positions */
+    float *chunk_weights;     /* [attention_rows, n_heads, seq_len] and their weights */
+    int attention_rows;       /* positions whose attention is computed together (<= QKV_CHUNK) */
+    int attention_block;      /* n_heads * seq_len: one position's rows */
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
@@ -151,13 +158,13 @@ typedef enum {
 typedef struct {
     void *ctx;
     /* Called once per layer and position after its attention: the run
-     * state's attention_scores and attention_weights hold row h at
-     * h*seq_len, entries 0..n_visible-1 (keys of positions
-     * pos-n_visible+1..pos). forward_tokens calls it for every position of
-     * a chunk in layer 0, then in layer 1, and so on. */
+     * state's attention_scores and attention_weights (pointed at this
+     * position's rows) hold row h at h*seq_len, entries 0..n_visible-1
+     * (keys of positions pos-n_visible+1..pos). forward_tokens calls it for
+     * every position of a chunk in layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
-    /* Called at stage boundaries (for timing): around each position's
-     * attention in each layer. */
+    /* Called at stage boundaries (for timing): around the attention of
+     * each layer (of all the positions computed together). */
     void (*stage)(void *ctx, ForwardStage stage, int layer);
 } ForwardObserver;
 
@@ -239,8 +246,15 @@ int run_state_init(RunState *s, const Config *c) {
     s->v = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
     s->hb = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     s->hb2 = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
-    s->attention_scores = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
-    s->attention_weights = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
+    /* a chunk's scores, as many positions as fit in QKV_ATTENTION_FLOATS */
+    s->attention_block = c->n_heads * c->seq_len;
+    s->attention_rows = (int)(QKV_ATTENTION_FLOATS / (size_t)s->attention_block);
+    if (s->attention_rows > QKV_CHUNK) s->attention_rows = QKV_CHUNK;
+    if (s->attention_rows < 1) s->attention_rows = 1;
+    s->chunk_scores = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
+    s->chunk_weights = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
+    s->attention_scores = s->chunk_scores;
+    s->attention_weights = s->chunk_weights;
     s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
@@ -252,7 +266,7 @@ int run_state_init(RunState *s, const Config *c) {
     s->kv_cache.keys = calloc(cache_floats, sizeof(float));
     s->kv_cache.values = calloc(cache_floats, sizeof(float));
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
-        !s->attention_scores || !s->attention_weights || !s->logits || !s->x_q || !s->x_q_scale || !s->kv_cache.keys ||
+        !s->chunk_scores || !s->chunk_weights || !s->logits || !s->x_q || !s->x_q_scale || !s->kv_cache.keys ||
         !s->kv_cache.values) {
         run_state_free(s);
         return -1;
@@ -262,7 +276,7 @@ int run_state_init(RunState *s, const Config *c) {
 
 void run_state_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
-    free(s->hb); free(s->hb2); free(s->attention_scores); free(s->attention_weights);
+    free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights);
     free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->kv_cache.keys); free(s->kv_cache.values);
     memset(s, 0, sizeof *s);
 }
@@ -387,13 +401,10 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  * float32 matmul kernel computes them, four keys at a time. Positions a
  * query may not see are simply not visited: that is the causal mask, and
  * why the cache holds only the past. */
+/* weights = softmax(scores * scale); out[head_size] = sum_t weights[t] * values[t] */
 QKV_SIMD_CLONES
-void attention_head(float *out, float *scores, float *weights, const float *q,
-                    const float *keys, const float *values, int n_visible, int head_size,
-                    const KernelEntry *scores_kernel) {
-    const KernelEntry *k = scores_kernel ? scores_kernel : kernel_best(WEIGHT_F32);
-    Activations query = { q, 1, head_size, head_size, NULL, NULL, 0 };
-    k->run(scores, n_visible, &query, keys, head_size, 0, n_visible);
+static void attend(float *out, const float *scores, float *weights, const float *values, int n_visible,
+                   int head_size) {
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
     softmax(weights, n_visible);
@@ -403,6 +414,15 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
         float w = weights[t];
         for (int i = 0; i < head_size; i++) out[i] += w * v[i];
     }
+}
+
+void attention_head(float *out, float *scores, float *weights, const float *q,
+                    const float *keys, const float *values, int n_visible, int head_size,
+                    const KernelEntry *scores_kernel) {
+    const KernelEntry *k = scores_kernel ? scores_kernel : kernel_best(WEIGHT_F32);
+    Activations query = { q, 1, head_size, head_size, NULL, NULL, 0 };
+    k->run(scores, n_visible, &query, keys, head_size, 0, n_visible);
+    attend(out, scores, weights, values, n_visible, head_size);
 }
 
 /* x <- silu(gate) * up, elementwise over hidden_dim */
@@ -428,31 +448,38 @@ static void notify_stage(const ForwardObserver *o, ForwardStage stage, int layer
 #endif
 }
 
-static void notify_attention(const ForwardObserver *o, int layer, int pos, const RunState *s) {
+/* The observer reads attention_scores and attention_weights: point them at
+ * row t's block of the chunk's scores and weights, then tell it. */
+static void notify_attention(const ForwardObserver *o, int layer, int pos, RunState *s, int t) {
 #ifndef QKV_NO_OBSERVER
-    if (o && o->attention) o->attention(o->ctx, layer, pos, pos + 1, s);
+    if (!o || !o->attention) return;
+    size_t block = (size_t)s->attention_block * t;
+    s->attention_scores = s->chunk_scores + block;
+    s->attention_weights = s->chunk_weights + block;
+    o->attention(o->ctx, layer, pos, pos + 1, s);
 #endif
 }
 
-/* Attention of every query head of the position in row t (pos), against
- * the cache, which already holds its key: q row t -> xb row t. */
-static void attention(const Config *c, RunState *s, int layer, int pos, int t) {
+/* Attention of rows first..first+n-1 (positions pos..pos+n-1) for every
+ * query head, against the cache, which already holds their keys: q rows ->
+ * xb rows. The scores of a head's n queries are one matrix product, the
+ * cached keys [pos+n, head_size] times the n query rows (each query's dot
+ * products are the same as alone); a query then uses only the keys up to its
+ * own position. Row t's scores of head h: chunk_scores + t*block + h*seq_len. */
+static void attention(const Config *c, RunState *s, int layer, int pos, int first, int n) {
     const KVCache *kv = &s->kv_cache;
-    int heads_per_kv = c->n_heads / c->n_kv_heads;
-    int n_visible = pos + 1;
-    const float *q = s->q + (size_t)t * c->n_heads * c->head_size;
-    float *out = s->xb + (size_t)t * s->width;
-    int h;
-#pragma omp parallel for schedule(static) if ((long)c->n_heads * n_visible * c->head_size >= QKV_PARALLEL_MIN_WORK)
+    int heads_per_kv = c->n_heads / c->n_kv_heads, hs = c->head_size, q_dim = c->n_heads * hs;
+    int block = s->attention_block, h;
+#pragma omp parallel for schedule(static) if ((long)c->n_heads * (pos + n) * hs * n >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
-        int kv_head = h / heads_per_kv;
-        attention_head(out + (size_t)h * c->head_size,
-                       s->attention_scores + (size_t)h * c->seq_len,
-                       s->attention_weights + (size_t)h * c->seq_len,
-                       q + (size_t)h * c->head_size,
-                       kv_slot(kv->keys, kv, layer, kv_head, 0),
-                       kv_slot(kv->values, kv, layer, kv_head, 0),
-                       n_visible, c->head_size, s->f32_kernel);
+        const float *keys = kv_slot(kv->keys, kv, layer, h / heads_per_kv, 0);
+        const float *values = kv_slot(kv->values, kv, layer, h / heads_per_kv, 0);
+        Activations queries = { s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, hs, NULL, NULL, 0 };
+        float *scores = s->chunk_scores + (size_t)h * c->seq_len, *weights = s->chunk_weights + (size_t)h * c->seq_len;
+        s->f32_kernel->run(scores, block, &queries, keys, hs, 0, pos + n);
+        for (int t = 0; t < n; t++)
+            attend(s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,
+                   weights + (size_t)t * block, values, pos + t + 1, hs);
     }
 }
 
@@ -491,11 +518,12 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
 
     rmsnorm_rows(s->xb, s->width, s->x, w->attention_norm, n, dim, c->norm_eps);
     project_qkv(c, w, s, layer, pos, n);
-    for (int t = 0; t < n; t++) {
+    for (int first = 0; first < n; first += s->attention_rows) {
+        int rows = n - first < s->attention_rows ? n - first : s->attention_rows;
         notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
-        attention(c, s, layer, pos + t, t);
+        attention(c, s, layer, pos + first, first, rows);
         notify_stage(o, STAGE_ATTENTION_END, layer);
-        notify_attention(o, layer, pos + t, s);
+        for (int t = 0; t < rows; t++) notify_attention(o, layer, pos + first + t, s, t);
     }
     Activations heads = activations(s, s->xb, n, s->width, c->n_heads * c->head_size);
     matmul_rows(s->xb2, dim, &heads, &w->wo);
