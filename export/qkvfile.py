@@ -448,7 +448,8 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     """Write a qkv version 1 file.  Layout: header (256 bytes), tokenizer
     section, tensor table (8-byte aligned), tensor data (each tensor at a
     multiple of alignment), in tensor_shapes order followed by any extra
-    tensors in sorted name order.  Returns the file size.
+    tensors in sorted name order.  Returns the file size.  Each 2-D tensor
+    is stored in matrix_type(config weight_type, cols), 1-D ones in float32.
 
     strict=False skips the config/tensor checks and writes the tensors that
     are present (in the canonical order, then the others)."""
