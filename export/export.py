@@ -14,9 +14,13 @@ inferred from the tensors; give --tokenizer (tokenizer.bin), --seq-len, and
 --n-heads/--n-kv-heads (defaults: head_size 64 if dim divisible by 64 ...
 pass them explicitly), plus --norm-eps/--rope-theta if not llama2.c's.
 
---dtype f16 stores the matrices (embedding included) as IEEE float16, rounded
-to nearest: half the bytes, the same engine arithmetic (float32); norms stay
-float32.  Only the qkv format has float16.
+--dtype f16 stores the matrices (embedding and classifier included) as IEEE
+float16, rounded to nearest: half the bytes, the same engine arithmetic
+(float32); norms stay float32.  --dtype q8 / q4 stores them as ggml's Q8_0 /
+Q4_0 blocks of 32 (34 / 18 bytes; export/qkvfile.py quantizes, bit for bit as
+./run IN -m quantize -o OUT --dtype q8|q4); a matrix whose width is not a
+multiple of 32 is kept in float16, with a note on stderr.  Only the qkv format
+has these types.
 
 qkv output embeds the tokenizer; legacy/v1 need a separate tokenizer.bin
 (write it with --write-tokenizer PATH).  legacy/v1 can only express
@@ -92,13 +96,22 @@ def qkv_config(a: ModelArgs):
                 shared_classifier=1 if a.shared_classifier else 0, bos_id=a.bos_id, eos_id=a.eos_id)
 
 
+DTYPES = {"f32": qkvfile.WEIGHT_F32, "f16": qkvfile.WEIGHT_F16, "q8": qkvfile.WEIGHT_Q8_0,
+          "q4": qkvfile.WEIGHT_Q4_0}
+
+
 def write(path, fmt, a: ModelArgs, t, tok, dtype="f32"):
     """Write with export/qkvfile.py (strict: config and every tensor checked)."""
     cfg = qkv_config(a)
-    cfg["weight_type"] = qkvfile.WEIGHT_F16 if dtype == "f16" else qkvfile.WEIGHT_F32
+    cfg["weight_type"] = DTYPES[dtype]
     if fmt == "qkv":
         if tok is None:
             raise SystemExit("qkv format embeds a tokenizer: pass --tokenizer")
+        for name, shape in qkvfile.tensor_shapes(cfg):
+            if len(shape) == 2 and qkvfile.matrix_type(cfg["weight_type"], shape[1]) != cfg["weight_type"]:
+                kind = qkvfile.WEIGHT_TYPES[cfg["weight_type"]]
+                print("note: %s has %d columns, not a whole number of %s blocks of %d: kept in float16"
+                      % (name, shape[1], kind[0], kind[1]), file=sys.stderr)
         return qkvfile.write_qkv(path, cfg, t, qkvfile.parse_tokenizer(tok, a.vocab_size))
     if fmt == "legacy":
         return qkvfile.write_llama2c_legacy(path, cfg, t)
@@ -110,7 +123,8 @@ def main():
     ap.add_argument("checkpoint")
     ap.add_argument("output")
     ap.add_argument("--format", choices=["qkv", "legacy", "v1"], default="qkv")
-    ap.add_argument("--dtype", choices=["f32", "f16"], default="f32", help="matrix weight type (qkv only)")
+    ap.add_argument("--dtype", choices=list(DTYPES), default="f32",
+                    help="matrix weight type: f32, f16, q8 (Q8_0), q4 (Q4_0); all but f32 qkv only")
     ap.add_argument("--tokenizer", help="tokenizer.bin (overrides the one in the checkpoint)")
     ap.add_argument("--write-tokenizer", metavar="PATH", help="also write the tokenizer.bin here")
     ap.add_argument("--seq-len", type=int)
@@ -120,8 +134,8 @@ def main():
     ap.add_argument("--rope-theta", type=float)
     opts = ap.parse_args()
     a, t, tok = load_any(opts.checkpoint, opts)
-    if opts.dtype == "f16" and opts.format != "qkv":
-        raise SystemExit("--dtype f16 needs --format qkv (llama2.c files are float32)")
+    if opts.dtype != "f32" and opts.format != "qkv":
+        raise SystemExit("--dtype %s needs --format qkv (llama2.c files are float32)" % opts.dtype)
     write(opts.output, opts.format, a, t, tok, opts.dtype)
     if opts.write_tokenizer:
         if tok is None:

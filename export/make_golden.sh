@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates everything under tests/data/ (tiny tokenizer, random test models in
-# every format, hostile files in tests/data/bad/) and the golden vectors
-# tests/golden/{gqa,mqa,sepcls}.txt.  Deterministic: fixed seeds, same bytes each run.
+# every format, Q8_0 and Q4_0 ones, hostile files in tests/data/bad/) and the golden
+# vectors tests/golden/{gqa,mqa,sepcls,f16,q8,q4}.txt.  Deterministic: fixed seeds, same bytes each run.
 #
 #     export/make_golden.sh
 #

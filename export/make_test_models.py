@@ -14,10 +14,16 @@ Written by the default mode:
   tests/data/mqa.qkv, mqa.v1.bin                     n_heads 4, n_kv_heads 1, shared classifier
   tests/data/sepcls.qkv, sepcls.legacy.bin, sepcls.v1.bin
                                                      n_heads 4, n_kv_heads 4, separate classifier
+  tests/data/f16.qkv                                 n_heads 4, n_kv_heads 2, separate classifier, float16
       all: dim 32, hidden_dim 72, n_layers 2, head_size 8, seq_len 32, vocab_size 300
       (every format of one model holds the same weights)
+  tests/data/q8.qkv    Q8_0 matrices, dim 64, hidden_dim 96, n_heads 4, n_kv_heads 2, shared classifier
+  tests/data/q4.qkv    Q4_0 matrices, dim 64, hidden_dim 160, n_heads 4, n_kv_heads 2, separate classifier
+      both: n_layers 2, head_size 16, seq_len 32, vocab_size 300 (every width a multiple of 32)
   tests/data/bad/*                  hostile files the loader must reject (listed in README.txt)
-  tests/golden/{gqa,mqa,sepcls}.txt reference.py's logits/scores/weights (see reference.py)
+  tests/golden/{gqa,mqa,sepcls,f16}.txt reference.py's logits/scores/weights (see reference.py)
+  tests/golden/{q8,q4}.txt          the same with the matrix inputs quantized as the engine's int8
+                                    kernels do (reference.py --quantized-activations)
 
 Everything is a pure function of the fixed seeds below, so rerunning gives identical bytes.
 """
@@ -67,16 +73,22 @@ def tiny_tokenizer():
 # --------------------------------------------------------------- models --
 
 TEST_SHAPE = dict(dim=32, hidden_dim=72, n_layers=2, n_heads=4, seq_len=32)
+# the quantized fixtures: every matrix width a whole number of blocks of 32
+QUANT_SHAPES = {"q8": dict(dim=64, hidden_dim=96, n_layers=2, n_heads=4, seq_len=32),
+                "q4": dict(dim=64, hidden_dim=160, n_layers=2, n_heads=4, seq_len=32)}
 
-# name -> (seed, n_kv_heads, shared_classifier, formats); f16 is written with
-# float16 matrices (qkv weight_type 1), so only in the qkv format
+# name -> (seed, n_kv_heads, shared_classifier, formats); f16, q8 and q4 are
+# written with float16, Q8_0 and Q4_0 matrices (qkv weight_type 1, 2, 3), so
+# only in the qkv format
 TEST_MODELS = [
     ("gqa", 1001, 2, 1, ("qkv", "legacy.bin")),
     ("mqa", 1002, 1, 1, ("qkv", "v1.bin")),
     ("sepcls", 1003, 4, 0, ("qkv", "legacy.bin", "v1.bin")),
     ("f16", 1004, 2, 0, ("qkv",)),
+    ("q8", 1005, 2, 1, ("qkv",)),
+    ("q4", 1006, 2, 0, ("qkv",)),
 ]
-WEIGHT_TYPES = {"f16": qkvfile.WEIGHT_F16}
+WEIGHT_TYPES = {"f16": qkvfile.WEIGHT_F16, "q8": qkvfile.WEIGHT_Q8_0, "q4": qkvfile.WEIGHT_Q4_0}
 
 GOLDEN_TOKENS = [1, 283, 45, 299, 3, 260, 120, 7, 283, 283, 258, 2, 150, 271, 0, 99, 264, 31, 200, 277]
 GOLDEN_POSITIONS = [0, 1, 5, 12, 19]
@@ -93,14 +105,17 @@ def std_for(name):
     return STD[name.split(".", 2)[-1] if name.startswith("layers.") else name]
 
 
-def random_tensors(config, seed):
+def random_tensors(config, seed, widths=None):
+    """widths: the matrix width the STD values are meant for (TEST_SHAPE's dim):
+    a wider matrix gets std * sqrt(widths / cols), so the activations keep
+    their size.  None: STD as it is."""
     rng = np.random.default_rng(seed)
     tensors = {}
     for name, shape in qkvfile.tensor_shapes(config):
         if len(shape) == 1:
             a = 1.0 + NORM_STD * rng.standard_normal(shape)
         else:
-            a = std_for(name) * rng.standard_normal(shape)
+            a = std_for(name) * np.sqrt(widths / shape[1] if widths else 1.0) * rng.standard_normal(shape)
         tensors[name] = a.astype(np.float32)
     return tensors
 
@@ -116,11 +131,13 @@ def write_model(path, fmt, config, tensors, tokenizer):
 
 
 def as_stored(config, tensors):
-    """The values a qkv file of this config holds: matrices rounded to float16
-    (nearest even) when weight_type is 1."""
-    if config.get("weight_type", 0) != qkvfile.WEIGHT_F16:
-        return tensors
-    return {n: a.astype(np.float16).astype(np.float32) if a.ndim == 2 else a for n, a in tensors.items()}
+    """The values a qkv file of this config holds: each matrix in the type
+    write_qkv gives it (float16 rounded to nearest even, Q8_0/Q4_0 quantized),
+    as float32."""
+    def stored(a):
+        t = qkvfile.matrix_type(config.get("weight_type", 0), a.shape[1])
+        return qkvfile.decode_matrix(qkvfile.encode_matrix(a, t), t, a.shape[1])
+    return {n: stored(a) if a.ndim == 2 else a for n, a in tensors.items()}
 
 
 def same_model(a, b):
@@ -233,10 +250,8 @@ def make_bad_files(tokenizer):
         wrap)
     add("shared-classifier-2.qkv", "shared_classifier = 2 (must be 0 or 1)",
         _patch(good, "<i", off("shared_classifier"), 2))
-    add("weight-type-2.qkv", "weight_type = 2 (0 float32 and 1 float16 exist)",
-        _patch(good, "<i", off("weight_type"), 2))
-    add("weight-type-f16-tensors-f32.qkv", "header weight_type 1 (float16) but every matrix is type 0 (float32)",
-        _patch(good, "<i", off("weight_type"), 1))
+    add("weight-type-4.qkv", "weight_type = 4 (0 float32, 1 float16, 2 q8_0, 3 q4_0 exist)",
+        _patch(good, "<i", off("weight_type"), 4))
     e = entry["layers.0.feed_forward.w2"]
     add("tensor-offset-past-end.qkv", "layers.0.feed_forward.w2's data offset is past the end of the file",
         _patch(good, "<Q", e["entry_offset"] + 88, (size + 64) // 64 * 64))
@@ -253,8 +268,11 @@ def make_bad_files(tokenizer):
     e = entry["norm"]
     add("tensor-huge-shape.qkv", "norm is declared 2-D [2^32-1, 2^32-1]: its byte size overflows 64 bits",
         _patch(good, "<3I", e["entry_offset"] + 68, 2, 0xFFFFFFFF, 0xFFFFFFFF))
-    add("tensor-bad-type.qkv", "layers.0.attention.wq has tensor type 1 (float16) in a float32 file",
-        _patch(good, "<I", entry["layers.0.attention.wq"]["entry_offset"] + 64, 1))
+    add("tensor-type-4.qkv", "layers.0.attention.wq has tensor type 4 (no such type)",
+        _patch(good, "<I", entry["layers.0.attention.wq"]["entry_offset"] + 64, 4))
+    add("q8-cols-not-blocks.qkv",
+        "layers.0.attention.wq is type 2 (q8_0) but its %d columns are not a whole number of blocks of 32"
+        % cfg["dim"], _patch(good, "<I", entry["layers.0.attention.wq"]["entry_offset"] + 64, 2))
     no_w3 = {k: v for k, v in t.items() if k != "layers.0.feed_forward.w3"}
     no_w3["layers.0.feed_forward.w4"] = t["layers.0.feed_forward.w3"]
     add("missing-tensor.qkv",
@@ -299,8 +317,6 @@ def make_bad_files(tokenizer):
     add("truncated-last-byte.f16.qkv", "float16 qkv file missing only its final byte", good16[:-1])
     add("f16-norm.f16.qkv", "float16 file whose layers.0.ffn_norm is marked type 1 (norms are always float32)",
         _patch(good16, "<I", table16["layers.0.ffn_norm"]["entry_offset"] + 64, 1))
-    add("weight-type-f32-tensors-f16.f16.qkv", "header weight_type 0 (float32) but every matrix is type 1 (float16)",
-        _patch(good16, "<i", off("weight_type"), 0))
     last16 = max(table16.values(), key=lambda e: e["offset"])
     add("tensor-past-end.f16.qkv",
         "float16 file whose last tensor (%s) starts 64 bytes later: it runs past the end" % last16["name"],
@@ -348,8 +364,9 @@ def write_all():
 
     for name, seed, n_kv, shared, formats in TEST_MODELS:
         config = qkvfile.default_config(vocab_size=vocab, n_kv_heads=n_kv, shared_classifier=shared,
-                                        weight_type=WEIGHT_TYPES.get(name, qkvfile.WEIGHT_F32), **TEST_SHAPE)
-        tensors = random_tensors(config, seed)
+                                        weight_type=WEIGHT_TYPES.get(name, qkvfile.WEIGHT_F32),
+                                        **QUANT_SHAPES.get(name, TEST_SHAPE))
+        tensors = random_tensors(config, seed, TEST_SHAPE["dim"] if name in QUANT_SHAPES else None)
         paths = []
         for fmt in formats:
             path = os.path.join(DATA, "%s.%s" % (name, fmt))
@@ -362,7 +379,8 @@ def write_all():
         # golden from the qkv file, via the same code path as the reference.py CLI
         rel = os.path.relpath(paths[0], ROOT)
         cfg_q, t_q, _ = qkvfile.read_model(paths[0])
-        result = reference.forward(cfg_q, t_q, GOLDEN_TOKENS)
+        quantized = reference.quantized_matrices(qkvfile.read_tensor_types(paths[0]))
+        result = reference.forward(cfg_q, t_q, GOLDEN_TOKENS, quantized)
         for other in paths[1:]:
             c_o, t_o, _ = qkvfile.read_model(other)
             r_o = reference.forward(c_o, t_o, GOLDEN_TOKENS)
@@ -370,8 +388,9 @@ def write_all():
         comments = [
             "golden vectors of export/reference.py (NumPy float64) for %s; do not edit." % rel,
             "regenerate all of tests/data and tests/golden with: " + REGEN_COMMAND,
-            "equivalent to: /usr/bin/python3 export/reference.py %s --tokens %s --positions %s"
-            % (rel, ",".join(map(str, GOLDEN_TOKENS)), ",".join(map(str, GOLDEN_POSITIONS))),
+            "equivalent to: /usr/bin/python3 export/reference.py %s --tokens %s --positions %s%s"
+            % (rel, ",".join(map(str, GOLDEN_TOKENS)), ",".join(map(str, GOLDEN_POSITIONS)),
+               " --quantized-activations" if quantized else ""),
         ]
         text = reference.golden_text(name, cfg_q, GOLDEN_TOKENS, GOLDEN_POSITIONS, result, comments)
         with open(os.path.join(GOLDEN, name + ".txt"), "w") as f:

@@ -10,8 +10,8 @@ A model is three things:
 config : dict with the keys
     dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_size, vocab_size,
     seq_len (ints), norm_eps, rope_theta (floats), shared_classifier (0/1),
-    bos_id, eos_id (ints), weight_type (0: float32 matrices, 1: float16
-    matrices; norms are float32 either way).
+    bos_id, eos_id (ints), weight_type (the header's: the type of most
+    matrices, 0 float32, 1 float16, 2 Q8_0, 3 Q4_0; norms are float32 always).
     For writing, head_size defaults to dim // n_heads, norm_eps to 1e-5,
     rope_theta to 10000, bos_id/eos_id to 1/2, weight_type to 0 and shared_classifier to
     ("output" not in tensors).  The readers always return every key, with
@@ -20,7 +20,8 @@ config : dict with the keys
     Use default_config(...) / complete_config(config) to fill the defaults.
 
 tensors : dict  name -> numpy float32 array, names and shapes as the README (Checkpoint format)
-    (float16 matrices are read back as the float32 of the same value):
+    (float16, Q8_0 and Q4_0 matrices are read back dequantized to float32,
+    exactly: every stored value is a float32):
     tok_embeddings [vocab_size, dim], layers.L.attention_norm [dim],
     layers.L.attention.wq [n_heads*head_size, dim], ... , norm [dim],
     output [vocab_size, dim] (only with shared_classifier = 0).
@@ -31,6 +32,23 @@ tokenizer : Tokenizer(pieces, max_token_length), a namedtuple where pieces is a
     list of (bytes piece, float score) indexed by token id.  Writers also
     accept a plain list of (piece, score); max_token_length is then the
     longest piece.  Pieces may be given as str (encoded UTF-8).
+
+Weight types
+------------
+Each 2-D tensor's table entry carries its own type.  write_qkv stores every
+matrix in the config's weight_type, except that a matrix whose cols is not a
+multiple of 32 cannot be Q8_0/Q4_0 and is stored as float16 (the C
+quantizer's policy; matrix_type(weight_type, cols) says which).  Q8_0 and
+Q4_0 are ggml's block layouts and reference quantizers (quantize_row_q8_0_ref,
+quantize_row_q4_0_ref) in float32 arithmetic, bit for bit the engine's
+weight_row_from_float:
+  Q8_0, 34 bytes per 32 weights: f16 d, 32 x i8 q; w = q * d.
+        d = max|x| / 127, q = roundf(x * (1/d)) (half away from zero).
+  Q4_0, 18 bytes per 32 weights: f16 d, 16 bytes, byte j = q[j] | q[j+16] << 4;
+        w = (q - 8) * d.  d = m / -8 where m is the first value of largest
+        magnitude (sign kept), q = min(15, trunc(x * (1/d) + 8.5)).
+  d is rounded to float16 to nearest even; 1/d is taken of the float32 d
+  (0 when d is 0).
 
 API
 ---
@@ -50,6 +68,7 @@ read_model(path, tokenizer_path=None) -> (config, tensors, tokenizer)
     tokenizer_path with config["vocab_size"] tokens, or is None.
 read_qkv(path), read_llama2c_legacy(path), read_llama2c_v1(path)
     -> (config, tensors, tokenizer-or-None)
+read_tensor_types(path) -> {name: type as stored} (llama2.c files: all 0)
 detect_format(path) -> "qkv" | "v1" | "legacy"
 
 Lower level, for tools that build or inspect files byte by byte:
@@ -60,6 +79,13 @@ check_config(config) -> raises FormatError if the config is invalid
 n_params(config) -> number of float32 weights the required tensors hold
 rope_tables(seq_len, head_size) -> llama2.c's (freq_cis_real, freq_cis_imag)
 HEADER_BYTES (256), TENSOR_ENTRY_BYTES (96), QKV_MAGIC, V1_MAGIC
+WEIGHT_F32, WEIGHT_F16, WEIGHT_Q8_0, WEIGHT_Q4_0 (0..3), QBLOCK (32)
+matrix_type(weight_type, cols) -> the type write_qkv stores such a matrix in
+row_bytes(type, cols) -> bytes of one stored row (0: cols does not suit the type)
+encode_matrix(a, type) -> uint8 array [rows, row_bytes]: a as stored
+decode_matrix(raw, type, cols) -> float32 [rows, cols]: stored rows dequantized
+quantize_q8_0(a), quantize_q4_0(a) -> uint8 [rows, blocks * 34 or 18]
+roundf(x) -> C's roundf (half away from zero) of a float32 array
 
 Every reader validates what it reads (sizes, offsets, shapes, truncation) and
 raises FormatError (a ValueError) with a one-line message on any problem.
@@ -103,8 +129,11 @@ assert _HEADER_STRUCT.size == 104
 _ENTRY_STRUCT = struct.Struct("<64sII4IQ")
 assert _ENTRY_STRUCT.size == TENSOR_ENTRY_BYTES
 _LLAMA2C_HEADER = struct.Struct("<7i")
-WEIGHT_F32, WEIGHT_F16 = 0, 1
-_DTYPES = {WEIGHT_F32: "<f4", WEIGHT_F16: "<f2"}
+WEIGHT_F32, WEIGHT_F16, WEIGHT_Q8_0, WEIGHT_Q4_0 = 0, 1, 2, 3
+QBLOCK = 32  # weights per Q8_0 / Q4_0 block
+# type -> (name, elements per block, bytes per block)
+WEIGHT_TYPES = {WEIGHT_F32: ("float32", 1, 4), WEIGHT_F16: ("float16", 1, 2),
+                WEIGHT_Q8_0: ("q8_0", QBLOCK, 2 + QBLOCK), WEIGHT_Q4_0: ("q4_0", QBLOCK, 2 + QBLOCK // 2)}
 _V1_HEADER = struct.Struct("<Ii7iB")  # magic, version, 7 params, shared_classifier
 
 _LAYER_KEYS = ("attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
@@ -186,8 +215,8 @@ def check_config(c):
     for k in ("bos_id", "eos_id"):
         if not 0 <= c[k] < c["vocab_size"]:
             raise FormatError("%s %d outside the vocabulary (%d)" % (k, c[k], c["vocab_size"]))
-    if c["weight_type"] not in _DTYPES:
-        raise FormatError("unsupported weight_type %d (0 float32, 1 float16)" % c["weight_type"])
+    if c["weight_type"] not in WEIGHT_TYPES:
+        raise FormatError("unsupported weight_type %d (0 float32, 1 float16, 2 q8_0, 3 q4_0)" % c["weight_type"])
 
 
 def tensor_shapes(config):
@@ -225,17 +254,114 @@ def n_params(config):
 
 
 def weight_bytes(config):
-    """Bytes the required tensors take in a qkv file: matrices in the weight
-    type, the norm vectors in float32."""
+    """Bytes the required tensors take in a qkv file written by write_qkv:
+    each matrix in matrix_type(weight_type, cols), the norm vectors in float32."""
+    c = complete_config(config)
+    total = 0
+    for _, shape in tensor_shapes(c):
+        rows, cols = shape if len(shape) == 2 else (shape[0], 0)
+        total += rows * (row_bytes(matrix_type(c["weight_type"], cols), cols) if cols else 4)
+    return total
+
+
+def _min_weight_bytes(config):
+    """A lower bound of the bytes any qkv file of this config holds: the
+    matrices in the narrowest type (Q4_0, 18 bytes per 32 weights)."""
     c = complete_config(config)
     n_norms = (2 * c["n_layers"] + 1) * c["dim"]
-    return 4 * n_norms + np.dtype(_DTYPES[c["weight_type"]]).itemsize * (n_params(c) - n_norms)
+    return 4 * n_norms + (n_params(c) - n_norms) * 18 // QBLOCK
 
 
-def tensor_dtype(config, ndim):
-    """(type code, numpy dtype) of a tensor of this ndim in a qkv file."""
-    t = complete_config(config)["weight_type"] if ndim == 2 else WEIGHT_F32
-    return t, _DTYPES.get(t, "<f4")
+# ---------------------------------------------------------- weight types --
+
+def row_bytes(ttype, cols):
+    """Bytes of one row of cols elements stored as type ttype; 0 if cols is
+    not a whole number of the type's blocks (or the type is unknown)."""
+    if ttype not in WEIGHT_TYPES or cols <= 0:
+        return 0
+    _, block, nbytes = WEIGHT_TYPES[ttype]
+    return 0 if cols % block else cols // block * nbytes
+
+
+def matrix_type(weight_type, cols):
+    """The type a matrix of this width is stored in when the file's weight
+    type is weight_type: that type, or float16 when cols is not a whole
+    number of its blocks (as the C quantizer does)."""
+    return weight_type if row_bytes(weight_type, cols) else WEIGHT_F16
+
+
+def roundf(x):
+    """C's roundf on a float32 array: to nearest, halves away from zero
+    (numpy's round goes to even).  x - trunc(x) is exact in float32."""
+    x = np.asarray(x, dtype=np.float32)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= np.float32(0.5), t + np.sign(x), t).astype(np.float32)
+
+
+def _blocks(a):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if a.ndim != 2 or a.shape[1] % QBLOCK:
+        raise FormatError("shape %s is not rows of whole blocks of %d" % (a.shape, QBLOCK))
+    return a.reshape(a.shape[0], a.shape[1] // QBLOCK, QBLOCK)
+
+
+def _inverse(d):
+    """1/d in float32, 0 where d is 0 (ggml's id)."""
+    return np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+
+
+def _pack(d, q):
+    """Blocks [rows, nb, ...]: float16 d (rounded to nearest even) then the
+    quant bytes, flattened to rows of bytes."""
+    d16 = np.ascontiguousarray(d.astype("<f2")).view(np.uint8)
+    return np.concatenate([d16, q], axis=2).reshape(d.shape[0], -1)
+
+
+def quantize_q8_0(a):
+    """ggml's quantize_row_q8_0_ref on each row of a [rows, cols]: uint8 [rows, cols/32*34]."""
+    b = _blocks(a)
+    d = np.abs(b).max(axis=2, keepdims=True) / np.float32(127)
+    q = roundf(b * _inverse(d)).astype(np.int8)
+    return _pack(d, q.view(np.uint8))
+
+
+def quantize_q4_0(a):
+    """ggml's quantize_row_q4_0_ref on each row of a [rows, cols]: uint8 [rows, cols/32*18]."""
+    b = _blocks(a)
+    first = np.abs(b).argmax(axis=2)[..., None]   # the first of largest magnitude, as C's strict >
+    m = np.take_along_axis(b, first, axis=2)
+    m = np.where(m != 0, m, np.float32(0))          # an all-zero block: C's max stays +0
+    d = m / np.float32(-8)
+    q = np.minimum(np.trunc(b * _inverse(d) + np.float32(8.5)), 15).astype(np.uint8)
+    half = QBLOCK // 2
+    return _pack(d, q[..., :half] | (q[..., half:] << np.uint8(4)))
+
+
+def encode_matrix(a, ttype):
+    """a [rows, cols] as stored in type ttype: a uint8 array [rows, row_bytes]."""
+    a = np.asarray(a)
+    if ttype == WEIGHT_Q8_0:
+        return quantize_q8_0(a)
+    if ttype == WEIGHT_Q4_0:
+        return quantize_q4_0(a)
+    dtype = {WEIGHT_F32: "<f4", WEIGHT_F16: "<f2"}[ttype]
+    return np.ascontiguousarray(a, dtype=dtype).view(np.uint8).reshape(a.shape[0], -1)
+
+
+def decode_matrix(raw, ttype, cols):
+    """Rows of stored bytes (uint8 [rows, row_bytes(ttype, cols)]) -> float32
+    [rows, cols], dequantized as the engine's weight_row_to_float (exact)."""
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    rows = raw.shape[0]
+    if ttype in (WEIGHT_F32, WEIGHT_F16):
+        return raw.view("<f4" if ttype == WEIGHT_F32 else "<f2").reshape(rows, cols).astype(np.float32)
+    blk = raw.reshape(rows, cols // QBLOCK, WEIGHT_TYPES[ttype][2])
+    d = np.ascontiguousarray(blk[..., :2]).view("<f2").astype(np.float32)
+    if ttype == WEIGHT_Q8_0:
+        q = blk[..., 2:].view(np.int8).astype(np.float32)
+    else:
+        q = np.concatenate([blk[..., 2:] & 0x0F, blk[..., 2:] >> 4], axis=2).astype(np.float32) - 8
+    return (q * d).reshape(rows, cols)
 
 
 def _check_tensors(config, tensors):
@@ -322,7 +448,8 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     """Write a qkv version 1 file.  Layout: header (256 bytes), tokenizer
     section, tensor table (8-byte aligned), tensor data (each tensor at a
     multiple of alignment), in tensor_shapes order followed by any extra
-    tensors in sorted name order.  Returns the file size.
+    tensors in sorted name order.  Returns the file size.  Each 2-D tensor
+    is stored in matrix_type(config weight_type, cols), 1-D ones in float32.
 
     strict=False skips the config/tensor checks and writes the tensors that
     are present (in the canonical order, then the others)."""
@@ -339,19 +466,18 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
     tok_off = HEADER_BYTES
     table_off = (tok_off + len(tok_bytes) + 7) // 8 * 8
     pos = table_off + TENSOR_ENTRY_BYTES * len(names)
-    offsets = []
-    arrays = []
-    types = []
+    offsets, arrays, types, shapes = [], [], [], []
     for name in names:
         a = np.asarray(tensors[name])
-        ttype, dtype = tensor_dtype(c, a.ndim)
+        ttype = matrix_type(c["weight_type"], a.shape[1]) if a.ndim == 2 else WEIGHT_F32
         if strict and ttype == WEIGHT_F16 and np.abs(a[np.isfinite(a)]).max(initial=0) >= 65520:
             raise FormatError("tensor %s: a value beyond float16's range (65504)" % name)
-        a = np.ascontiguousarray(a, dtype=dtype)
-        types.append(ttype)
         if a.ndim not in (1, 2) or len(name.encode()) > 63:
             if strict:
                 raise FormatError("tensor %s: bad name or ndim %d" % (name, a.ndim))
+        shapes.append(a.shape)
+        a = encode_matrix(a, ttype) if a.ndim == 2 else np.ascontiguousarray(a, dtype="<f4")
+        types.append(ttype)
         pos = (pos + alignment - 1) // alignment * alignment
         offsets.append(pos)
         arrays.append(a)
@@ -367,9 +493,9 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
         f.write(header)
         f.write(tok_bytes)
         f.write(b"\0" * (table_off - f.tell()))
-        for name, a, off, ttype in zip(names, arrays, offsets, types):
-            shape = list(a.shape)[:4] + [0] * (4 - min(a.ndim, 4))
-            f.write(_ENTRY_STRUCT.pack(name.encode()[:63], ttype, a.ndim, *shape, off))
+        for name, shape, off, ttype in zip(names, shapes, offsets, types):
+            dims = list(shape)[:4] + [0] * (4 - min(len(shape), 4))
+            f.write(_ENTRY_STRUCT.pack(name.encode()[:63], ttype, len(shape), *dims, off))
         for a, off in zip(arrays, offsets):
             f.write(b"\0" * (off - f.tell()))
             a.tofile(f)
@@ -397,6 +523,16 @@ def parse_tensor_table(buf, header):
                             type=ttype, ndim=ndim, shape=(s0, s1, s2, s3), offset=off,
                             entry_offset=eo))
     return entries
+
+
+def read_tensor_types(path):
+    """{name: type} of a model file's tensors (qkv: from its table, as
+    stored; llama2.c files: all float32).  No validation beyond read_model's."""
+    if detect_format(path) != "qkv":
+        return {name: WEIGHT_F32 for name, _ in tensor_shapes(read_model(path)[0])}
+    with open(path, "rb") as f:
+        buf = f.read()
+    return {e["name"]: e["type"] for e in parse_tensor_table(buf, parse_qkv_header(buf))}
 
 
 def read_qkv(path):
@@ -431,8 +567,9 @@ def read_qkv(path):
     tt, nt = h["tensor_table_offset"], h["n_tensors"]
     if tt < HEADER_BYTES or tt > size or nt * TENSOR_ENTRY_BYTES > size - tt:
         raise FormatError("tensor table (%d entries at %d) runs past the end of the file" % (nt, tt))
-    if weight_bytes(config) > size:
-        raise FormatError("the config needs %d bytes of weights, the file has %d" % (weight_bytes(config), size))
+    if _min_weight_bytes(config) > size:
+        raise FormatError("the config needs at least %d bytes of weights, the file has %d"
+                          % (_min_weight_bytes(config), size))
     want = dict(tensor_shapes(config))
     tensors = {}
     for e in parse_tensor_table(buf, h):
@@ -442,9 +579,12 @@ def read_qkv(path):
         name = e["name"]
         if e["ndim"] not in (1, 2):
             raise FormatError("tensor %s has ndim %d" % (name, e["ndim"]))
-        ttype, dtype = tensor_dtype(config, e["ndim"])
-        if e["type"] != ttype:
-            raise FormatError("tensor %s has type %d, expected %d" % (name, e["type"], ttype))
+        ttype = e["type"]
+        if e["ndim"] == 1 and ttype != WEIGHT_F32:
+            raise FormatError("tensor %s has type %d, expected 0 (vectors are float32)" % (name, ttype))
+        if ttype not in WEIGHT_TYPES:
+            raise FormatError("tensor %s has unknown type %d (0 float32, 1 float16, 2 q8_0, 3 q4_0)"
+                              % (name, ttype))
         shape = tuple(e["shape"][:e["ndim"]])
         if any(e["shape"][e["ndim"]:]):
             raise FormatError("tensor %s has nonzero unused dims" % name)
@@ -452,9 +592,11 @@ def read_qkv(path):
             raise FormatError("tensor %s appears twice" % name)
         if name in want and shape != want[name]:
             raise FormatError("tensor %s has shape %s, expected %s" % (name, shape, want[name]))
-        nbytes = np.dtype(dtype).itemsize
-        for s in shape:
-            nbytes *= s
+        rows, cols = shape if e["ndim"] == 2 else (shape[0], 1)
+        nbytes = rows * row_bytes(ttype, cols)
+        if cols and not nbytes and rows:
+            raise FormatError("tensor %s: %d columns are not a whole number of %s blocks"
+                              % (name, cols, WEIGHT_TYPES[ttype][0]))
         off = e["offset"]
         if off % align:
             raise FormatError("tensor %s offset %d is not a multiple of %d" % (name, off, align))
@@ -462,8 +604,11 @@ def read_qkv(path):
             raise FormatError("tensor %s data [%d, +%d) runs past the end of the file" % (name, off, nbytes))
         if off < HEADER_BYTES:
             raise FormatError("tensor %s data overlaps the header" % name)
-        count = nbytes // np.dtype(dtype).itemsize
-        tensors[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(shape).astype(np.float32)
+        if nbytes == 0:  # an empty (unknown) tensor
+            tensors[name] = np.zeros(shape, dtype=np.float32)
+            continue
+        raw = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=off).reshape(rows, -1)
+        tensors[name] = decode_matrix(raw, ttype, cols).reshape(shape)
     for name in want:
         if name not in tensors:
             raise FormatError("missing tensor %s" % name)
@@ -484,7 +629,7 @@ def _llama2c_check(c):
     if (c["bos_id"], c["eos_id"]) != (1, 2):
         problems.append("bos/eos != 1/2")
     if c["weight_type"] != WEIGHT_F32:
-        problems.append("float16 weights (llama2.c files are float32)")
+        problems.append("%s weights (llama2.c files are float32)" % WEIGHT_TYPES[c["weight_type"]][0])
     if problems:
         raise FormatError("config not expressible in llama2.c format: " + ", ".join(problems))
 

@@ -11,9 +11,19 @@ qkvfile.py and computes, for every position of a token sequence,
     sqrt(head_size)) over the visible positions 0..pos,
   - and the attention weights softmax(q.k / sqrt(head_size)).
 
+Quantized weights (Q8_0, Q4_0) are read dequantized, exactly.  By default
+the inputs of the matrix products stay float64.  With --quantized-activations
+(forward(..., quantized=names)) the input of each product by a matrix stored
+as Q8_0 or Q4_0 is first quantized as the engine's activations_quantize does
+(float32 x; per block of 32: d = max|x| / 127, q = roundf(x * (1/d)), in
+float32), and the product is W_dequantized . (q * d) in float64: the engine's
+integer kernels up to float32 rounding, so these logits are their golden
+values.
+
 Usage as a program (prints a golden file, format below):
 
-    python3 export/reference.py MODEL [-z TOKENIZER] --tokens 1,5,9,... --positions 0,3,7 > golden.txt
+    python3 export/reference.py MODEL [-z TOKENIZER] --tokens 1,5,9,... --positions 0,3,7 \
+        [--quantized-activations] > golden.txt
 
 Golden file format (one item per line, numbers printed with %.9g):
 
@@ -30,6 +40,9 @@ Usage as a module:
     import reference
     config, tensors, tokenizer = qkvfile.read_model(path)
     result = reference.forward(config, tensors, tokens)
+    # or, as the engine's int8 kernels compute a file's Q8_0/Q4_0 matrices:
+    result = reference.forward(config, tensors, tokens,
+                               reference.quantized_matrices(qkvfile.read_tensor_types(path)))
     result.logits[pos]              # float64 [vocab_size]
     result.scores[pos][layer][head]  # float64 [pos+1], raw q.k
     result.weights[pos][layer][head] # float64 [pos+1], softmax
@@ -74,6 +87,26 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+QUANTIZED_TYPES = (qkvfile.WEIGHT_Q8_0, qkvfile.WEIGHT_Q4_0)
+
+
+def quantized_matrices(types):
+    """Names of the matrices stored as Q8_0/Q4_0, from {name: type}."""
+    return {name for name, t in types.items() if t in QUANTIZED_TYPES}
+
+
+def quantize_activation(x):
+    """The engine's activations_quantize on one vector (length a multiple of
+    32), returned as the values the int8 kernels multiply by: q * d (exact in
+    float64).  float32 throughout, as the C code: amax, d = amax / 127,
+    id = 1/d (0 if d is 0), q = roundf(x * id)."""
+    b = np.asarray(x, dtype=np.float32).reshape(-1, qkvfile.QBLOCK)
+    d = np.abs(b).max(axis=1, keepdims=True) / np.float32(127)
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    q = qkvfile.roundf(b * inv)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(-1)
+
+
 class Result:
     """Per-position outputs of forward()."""
 
@@ -83,8 +116,12 @@ class Result:
         self.weights = []  # [pos][layer][head] -> array [pos+1], softmax weights
 
 
-def forward(config, tensors, tokens):
-    """Run tokens[0], tokens[1], ... at positions 0, 1, ... and return a Result."""
+def forward(config, tensors, tokens, quantized=()):
+    """Run tokens[0], tokens[1], ... at positions 0, 1, ... and return a Result.
+
+    quantized: names of matrices (the classifier as "tok_embeddings" or
+    "output") whose input is quantized per block of 32 as the engine does for
+    Q8_0/Q4_0 matrices (see quantize_activation)."""
     n_layers = config["n_layers"]
     n_heads = config["n_heads"]
     n_kv_heads = config["n_kv_heads"]
@@ -96,7 +133,10 @@ def forward(config, tensors, tokens):
         raise ValueError("%d tokens exceed seq_len %d" % (len(tokens), config["seq_len"]))
 
     w = {name: np.asarray(a, dtype=np.float64) for name, a in tensors.items()}
-    classifier = w["tok_embeddings"] if config["shared_classifier"] else w["output"]
+    classifier = "tok_embeddings" if config["shared_classifier"] else "output"
+
+    def mm(name, x):
+        return w[name] @ (quantize_activation(x) if name in quantized else x)
 
     # keys[layer][t], values[layer][t]: arrays [n_kv_heads, head_size]
     keys = [[] for _ in range(n_layers)]
@@ -111,9 +151,9 @@ def forward(config, tensors, tokens):
         for layer in range(n_layers):
             p = "layers.%d." % layer
             h = rmsnorm(x, w[p + "attention_norm"], eps)
-            q = (w[p + "attention.wq"] @ h).reshape(n_heads, head_size)
-            k = (w[p + "attention.wk"] @ h).reshape(n_kv_heads, head_size)
-            v = (w[p + "attention.wv"] @ h).reshape(n_kv_heads, head_size)
+            q = mm(p + "attention.wq", h).reshape(n_heads, head_size)
+            k = mm(p + "attention.wk", h).reshape(n_kv_heads, head_size)
+            v = mm(p + "attention.wv", h).reshape(n_kv_heads, head_size)
             q = rope(q, pos, theta)
             k = rope(k, pos, theta)
             keys[layer].append(k)
@@ -132,14 +172,14 @@ def forward(config, tensors, tokens):
             pos_scores.append(layer_scores)
             pos_weights.append(layer_weights)
 
-            x = x + w[p + "attention.wo"] @ out.reshape(n_heads * head_size)
+            x = x + mm(p + "attention.wo", out.reshape(n_heads * head_size))
             h = rmsnorm(x, w[p + "ffn_norm"], eps)
-            gate = w[p + "feed_forward.w1"] @ h
-            up = w[p + "feed_forward.w3"] @ h
-            x = x + w[p + "feed_forward.w2"] @ (silu(gate) * up)
+            gate = mm(p + "feed_forward.w1", h)
+            up = mm(p + "feed_forward.w3", h)
+            x = x + mm(p + "feed_forward.w2", silu(gate) * up)
 
         x = rmsnorm(x, w["norm"], eps)
-        result.logits.append(classifier @ x)
+        result.logits.append(mm(classifier, x))
         result.scores.append(pos_scores)
         result.weights.append(pos_weights)
     return result
@@ -183,6 +223,8 @@ def main(argv=None):
     ap.add_argument("--positions", help="comma-separated positions to print (default: all)")
     ap.add_argument("--name", help="model name for the 'model' line (default: file name up to the first dot)")
     ap.add_argument("--comment", action="append", default=[], help="a '# ' comment line at the top (repeatable)")
+    ap.add_argument("--quantized-activations", action="store_true",
+                    help="quantize the input of each Q8_0/Q4_0 matrix to int8 per block of 32, as the engine")
     args = ap.parse_args(argv)
 
     config, tensors, _ = qkvfile.read_model(args.model, args.tokenizer)
@@ -194,7 +236,8 @@ def main(argv=None):
         if not 0 <= pos < len(tokens):
             ap.error("position %d outside 0..%d" % (pos, len(tokens) - 1))
     name = args.name or os.path.basename(args.model).split(".")[0]
-    result = forward(config, tensors, tokens)
+    quantized = quantized_matrices(qkvfile.read_tensor_types(args.model)) if args.quantized_activations else ()
+    result = forward(config, tensors, tokens, quantized)
     sys.stdout.write(golden_text(name, config, tokens, positions, result, args.comment))
 
 

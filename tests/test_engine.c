@@ -565,8 +565,8 @@ static void free_golden(Golden *g) {
 /* The random test checkpoints: every format of each against reference.py.
  * f16 (float16 matrices) exists only as a qkv file. */
 static void test_golden_fixtures(void) {
-    const char *models[] = { "gqa", "mqa", "sepcls", "f16" };
-    const int min_formats[] = { 2, 2, 2, 1 };
+    const char *models[] = { "gqa", "mqa", "sepcls", "f16", "q8", "q4" };
+    const int min_formats[] = { 2, 2, 2, 1, 1, 1 };
     const char *formats[] = { "qkv", "legacy.bin", "v1.bin" };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[256];
