@@ -55,6 +55,7 @@ API
 write_qkv(path, config, tensors, tokenizer, alignment=64, strict=True) -> bytes written
 write_llama2c_legacy(path, config, tensors, strict=True) -> bytes written
 write_llama2c_v1(path, config, tensors, strict=True) -> bytes written
+write_llama2c_v2(path, config, tensors, group_size=64) -> bytes written (runq.c's int8)
 write_tokenizer_bin(path, tokenizer)
 read_tokenizer_bin(path, vocab_size=None) -> Tokenizer  (None: read to end of file)
 tokenizer_to_bytes(tokenizer) -> bytes       (the tokenizer.bin / qkv section bytes)
@@ -696,6 +697,40 @@ def write_llama2c_v1(path, config, tensors, strict=True):
             seq.append(tensors["output"])
         for a in seq:
             np.ascontiguousarray(a, dtype="<f4").tofile(f)
+        return f.tell()
+
+
+def write_llama2c_v2(path, config, tensors, group_size=64):
+    """Write llama2.c's version 2 (runq.c's int8): the version 1 header plus
+    the group size (i32 at byte 37), the norms in float32, then
+    tok_embeddings, wq, wk, wv, wo, w1, w2, w3 (each for all layers) and the
+    classifier if not shared, each as its int8 values then one float32 scale
+    per group of group_size values of the flattened tensor: scale =
+    max|w| / 127, q = round(w / scale).  Returns the file size."""
+    c = dict(complete_config(config, tensors), weight_type=WEIGHT_F32)  # the float weights given
+    check_config(c)
+    _llama2c_check(c)
+    _check_tensors(c, tensors)
+    header = bytearray(HEADER_BYTES)
+    _V1_HEADER.pack_into(header, 0, V1_MAGIC, 2, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
+                         c["n_kv_heads"], c["vocab_size"], c["seq_len"], c["shared_classifier"])
+    struct.pack_into("<i", header, 37, group_size)
+    with open(path, "wb") as f:
+        f.write(header)
+        for a in _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm") + [tensors["norm"]]:
+            np.ascontiguousarray(a, dtype="<f4").tofile(f)
+        seq = [tensors["tok_embeddings"]]
+        for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                    "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
+            seq += _layer_list(c, tensors, key)
+        if not c["shared_classifier"]:
+            seq.append(tensors["output"])
+        for a in seq:
+            g = np.asarray(a, dtype=np.float32).reshape(-1, group_size)
+            scale = (np.abs(g).max(axis=1) / np.float32(127)).astype(np.float32)
+            safe = np.where(scale == 0, np.float32(1), scale)
+            np.round(g / safe[:, None]).astype(np.int8).tofile(f)
+            scale.astype("<f4").tofile(f)
         return f.tell()
 
 

@@ -563,7 +563,7 @@ static void free_golden(Golden *g) {
 }
 
 /* The random test checkpoints: every format of each against reference.py.
- * f16 (float16 matrices) exists only as a qkv file. */
+ * f16, q8 and q4 (float16, Q8_0, Q4_0 matrices) exist only as qkv files. */
 static void test_golden_fixtures(void) {
     const char *models[] = { "gqa", "mqa", "sepcls", "f16", "q8", "q4" };
     const int min_formats[] = { 2, 2, 2, 1, 1, 1 };

@@ -176,3 +176,36 @@ if $PY -c 'import torch' 2>/dev/null; then
 else
     echo "skip export.py --dtype q8: python3-torch is missing"
 fi
+
+# llama2.c's version 2 (runq.c's int8), written by qkvfile from the Q8_0
+# fixture's weights with groups of 32: every group's largest value is
+# +-127 times the block's float16 scale, so the int8 values and scales are
+# those blocks exactly, and the engine, which repacks version 2 into Q8_0 at
+# load, must score a text with exactly the bits it scores it with from the
+# qkv file (whose logits test_engine.c checks against the NumPy reference).
+# Groups of 64 mix two blocks' scales: loaded, within 1% of it.
+$PY - tests/data/q8.qkv "$tmp" <<'EOF2' || echo "FAIL llama2.c version 2 files: writing them failed"
+import sys
+sys.path.insert(0, "export")
+import qkvfile
+cfg, t, tok = qkvfile.read_qkv(sys.argv[1])
+qkvfile.write_tokenizer_bin(sys.argv[2] + "/q8.tok", tok)
+for g in (32, 64):
+    qkvfile.write_llama2c_v2("%s/q8.v2g%d.bin" % (sys.argv[2], g), cfg, t, group_size=g)
+EOF2
+text="the cat sat on the mat. the dog ran."
+printf '%s' "$text" > "$tmp/v2.txt"
+want=$($RUN tests/data/q8.qkv -m ppl -f "$tmp/v2.txt" 2>&1 | tail -1)
+g32=$($RUN "$tmp/q8.v2g32.bin" -z "$tmp/q8.tok" -m ppl -f "$tmp/v2.txt" 2>&1 | tail -1)
+g64=$($RUN "$tmp/q8.v2g64.bin" -z "$tmp/q8.tok" -m ppl -f "$tmp/v2.txt" 2>&1 | tail -1)
+if [ -n "$want" ] && [ "$g32" = "$want" ]; then
+    echo "ok llama2.c version 2, groups of 32: the same bits as the Q8_0 file ($want)"
+else
+    echo "FAIL llama2.c version 2, groups of 32: '$g32', expected '$want'"
+fi
+nats() { echo "$1" | sed -n 's/.*nats\/token \([0-9.]*\).*/\1/p'; }
+if awk -v a="$(nats "$g64")" -v b="$(nats "$want")" 'BEGIN { exit !(a > 0 && (a - b) / b < 0.01 && (b - a) / b < 0.01) }'; then
+    echo "ok llama2.c version 2, groups of 64: loads, nats/token within 1% ($(nats "$g64") vs $(nats "$want"))"
+else
+    echo "FAIL llama2.c version 2, groups of 64: '$g64' against '$want'"
+fi
