@@ -332,9 +332,18 @@ static void print_table(const Bench *b) {
 
 /* The slope of per-token latency against context, and what the FLOP count
  * predicts it to be if attention ran at the rate the weights run at. */
+/* Tokens of context the slope is quoted per: a power of ten within the
+ * measured range, so a 256-token model is not extrapolated to 1000. */
+static int slope_unit(int ctx) {
+    int unit = 10;
+    while (unit * 10 <= ctx) unit *= 10;
+    return unit;
+}
+
 static void print_slopes(const Bench *b) {
     const Config *c = &b->model->config;
-    double predicted_flops = attention_flops(c, 1000);
+    int unit = slope_unit(b->ctx);
+    double predicted_flops = attention_flops(c, unit);
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
     double last_attention_s = b->cached.attention_ms[b->ctx - 1] * 1e-3;
     printf("\nslope (least squares over positions 1..%d)\n", b->ctx);
@@ -342,15 +351,16 @@ static void print_slopes(const Bench *b) {
         printf("  needs at least two positions\n");
         return;
     }
-    printf("  measured: per-token latency grows %.3f ms per 1000 tokens of context"
-           " (attention alone %.3f; intercept %.3f ms)\n",
-           b->total_fit.slope * 1000, b->attention_fit.slope * 1000, b->total_fit.intercept);
-    printf("  FLOPs prediction: %.3f ms per 1000 tokens = %.4g MFLOP of attention per 1000 tokens"
+    printf("  measured: per-token latency grows %.4f ms per %d tokens of context"
+           " (attention alone %.4f; intercept %.3f ms; run-to-run spread %.0f%%: trust the slope accordingly)\n",
+           b->total_fit.slope * unit, unit, b->attention_fit.slope * unit, b->total_fit.intercept,
+           100 * b->cached.spread);
+    printf("  FLOPs prediction: %.4f ms per %d tokens = %.4g MFLOP of attention per %d tokens"
            " / %.3g GFLOP/s (measured over positions 1..%d)\n",
-           predicted_ms, predicted_flops * 1e-6, b->small_flop_rate * 1e-9,
+           predicted_ms, unit, predicted_flops * 1e-6, unit, b->small_flop_rate * 1e-9,
            b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
     if (predicted_ms > 0)
-        printf("  measured / predicted: %.2f\n", b->total_fit.slope * 1000 / predicted_ms);
+        printf("  measured / predicted: %.2f\n", b->total_fit.slope * unit / predicted_ms);
     if (last_attention_s > 0)
         printf("  attention itself runs at %.3g GFLOP/s at position %d\n",
                attention_flops(c, b->ctx) / last_attention_s * 1e-9, b->ctx);
@@ -592,6 +602,14 @@ static int point_visible(const Panel *p, double x, double y) {
     return isfinite(y) && (!p->y.log || y > 0) && (!p->x.log || x > 0);
 }
 
+/* The pixel row of y, held inside the plot: a spike beyond the range is cut
+ * at the plot's edge. Done here rather than with an SVG clipPath, which
+ * ImageMagick's renderer applies to the whole group (it drew empty plots). */
+static double plot_y(const Panel *p, double y) {
+    double pixel = axis_pixel(&p->y, y);
+    return pixel < p->y.to ? p->y.to : pixel > p->y.from ? p->y.from : pixel;
+}
+
 static void draw_series(const Panel *p, const Series *s) {
     FILE *f = p->f;
     fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", s->color,
@@ -600,8 +618,7 @@ static void draw_series(const Panel *p, const Series *s) {
     int pen_down = 0;
     for (int i = 0; i < s->n; i++) {
         if (!point_visible(p, s->x[i], s->y[i])) { pen_down = 0; continue; }
-        fprintf(f, "%s%.1f %.1f ", pen_down ? "L" : "M", axis_pixel(&p->x, s->x[i]),
-                axis_pixel(&p->y, s->y[i]));
+        fprintf(f, "%s%.1f %.1f ", pen_down ? "L" : "M", axis_pixel(&p->x, s->x[i]), plot_y(p, s->y[i]));
         pen_down = 1;
     }
     fputs("\"/>\n", f);
@@ -646,8 +663,7 @@ static void draw_legend(const Panel *p, const Series *series, int n) {
     }
 }
 
-/* One panel at vertical offset top: title, axes, axis titles, lines (clipped
- * to the plot, so a spike cannot run over the title), legend. */
+/* One panel at vertical offset top: title, axes, axis titles, lines, legend. */
 static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, const char *x_title,
                        const char *y_title, const Series *series, int n_series) {
     Panel p = { f, x, y, x.log };
@@ -660,10 +676,8 @@ static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, cons
     double cx = PLOT_LEFT - 62, cy = top + 30 + PLOT_HEIGHT / 2.0;
     snprintf(rotate, sizeof rotate, " transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
     svg_text(f, cx, cy, "middle", rotate, y_title);
-    fprintf(f, "<clipPath id=\"plot%d\"><rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\"/></clipPath>\n"
-               "<g clip-path=\"url(#plot%d)\">\n", top, PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT, top);
     for (int i = 0; i < n_series; i++) draw_series(&p, &series[i]);
-    fprintf(f, "</g>\n<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
+    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
             PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT);
     draw_legend(&p, series, n_series);
 }
@@ -763,8 +777,9 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
     double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope,
                         b->total_fit.intercept + b->total_fit.slope * b->ctx };
     char title[128];
-    snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per 1000 tokens of context",
-             b->total_fit.slope * 1000);
+    int unit = slope_unit(b->ctx);
+    snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
+             b->total_fit.slope * unit, unit, 100 * b->cached.spread);
     Series s[7] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
         raw_series(cc, COLOR_OTHER, d->other_ms),

@@ -72,6 +72,9 @@ check_svg() {
         if ! grep -q "$word" "$svg"; then fail "bench $name: svg is XML" "no '$word'"; return; fi
     done
     ok "bench $name: svg is XML"
+    # ImageMagick's renderer drew empty plots under an SVG clipPath: none is used
+    if grep -q "clip-path\|<clipPath" "$svg"; then fail "bench $name: svg without clipPath" "found one"
+    else ok "bench $name: svg without clipPath"; fi
 }
 
 # check_report NAME PATTERN...: stdout has every pattern
@@ -115,8 +118,12 @@ else
         check_csv full 32 "1 2 4 8 16 32"
         check_svg full
         check_report full "threads [0-9]+" "weights +[0-9]+ bytes" "KV cache +[0-9]+ bytes per token" \
-            "no-cache +ratio" "measured: per-token latency grows -?[0-9.]+ ms per 1000 tokens" \
-            "FLOPs prediction: [0-9.]+ ms per 1000 tokens" "prefill +decode" \
+            "no-cache +ratio" "measured: per-token latency grows -?[0-9.]+ ms per 10 tokens" \
+            "run-to-run spread [0-9]+%" "FLOPs prediction: [0-9.]+ ms per 10 tokens" "prefill +decode" \
+            "machine: read bandwidth [0-9.]+ GB/s, float32 FMA peak [0-9.]+ GFLOP/s" \
+            "decode, positions 1..32: weights stream at [0-9.]+ GB/s = [0-9]+% of the read bandwidth" \
+            "prefill of 32 tokens: [0-9.]+ GFLOP/s = [0-9]+% of the FMA peak" \
+            "summary: [^ ]+ float32 [0-9]+ threads?: decode [0-9.]+ tok/s" \
             "peak resident memory +[0-9]+ bytes"
     fi
     # without --no-cache: no recomputation columns; --ctx limits the positions
