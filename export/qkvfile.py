@@ -675,6 +675,26 @@ def write_llama2c_legacy(path, config, tensors, strict=True):
         return f.tell()
 
 
+def _v1_header(c, version):
+    """The 256-byte header of llama2.c's versions 1 and 2."""
+    header = bytearray(HEADER_BYTES)
+    _V1_HEADER.pack_into(header, 0, V1_MAGIC, version, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
+                         c["n_kv_heads"], c["vocab_size"], c["seq_len"], c["shared_classifier"])
+    return header
+
+
+def _v1_matrices(c, tensors):
+    """The matrices in versions 1 and 2's order: wq, wk, wv, wo, w1, w2, w3
+    (each for all layers), then the classifier if it is not shared."""
+    seq = []
+    for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
+                "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
+        seq += _layer_list(c, tensors, key)
+    if not c["shared_classifier"]:
+        seq.append(tensors["output"])
+    return seq
+
+
 def write_llama2c_v1(path, config, tensors, strict=True):
     """Write llama2.c's version 1 format ("ak42" header padded to 256 bytes,
     norms first).  Returns the file size."""
@@ -683,18 +703,10 @@ def write_llama2c_v1(path, config, tensors, strict=True):
         check_config(c)
         _llama2c_check(c)
         _check_tensors(c, tensors)
-    header = bytearray(HEADER_BYTES)
-    _V1_HEADER.pack_into(header, 0, V1_MAGIC, 1, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
-                         c["n_kv_heads"], c["vocab_size"], c["seq_len"], c["shared_classifier"])
     with open(path, "wb") as f:
-        f.write(header)
+        f.write(_v1_header(c, 1))
         seq = _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm")
-        seq += [tensors["norm"], tensors["tok_embeddings"]]
-        for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
-                    "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
-            seq += _layer_list(c, tensors, key)
-        if not c["shared_classifier"]:
-            seq.append(tensors["output"])
+        seq += [tensors["norm"], tensors["tok_embeddings"]] + _v1_matrices(c, tensors)
         for a in seq:
             np.ascontiguousarray(a, dtype="<f4").tofile(f)
         return f.tell()
@@ -703,29 +715,21 @@ def write_llama2c_v1(path, config, tensors, strict=True):
 def write_llama2c_v2(path, config, tensors, group_size=64):
     """Write llama2.c's version 2 (runq.c's int8): the version 1 header plus
     the group size (i32 at byte 37), the norms in float32, then
-    tok_embeddings, wq, wk, wv, wo, w1, w2, w3 (each for all layers) and the
-    classifier if not shared, each as its int8 values then one float32 scale
-    per group of group_size values of the flattened tensor: scale =
-    max|w| / 127, q = round(w / scale).  Returns the file size."""
+    tok_embeddings and the matrices in version 1's order, each as its int8
+    values then one float32 scale per group of group_size values of the
+    flattened tensor: scale = max|w| / 127, q = round(w / scale).  Returns
+    the file size."""
     c = dict(complete_config(config, tensors), weight_type=WEIGHT_F32)  # the float weights given
     check_config(c)
     _llama2c_check(c)
     _check_tensors(c, tensors)
-    header = bytearray(HEADER_BYTES)
-    _V1_HEADER.pack_into(header, 0, V1_MAGIC, 2, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
-                         c["n_kv_heads"], c["vocab_size"], c["seq_len"], c["shared_classifier"])
+    header = _v1_header(c, 2)
     struct.pack_into("<i", header, 37, group_size)
     with open(path, "wb") as f:
         f.write(header)
         for a in _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm") + [tensors["norm"]]:
             np.ascontiguousarray(a, dtype="<f4").tofile(f)
-        seq = [tensors["tok_embeddings"]]
-        for key in ("attention.wq", "attention.wk", "attention.wv", "attention.wo",
-                    "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"):
-            seq += _layer_list(c, tensors, key)
-        if not c["shared_classifier"]:
-            seq.append(tensors["output"])
-        for a in seq:
+        for a in [tensors["tok_embeddings"]] + _v1_matrices(c, tensors):
             g = np.asarray(a, dtype=np.float32).reshape(-1, group_size)
             scale = (np.abs(g).max(axis=1) / np.float32(127)).astype(np.float32)
             safe = np.where(scale == 0, np.float32(1), scale)
