@@ -491,6 +491,17 @@ static int map_file(FileView *f, Model *m, const char *path) {
     return 0;
 }
 
+/* Every matrix's kernel, for one instruction set. */
+static void pick_kernels(Model *m, Isa isa) {
+    Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier };
+    for (size_t i = 0; i < 2; i++) top[i]->kernel = kernel_for(top[i]->type, isa);
+    for (int l = 0; l < m->config.n_layers; l++) {
+        LayerWeights *w = &m->weights.layers[l];
+        Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) mats[i]->kernel = kernel_for(mats[i]->type, isa);
+    }
+}
+
 int model_load(Model *m, const char *path, char *err, size_t err_len) {
     memset(m, 0, sizeof *m);
     FileView f = { NULL, 0, err, err_len };
@@ -518,6 +529,7 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
         return -1;
     }
     const Config *c = &m->config;
+    pick_kernels(m, isa_available());
     m->n_params = count_norm_params(c) + count_matrix_params(c);
     m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding);
     for (int l = 0; l < c->n_layers; l++) {

@@ -94,7 +94,10 @@ const char *isa_name(Isa isa);
 Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
-/* The fastest kernel for a type that isa_available() allows. */
+/* The fastest kernel for a type within an instruction set; kernel_best
+ * asks isa_available() (CPUID: slow in a virtual machine, so a loader asks
+ * once and uses kernel_for). */
+const KernelEntry *kernel_for(WeightType type, Isa isa);
 const KernelEntry *kernel_best(WeightType type);
 
 #endif /* QKV_KERNELS_H */
@@ -258,6 +261,15 @@ void weight_row_from_float(WeightType type, const float *in, void *row, int cols
     }
 }
 
+/* roundf (halves away from zero) for |v| < 2^31, exactly, in plain
+ * arithmetic a compiler vectorizes: the truncation, plus one if the
+ * fraction (exact) is half or more. */
+static inline int round_half_away(float v) {
+    int t = (int)v;
+    float fraction = v - (float)t;
+    return t + (fraction >= 0.5f) - (fraction <= -0.5f);
+}
+
 /* The activations, per block of 32: d = max|x| / 127, q = round(x / d),
  * scale kept in float32. */
 void activations_quantize(Activations *a) {
@@ -270,10 +282,15 @@ void activations_quantize(Activations *a) {
         for (int b = 0; b < blocks; b++) {
             const float *xb = x + b * QKV_QBLOCK;
             float amax = 0.0f;
-            for (int j = 0; j < QKV_QBLOCK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+            for (int j = 0; j < QKV_QBLOCK; j++) amax = amax > fabsf(xb[j]) ? amax : fabsf(xb[j]);
+            if (!(amax <= 3.4e38f)) { /* NaN or infinity: NaN out, and no undefined float -> int */
+                scale[b] = NAN;
+                memset(q + b * QKV_QBLOCK, 0, QKV_QBLOCK);
+                continue;
+            }
             float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             scale[b] = d;
-            for (int j = 0; j < QKV_QBLOCK; j++) q[b * QKV_QBLOCK + j] = (int8_t)roundf(xb[j] * id);
+            for (int j = 0; j < QKV_QBLOCK; j++) q[b * QKV_QBLOCK + j] = (int8_t)round_half_away(xb[j] * id);
         }
     }
     a->quantized = 1;
@@ -839,8 +856,9 @@ int kernel_count(void) { return (int)(sizeof KERNELS / sizeof KERNELS[0]); }
 
 const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KERNELS[i] : NULL; }
 
-const KernelEntry *kernel_best(WeightType type) {
-    Isa isa = isa_available();
+const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available()); }
+
+const KernelEntry *kernel_for(WeightType type, Isa isa) {
     const KernelEntry *best = NULL;
     for (int i = 0; i < kernel_count(); i++)
         if (KERNELS[i].type == type && KERNELS[i].isa <= isa && (!best || KERNELS[i].isa > best->isa))

@@ -46,7 +46,8 @@ typedef struct {
     const KernelEntry *kernel; /* NULL: the best one for type, looked up at use */
 } Matrix;
 
-/* A matrix over data of a type, with the best kernel for this CPU. */
+/* A matrix over data of a type; model_load then gives every matrix the
+ * best kernel for this CPU (a matrix without one looks it up at use). */
 Matrix matrix_make(WeightType type, int rows, int cols, const void *data);
 /* Bytes of its data. */
 size_t matrix_bytes(const Matrix *w);
@@ -139,6 +140,7 @@ typedef struct {
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
+    float *rope_cos, *rope_sin; /* [QKV_CHUNK, head_size/2] the chunk's RoPE turns, shared by the layers */
     int width;      /* row length of xb */
     const KernelEntry *f32_kernel; /* float32 matmul kernel, for attention scores */
     KVCache kv_cache;
@@ -256,6 +258,8 @@ int run_state_init(RunState *s, const Config *c) {
     s->attention_scores = s->chunk_scores;
     s->attention_weights = s->chunk_weights;
     s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
+    s->rope_cos = calloc((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
+    s->rope_sin = calloc((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
     s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
@@ -266,7 +270,7 @@ int run_state_init(RunState *s, const Config *c) {
     s->kv_cache.keys = calloc(cache_floats, sizeof(float));
     s->kv_cache.values = calloc(cache_floats, sizeof(float));
     if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
-        !s->chunk_scores || !s->chunk_weights || !s->logits || !s->x_q || !s->x_q_scale || !s->kv_cache.keys ||
+        !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q || !s->x_q_scale || !s->kv_cache.keys ||
         !s->kv_cache.values) {
         run_state_free(s);
         return -1;
@@ -276,7 +280,7 @@ int run_state_init(RunState *s, const Config *c) {
 
 void run_state_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
-    free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights);
+    free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights); free(s->rope_cos); free(s->rope_sin);
     free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->kv_cache.keys); free(s->kv_cache.values);
     memset(s, 0, sizeof *s);
 }
@@ -326,14 +330,16 @@ void softmax(float *x, int n) {
 #endif
 
 Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
-    Matrix mat = { type, rows, cols, data, kernel_best(type) };
+    Matrix mat = { type, rows, cols, data, NULL };
     return mat;
 }
 
 size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes(w->type, w->cols); }
 
 /* Work below this many multiply-adds is not worth waking other threads for. */
+#ifndef QKV_PARALLEL_MIN_WORK
 #define QKV_PARALLEL_MIN_WORK (1 << 15)
+#endif
 
 /* Rows a thread takes at a time: a multiple of the kernels' tile. */
 #define QKV_ROWS_PER_TASK 16
@@ -379,17 +385,32 @@ void matrix_row(float *out, const Matrix *w, int row) {
 
 /* Rotary position embedding, in place on vec[n_heads*head_size]: within each
  * head, the pair (2i, 2i+1) turns by pos * theta^(-2i/head_size) radians. */
-void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
+/* The turn of each pair at position pos: cos[i/2], sin[i/2] of pos *
+ * theta^(-i/head_size), i = 0, 2, 4, ... (the same for every head and layer) */
+static void rope_angles(float *cos_out, float *sin_out, int head_size, int pos, float theta) {
     for (int i = 0; i < head_size; i += 2) {
         float freq = 1.0f / powf(theta, (float)i / (float)head_size);
-        float angle = pos * freq, c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = vec + (size_t)h * head_size + i;
+        float angle = pos * freq;
+        cos_out[i / 2] = cosf(angle);
+        sin_out[i / 2] = sinf(angle);
+    }
+}
+
+/* Turns the pairs of every head of vec[n_heads*head_size] by the angles. */
+static void rope_apply(float *vec, int n_heads, int head_size, const float *cos_in, const float *sin_in) {
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < head_size; i += 2) {
+            float *v = vec + (size_t)h * head_size + i, c = cos_in[i / 2], s = sin_in[i / 2];
             float a = v[0], b = v[1];
             v[0] = a * c - b * s;
             v[1] = a * s + b * c;
         }
-    }
+}
+
+void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
+    float cos_buf[QKV_MAX_DIM / 2], sin_buf[QKV_MAX_DIM / 2];
+    rope_angles(cos_buf, sin_buf, head_size, pos, theta);
+    rope_apply(vec, n_heads, head_size, cos_buf, sin_buf);
 }
 
 /* One head of scaled dot-product attention for one query row:
@@ -500,8 +521,9 @@ static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int
     matmul_rows(s->v, kv_dim, &normed, &w->wv);
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * kv_dim, *v = s->v + (size_t)t * kv_dim;
-        rope(q, c->n_heads, c->head_size, pos + t, c->rope_theta);
-        rope(k, c->n_kv_heads, c->head_size, pos + t, c->rope_theta);
+        const float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
+        rope_apply(q, c->n_heads, c->head_size, cos_t, sin_t);
+        rope_apply(k, c->n_kv_heads, c->head_size, cos_t, sin_t);
         kv_cache_store(&s->kv_cache, layer, pos + t, k, v);
     }
 }
@@ -543,7 +565,11 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
 static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n, int pos,
                           const ForwardObserver *o) {
     const Config *c = &m->config;
-    for (int t = 0; t < n; t++) matrix_row(s->x + (size_t)t * c->dim, &m->weights.token_embedding, tokens[t]);
+    for (int t = 0; t < n; t++) {
+        matrix_row(s->x + (size_t)t * c->dim, &m->weights.token_embedding, tokens[t]);
+        rope_angles(s->rope_cos + (size_t)t * (c->head_size / 2), s->rope_sin + (size_t)t * (c->head_size / 2),
+                    c->head_size, pos + t, c->rope_theta);
+    }
     for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, n, o);
 }
 
