@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "kv_cache.h"
 
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */
@@ -102,16 +103,8 @@ const char *model_format_name(FileFormat f);
 /* ------------------------------------------------------------------------ */
 /* KV cache and run state                                                    */
 
-/* Keys and values of every layer for every position seen so far, stored
- * per key/value head so that one head's keys are contiguous: a query row
- * streams through them in order. A position lives in slot pos % capacity, so
- * a sliding window is a change of capacity and of which positions attention
- * visits, not of layout. */
-typedef struct {
-    int n_layers, n_kv_heads, capacity, head_size;
-    float *keys;   /* [n_layers, n_kv_heads, capacity, head_size] */
-    float *values; /* [n_layers, n_kv_heads, capacity, head_size] */
-} KVCache;
+/* The KV cache (kv_cache.h): keys and values of every layer for every
+ * position seen so far, in float32, float16 or int8. */
 
 /* Positions forward_tokens pushes through the weights together, as rows of
  * a matrix: each weight row is read from memory once per chunk of positions
@@ -142,11 +135,12 @@ typedef struct {
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
     float *rope_cos, *rope_sin; /* [QKV_CHUNK, head_size/2] the chunk's RoPE turns, shared by the layers */
     int width;      /* row length of xb */
-    const KernelEntry *f32_kernel; /* float32 matmul kernel, for attention scores */
     KVCache kv_cache;
 } RunState;
 
+/* A run state with a float32 KV cache, or one of kv_type. */
 int run_state_init(RunState *s, const Config *c);
+int run_state_init_kv(RunState *s, const Config *c, KVType kv_type);
 void run_state_free(RunState *s);
 
 /* ------------------------------------------------------------------------ */
@@ -208,7 +202,7 @@ float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int
 /* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
 double flops_weights_per_token(const Config *c);
 double flops_attention_per_token(const Config *c, int n_visible);
-size_t kv_cache_bytes_per_token(const Config *c);
+size_t kv_cache_bytes_per_token(const Config *c); /* float32 */
 /* Bytes of weights a decode step reads: every matrix and norm, but of the
  * token embedding only one row, unless it is also the classifier. */
 size_t weight_bytes_per_token(const Model *m);
@@ -227,19 +221,20 @@ size_t weight_bytes_per_token(const Model *m);
 
 #define QKV_KERNELS_IMPLEMENTATION
 #include "kernels.h"
+#define QKV_KV_CACHE_IMPLEMENTATION
+#include "kv_cache.h"
 #include "checkpoint.h"
 
 /* ------------------------------------------------------------------------ */
 /* Run state                                                                 */
 
-int run_state_init(RunState *s, const Config *c) {
+int run_state_init(RunState *s, const Config *c) { return run_state_init_kv(s, c, KV_F32); }
+
+int run_state_init_kv(RunState *s, const Config *c, KVType kv_type) {
     memset(s, 0, sizeof *s);
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
-    size_t cache_floats;
-    if (!mul_sizes(&cache_floats, (size_t)c->n_layers * c->seq_len, kv_dim)) return -1;
     s->width = (int)width;
-    s->f32_kernel = kernel_best(WEIGHT_F32);
     s->x = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
     s->xb = calloc((size_t)QKV_CHUNK * width, sizeof(float));
     s->xb2 = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
@@ -263,15 +258,10 @@ int run_state_init(RunState *s, const Config *c) {
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
     s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
-    s->kv_cache.n_layers = c->n_layers;
-    s->kv_cache.n_kv_heads = c->n_kv_heads;
-    s->kv_cache.capacity = c->seq_len;
-    s->kv_cache.head_size = c->head_size;
-    s->kv_cache.keys = calloc(cache_floats, sizeof(float));
-    s->kv_cache.values = calloc(cache_floats, sizeof(float));
-    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
-        !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q || !s->x_q_scale || !s->kv_cache.keys ||
-        !s->kv_cache.values) {
+    int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, c->seq_len, c->head_size);
+    if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
+        !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
+        !s->x_q_scale) {
         run_state_free(s);
         return -1;
     }
@@ -281,24 +271,9 @@ int run_state_init(RunState *s, const Config *c) {
 void run_state_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
     free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights); free(s->rope_cos); free(s->rope_sin);
-    free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->kv_cache.keys); free(s->kv_cache.values);
+    free(s->logits); free(s->x_q); free(s->x_q_scale);
+    kv_cache_free(&s->kv_cache);
     memset(s, 0, sizeof *s);
-}
-
-/* Where position pos of one key/value head of one layer lives. */
-static float *kv_slot(float *base, const KVCache *kv, int layer, int kv_head, int pos) {
-    size_t head = (size_t)layer * kv->n_kv_heads + (size_t)kv_head;
-    size_t slot = head * kv->capacity + (size_t)(pos % kv->capacity);
-    return base + slot * kv->head_size;
-}
-
-/* Appends this position's key and value (all kv heads) to the cache. */
-static void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float *v) {
-    size_t bytes = (size_t)kv->head_size * sizeof(float);
-    for (int h = 0; h < kv->n_kv_heads; h++) {
-        memcpy(kv_slot(kv->keys, kv, layer, h, pos), k + (size_t)h * kv->head_size, bytes);
-        memcpy(kv_slot(kv->values, kv, layer, h, pos), v + (size_t)h * kv->head_size, bytes);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -422,28 +397,24 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  * float32 matmul kernel computes them, four keys at a time. Positions a
  * query may not see are simply not visited: that is the causal mask, and
  * why the cache holds only the past. */
-/* weights = softmax(scores * scale); out[head_size] = sum_t weights[t] * values[t] */
-QKV_SIMD_CLONES
-static void attend(float *out, const float *scores, float *weights, const float *values, int n_visible,
-                   int head_size) {
-    float scale = 1.0f / sqrtf((float)head_size);
+/* weights = softmax(scores / sqrt(head_size)); out = Σ weights[t] · values[t] */
+static void attend(const KVCache *kv, float *out, const float *scores, float *weights,
+                   const unsigned char *values, int n_visible) {
+    float scale = 1.0f / sqrtf((float)kv->head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
     softmax(weights, n_visible);
-    memset(out, 0, (size_t)head_size * sizeof(float));
-    for (int t = 0; t < n_visible; t++) {
-        const float *v = values + (size_t)t * head_size;
-        float w = weights[t];
-        for (int i = 0; i < head_size; i++) out[i] += w * v[i];
-    }
+    kv_weighted_sum(kv, values, weights, n_visible, out);
 }
 
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int n_visible, int head_size,
                     const KernelEntry *scores_kernel) {
-    const KernelEntry *k = scores_kernel ? scores_kernel : kernel_best(WEIGHT_F32);
-    Activations query = { q, 1, head_size, head_size, NULL, NULL, 0 };
-    k->run(scores, n_visible, &query, keys, head_size, 0, n_visible);
-    attend(out, scores, weights, values, n_visible, head_size);
+    /* the rows as a float32 KV cache of one head */
+    KVCache view = { .type = KV_F32, .head_size = head_size, .row_bytes = (size_t)head_size * sizeof(float),
+                     .isa = isa_available() };
+    view.f32_kernel = scores_kernel ? scores_kernel : kernel_for(WEIGHT_F32, view.isa);
+    kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
+    attend(&view, out, scores, weights, (const unsigned char *)values, n_visible);
 }
 
 /* x <- silu(gate) * up, elementwise over hidden_dim */
@@ -493,14 +464,12 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
     int block = s->attention_block, h;
 #pragma omp parallel for schedule(static) if ((long)c->n_heads * (pos + n) * hs * n >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
-        const float *keys = kv_slot(kv->keys, kv, layer, h / heads_per_kv, 0);
-        const float *values = kv_slot(kv->values, kv, layer, h / heads_per_kv, 0);
-        Activations queries = { s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, hs, NULL, NULL, 0 };
+        const unsigned char *keys = kv_keys(kv, layer, h / heads_per_kv), *values = kv_values(kv, layer, h / heads_per_kv);
         float *scores = s->chunk_scores + (size_t)h * c->seq_len, *weights = s->chunk_weights + (size_t)h * c->seq_len;
-        s->f32_kernel->run(scores, block, &queries, keys, hs, 0, pos + n);
+        kv_scores(kv, keys, s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, pos + n, scores, block);
         for (int t = 0; t < n; t++)
-            attend(s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,
-                   weights + (size_t)t * block, values, pos + t + 1, hs);
+            attend(kv, s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,
+                   weights + (size_t)t * block, values, pos + t + 1);
     }
 }
 

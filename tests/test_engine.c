@@ -518,42 +518,113 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
  * numbers must be those of one forward() per position, bit for bit, across
  * chunk boundaries: every row of forward_logits, the last logits of
  * forward_tokens, and the KV cache both leave behind. */
-static void test_chunks_equal_steps(const char *path) {
-    Model m;
-    char err[256], name[512];
-    if (model_load(&m, path, err, sizeof err)) { report(0, path, "%s", err); return; }
-    int V = m.config.vocab_size, n = m.config.seq_len < 3 * QKV_CHUNK + 5 ? m.config.seq_len : 3 * QKV_CHUNK + 5;
+/* A prompt in chunks gives the bits of token-by-token decoding, with each
+ * KV cache type. */
+static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType kv_type) {
+    char name[512];
+    int V = m->config.vocab_size, n = m->config.seq_len < 3 * QKV_CHUNK + 5 ? m->config.seq_len : 3 * QKV_CHUNK + 5;
     int *tokens = malloc((size_t)n * sizeof(int));
     uint32_t lcg = 12345;
     for (int i = 0; i < n; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
     float *stepped = malloc((size_t)n * V * sizeof(float));
     RunState one, many;
-    run_state_init(&one, &m.config);
-    run_state_init(&many, &m.config);
+    run_state_init_kv(&one, &m->config, kv_type);
+    run_state_init_kv(&many, &m->config, kv_type);
     for (int pos = 0; pos < n; pos++)
-        memcpy(stepped + (size_t)pos * V, forward(&m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
+        memcpy(stepped + (size_t)pos * V, forward(m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
     int rows_equal = 1;
     for (int pos = 0; pos < n; pos += QKV_CHUNK) {
         int len = n - pos < QKV_CHUNK ? n - pos : QKV_CHUNK;
-        float *logits = forward_logits(&m, &many, tokens + pos, len, pos, NULL);
+        float *logits = forward_logits(m, &many, tokens + pos, len, pos, NULL);
         rows_equal &= memcmp(logits, stepped + (size_t)pos * V, (size_t)len * V * sizeof(float)) == 0;
     }
-    snprintf(name, sizeof name, "%s: forward_logits equals forward() at all %d positions (chunks of %d)", path, n, QKV_CHUNK);
+    snprintf(name, sizeof name, "%s, %s KV cache: forward_logits equals forward() at all %d positions (chunks of %d)",
+             path, kv_type_name(kv_type), n, QKV_CHUNK);
     report(rows_equal, name, "logits differ");
     run_state_free(&many);
-    run_state_init(&many, &m.config);
-    float *last = forward_tokens(&m, &many, tokens, n, 0, NULL);
-    size_t cache = (size_t)m.config.n_layers * m.config.n_kv_heads * m.config.seq_len * m.config.head_size;
+    run_state_init_kv(&many, &m->config, kv_type);
+    float *last = forward_tokens(m, &many, tokens, n, 0, NULL);
+    size_t cache = kv_cache_bytes(&one.kv_cache) / 2;
     int same = memcmp(last, stepped + (size_t)(n - 1) * V, (size_t)V * sizeof(float)) == 0 &&
-               memcmp(many.kv_cache.keys, one.kv_cache.keys, cache * sizeof(float)) == 0 &&
-               memcmp(many.kv_cache.values, one.kv_cache.values, cache * sizeof(float)) == 0;
-    snprintf(name, sizeof name, "%s: forward_tokens over %d positions leaves forward()'s logits and KV cache", path, n);
+               memcmp(many.kv_cache.keys, one.kv_cache.keys, cache) == 0 &&
+               memcmp(many.kv_cache.values, one.kv_cache.values, cache) == 0;
+    snprintf(name, sizeof name, "%s, %s KV cache: forward_tokens over %d positions leaves forward()'s logits and cache",
+             path, kv_type_name(kv_type), n);
     report(same, name, "last logits or cache differ");
     run_state_free(&one);
     run_state_free(&many);
     free(stepped);
     free(tokens);
+}
+
+static void test_chunks_equal_steps(const char *path) {
+    Model m;
+    char err[256];
+    if (model_load(&m, path, err, sizeof err)) { report(0, path, "%s", err); return; }
+    for (int kv = 0; kv < KV_TYPE_COUNT; kv++) test_chunks_equal_steps_kv(&m, path, (KVType)kv);
     model_free(&m);
+}
+
+/* Attention through a KV cache of each type against float64 attention over
+ * the rows as stored: each stored row within half a step of the float it
+ * came from (float16: 2^-11 relative; int8: scale / 2), and the scores and
+ * output within 1e-5 of float64 sums over the stored rows. */
+static void test_kv_types(void) {
+    enum { HS = 40, N = 37 };
+    static float q[HS], keys[N][HS], values[N][HS], back[HS], scores[N], weights[N], out[HS];
+    uint32_t lcg = 99;
+    for (int i = 0; i < HS; i++) { lcg = lcg * 1664525u + 1013904223u; q[i] = (float)(lcg >> 8) / 16777216.0f - 0.5f; }
+    for (int t = 0; t < N; t++)
+        for (int i = 0; i < HS; i++) {
+            lcg = lcg * 1664525u + 1013904223u;
+            keys[t][i] = (float)(lcg >> 8) / 16777216.0f * 4 - 2;
+            lcg = lcg * 1664525u + 1013904223u;
+            values[t][i] = (float)(lcg >> 8) / 16777216.0f * 2 - 1;
+        }
+    for (int type = 0; type < KV_TYPE_COUNT; type++) {
+        KVCache kv;
+        char name[160];
+        kv_cache_init(&kv, (KVType)type, 1, 1, N, HS);
+        for (int t = 0; t < N; t++) kv_cache_store(&kv, 0, t, keys[t], values[t]);
+        static double k64[N][HS], v64[N][HS];
+        int rows_ok = 1;
+        for (int t = 0; t < N; t++)
+            for (int which = 0; which < 2; which++) {
+                const float *orig = which ? values[t] : keys[t];
+                kv_row_to_float(&kv, (which ? kv_values(&kv, 0, 0) : kv_keys(&kv, 0, 0)) + t * kv.row_bytes, back);
+                double amax = 0;
+                for (int i = 0; i < HS; i++) amax = fmax(amax, fabs(orig[i]));
+                for (int i = 0; i < HS; i++) {
+                    double step = type == KV_F32 ? 0 : type == KV_F16 ? fabs(orig[i]) * 0x1p-11 : amax / 127 / 2 * 1.0001;
+                    rows_ok &= fabs(back[i] - orig[i]) <= step + 1e-30;
+                    (which ? v64 : k64)[t][i] = back[i];
+                }
+            }
+        snprintf(name, sizeof name, "%s KV cache: rows stored within half a step", kv_type_name((KVType)type));
+        report(rows_ok, name, "a row is further off");
+        kv_scores(&kv, kv_keys(&kv, 0, 0), q, 1, HS, N, scores, N);
+        float scale = 1.0f / sqrtf((float)HS);
+        for (int t = 0; t < N; t++) weights[t] = scores[t] * scale;
+        softmax(weights, N);
+        kv_weighted_sum(&kv, kv_values(&kv, 0, 0), weights, N, out);
+        double s64[N], m = -1e300, sum = 0, worst = 0;
+        for (int t = 0; t < N; t++) {
+            s64[t] = 0;
+            for (int i = 0; i < HS; i++) s64[t] += (double)q[i] * k64[t][i];
+            worst = fmax(worst, fabs(scores[t] - s64[t]) / (1 + fabs(s64[t])));
+            m = fmax(m, s64[t] / sqrt(HS));
+        }
+        for (int t = 0; t < N; t++) sum += exp(s64[t] / sqrt(HS) - m);
+        for (int i = 0; i < HS; i++) {
+            double o = 0;
+            for (int t = 0; t < N; t++) o += exp(s64[t] / sqrt(HS) - m) / sum * v64[t][i];
+            worst = fmax(worst, fabs(out[i] - o));
+        }
+        snprintf(name, sizeof name, "%s KV cache: scores and output within 1e-5 of float64 over the stored rows",
+                 kv_type_name((KVType)type));
+        report(worst <= 1e-5, name, "worst error %.3g", worst);
+        kv_cache_free(&kv);
+    }
 }
 
 static void free_golden(Golden *g) {
@@ -742,6 +813,7 @@ int main(void) {
     test_float16();
     test_matmul_kernels();
     test_quantizers();
+    test_kv_types();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();

@@ -1,0 +1,321 @@
+/* kv_cache.h — the keys and values attention reads, in float32, float16 or
+ * int8, and the two products attention makes of them: scores = keys · q and
+ * out = Σ weights[t] · values[t].
+ *
+ * stb-style: the interface everywhere, the implementation where
+ * QKV_KV_CACHE_IMPLEMENTATION is defined (model.h's implementation does).
+ *
+ * At long contexts a decode step reads more bytes of keys and values than
+ * of weights (the first seed: "at tens of thousands of tokens attention
+ * dominates"). Float16 halves those bytes and int8 quarters them; the
+ * arithmetic stays float32. An int8 row is a float32 scale and head_size
+ * values: x = q · scale, scale = max|x| / 127 (one scale per key or value
+ * row of each head). */
+#ifndef QKV_KV_CACHE_H
+#define QKV_KV_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2, KV_TYPE_COUNT } KVType;
+
+const char *kv_type_name(KVType type);
+/* "f32", "f16", "q8"; -1 if none */
+int kv_type_parse(const char *name);
+
+/* Keys and values of every layer for every position seen so far, stored
+ * per key/value head so that one head's keys are contiguous: a query row
+ * streams through them in order. A position lives in slot pos % capacity. */
+typedef struct {
+    KVType type;
+    int n_layers, n_kv_heads, capacity, head_size;
+    size_t row_bytes;     /* one key or value row of one head, as stored */
+    unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */
+    unsigned char *values;
+    const KernelEntry *f32_kernel, *f16_kernel; /* the scores of float32 and float16 keys */
+    Isa isa;
+} KVCache;
+
+/* Returns 0, or -1 when out of memory (or the size overflows). */
+int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int capacity, int head_size);
+void kv_cache_free(KVCache *kv);
+size_t kv_cache_bytes(const KVCache *kv);
+
+/* Stores position pos's keys and values of every kv head of a layer:
+ * k, v [n_kv_heads * head_size] floats. */
+void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float *v);
+
+/* The rows of one layer's kv head (slot 0 on). */
+const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head);
+const unsigned char *kv_values(const KVCache *kv, int layer, int kv_head);
+
+/* A stored row as floats (for tests and tools). */
+void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out);
+
+/* scores[t * scores_stride + key] = keys[key] · q[t] for key < n_keys and
+ * the n query rows q (q_stride floats apart): each (key, query) the same
+ * arithmetic whatever n is. */
+void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
+               float *scores, int scores_stride);
+
+/* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible */
+void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
+                     float *out);
+
+#endif /* QKV_KV_CACHE_H */
+
+/* ======================================================================== */
+#ifdef QKV_KV_CACHE_IMPLEMENTATION
+#ifndef QKV_KV_CACHE_IMPLEMENTED
+#define QKV_KV_CACHE_IMPLEMENTED
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *kv_type_name(KVType type) {
+    static const char *names[KV_TYPE_COUNT] = { "f32", "f16", "q8" };
+    return type >= 0 && type < KV_TYPE_COUNT ? names[type] : "?";
+}
+
+int kv_type_parse(const char *name) {
+    for (int i = 0; i < KV_TYPE_COUNT; i++)
+        if (strcmp(name, kv_type_name((KVType)i)) == 0) return i;
+    return -1;
+}
+
+static size_t kv_row_bytes(KVType type, int head_size) {
+    switch (type) {
+    case KV_F16: return (size_t)head_size * 2;
+    case KV_Q8: return sizeof(float) + (size_t)head_size;
+    default: return (size_t)head_size * sizeof(float);
+    }
+}
+
+int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int capacity, int head_size) {
+    memset(kv, 0, sizeof *kv);
+    kv->type = type;
+    kv->n_layers = n_layers;
+    kv->n_kv_heads = n_kv_heads;
+    kv->capacity = capacity;
+    kv->head_size = head_size;
+    kv->row_bytes = kv_row_bytes(type, head_size);
+    kv->isa = isa_available();
+    kv->f32_kernel = kernel_for(WEIGHT_F32, kv->isa);
+    kv->f16_kernel = kernel_for(WEIGHT_F16, kv->isa);
+    size_t rows, bytes;
+    if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)capacity, &rows) ||
+        __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
+        return -1;
+    kv->keys = calloc(bytes, 1);
+    kv->values = calloc(bytes, 1);
+    if (!kv->keys || !kv->values) {
+        kv_cache_free(kv);
+        return -1;
+    }
+    return 0;
+}
+
+void kv_cache_free(KVCache *kv) {
+    free(kv->keys);
+    free(kv->values);
+    kv->keys = kv->values = NULL;
+}
+
+size_t kv_cache_bytes(const KVCache *kv) {
+    return 2 * (size_t)kv->n_layers * kv->n_kv_heads * kv->capacity * kv->row_bytes;
+}
+
+/* Where position pos of one key/value head of one layer lives. */
+static size_t kv_offset(const KVCache *kv, int layer, int kv_head, int pos) {
+    size_t head = (size_t)layer * kv->n_kv_heads + (size_t)kv_head;
+    return (head * kv->capacity + (size_t)(pos % kv->capacity)) * kv->row_bytes;
+}
+
+const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head) {
+    return kv->keys + kv_offset(kv, layer, kv_head, 0);
+}
+
+const unsigned char *kv_values(const KVCache *kv, int layer, int kv_head) {
+    return kv->values + kv_offset(kv, layer, kv_head, 0);
+}
+
+/* roundf's halves away from zero, exactly, for |v| < 2^31 */
+static inline int kv_round(float v) {
+    int t = (int)v;
+    float fraction = v - (float)t;
+    return t + (fraction >= 0.5f) - (fraction <= -0.5f);
+}
+
+/* One row of floats into the cache's type. */
+static void kv_encode(KVType type, const float *x, int n, unsigned char *row) {
+    if (type == KV_F32) {
+        memcpy(row, x, (size_t)n * sizeof(float));
+    } else if (type == KV_F16) {
+        for (int i = 0; i < n; i++) {
+            uint16_t h = float_to_half(x[i]);
+            memcpy(row + 2 * (size_t)i, &h, 2);
+        }
+    } else {
+        float amax = 0.0f;
+        for (int i = 0; i < n; i++) amax = amax > fabsf(x[i]) ? amax : fabsf(x[i]);
+        float scale = amax / 127.0f, inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+        if (!(amax <= 3.4e38f)) { /* NaN or infinity: a NaN row, no undefined float -> int */
+            scale = NAN;
+            inverse = 0.0f;
+        }
+        memcpy(row, &scale, sizeof scale);
+        for (int i = 0; i < n; i++) row[sizeof scale + i] = (unsigned char)(int8_t)kv_round(x[i] * inverse);
+    }
+}
+
+void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float *v) {
+    for (int h = 0; h < kv->n_kv_heads; h++) {
+        size_t at = kv_offset(kv, layer, h, pos);
+        kv_encode(kv->type, k + (size_t)h * kv->head_size, kv->head_size, kv->keys + at);
+        kv_encode(kv->type, v + (size_t)h * kv->head_size, kv->head_size, kv->values + at);
+    }
+}
+
+void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out) {
+    int n = kv->head_size;
+    if (kv->type == KV_F32) {
+        memcpy(out, row, (size_t)n * sizeof(float));
+    } else if (kv->type == KV_F16) {
+        weight_row_to_float(WEIGHT_F16, row, out, n);
+    } else {
+        float scale;
+        memcpy(&scale, row, sizeof scale);
+        for (int i = 0; i < n; i++) out[i] = (float)(int8_t)row[sizeof scale + i] * scale;
+    }
+}
+
+/* ---- int8 rows: scores and weighted sums ---- */
+
+/* q · row as floats, then times the row's scale: the same for every query */
+static float q8_row_dot(const unsigned char *row, const float *q, int n) {
+    float acc[8] = { 0 }, scale;
+    memcpy(&scale, row, sizeof scale);
+    const int8_t *x = (const int8_t *)(row + sizeof scale);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += (float)x[i + l] * q[i + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 8; l++) sum += acc[l];
+    for (; i < n; i++) sum += (float)x[i] * q[i];
+    return sum * scale;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QKV_PORTABLE)
+#include <immintrin.h>
+#define KV_X86 1
+
+/* q8_row_dot with its eight partial sums in one vector. */
+__attribute__((target("avx2,fma"))) static float q8_row_dot_avx2(const unsigned char *row, const float *q, int n) {
+    float scale, lanes[8];
+    memcpy(&scale, row, sizeof scale);
+    const int8_t *x = (const int8_t *)(row + sizeof scale);
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x + i))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(xv, _mm256_loadu_ps(q + i)));
+    }
+    _mm256_storeu_ps(lanes, acc);
+    float sum = 0.0f;
+    for (int l = 0; l < 8; l++) sum += lanes[l];
+    for (; i < n; i++) sum += (float)x[i] * q[i];
+    return sum * scale;
+}
+
+/* out += w * (values row as floats), for float16 and int8 rows */
+__attribute__((target("avx2,fma,f16c"))) static void axpy_f16_avx2(float *out, float w, const unsigned char *row,
+                                                                    int n) {
+    __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)i)));
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, v, _mm256_loadu_ps(out + i)));
+    }
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, row + 2 * (size_t)i, 2);
+        out[i] += w * half_to_float(h);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void axpy_q8_avx2(float *out, float w, const unsigned char *row, int n) {
+    const int8_t *x = (const int8_t *)row;
+    __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x + i))));
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, v, _mm256_loadu_ps(out + i)));
+    }
+    for (; i < n; i++) out[i] += w * (float)x[i];
+}
+#endif
+
+static float q8_dot(const KVCache *kv, const unsigned char *row, const float *q) {
+#ifdef KV_X86
+    if (kv->isa >= ISA_AVX2) return q8_row_dot_avx2(row, q, kv->head_size);
+#endif
+    return q8_row_dot(row, q, kv->head_size);
+}
+
+void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
+               float *scores, int scores_stride) {
+    if (kv->type == KV_Q8) {
+        for (int t = 0; t < n; t++)
+            for (int key = 0; key < n_keys; key++)
+                scores[(size_t)t * scores_stride + key] = q8_dot(kv, keys + (size_t)key * kv->row_bytes, q + (size_t)t * q_stride);
+        return;
+    }
+    const KernelEntry *k = kv->type == KV_F16 ? kv->f16_kernel : kv->f32_kernel;
+    Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0 };
+    k->run(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
+}
+
+/* out += w * row, per type */
+static void axpy_row(const KVCache *kv, float *out, float w, const unsigned char *row) {
+    int n = kv->head_size;
+    if (kv->type == KV_F32) {
+        const float *v = (const float *)row;
+        for (int i = 0; i < n; i++) out[i] += w * v[i];
+        return;
+    }
+    if (kv->type == KV_Q8) {
+        float scale;
+        memcpy(&scale, row, sizeof scale);
+#ifdef KV_X86
+        if (kv->isa >= ISA_AVX2) {
+            axpy_q8_avx2(out, w * scale, row + sizeof scale, n);
+            return;
+        }
+#endif
+        for (int i = 0; i < n; i++) out[i] += (w * scale) * (float)(int8_t)row[sizeof scale + i];
+        return;
+    }
+#ifdef KV_X86
+    if (kv->isa >= ISA_AVX2) {
+        axpy_f16_avx2(out, w, row, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, row + 2 * (size_t)i, 2);
+        out[i] += w * half_to_float(h);
+    }
+}
+
+void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
+                     float *out) {
+    memset(out, 0, (size_t)kv->head_size * sizeof(float));
+    for (int t = 0; t < n_visible; t++) axpy_row(kv, out, weights[t], values + (size_t)t * kv->row_bytes);
+}
+
+#endif /* QKV_KV_CACHE_IMPLEMENTED */
+#endif /* QKV_KV_CACHE_IMPLEMENTATION */
