@@ -477,7 +477,7 @@ static void print_step_header(FILE *out, const Tracer *tr, const Step *st) {
 static void print_mask_note(FILE *out, const Step *st, int n_cols) {
     if (n_cols > st->n_visible)
         fprintf(out, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
-                     "   to their scores, so their weights are exactly 0: forward() never computes them)\n",
+                     "   to their scores; their weights are 0, and forward() never computes them)\n",
                 st->n_visible, n_cols - 1);
     else
         fprintf(out, "  (pos %d sees every cached key 0..%d; later positions do not exist yet,\n"

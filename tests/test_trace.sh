@@ -226,3 +226,7 @@ else
     else fail "trace default on a terminal" "$(tail -n 3 "$tmp/pane")"; fi
     tm kill-server 2>/dev/null
 fi
+
+# ---- the README's trace samples come from the shipped model -------------------
+if [ $have_python = 1 ] && [ -r models/grammar.bin ]; then $CHECK readme README.md
+else echo "skip README trace samples: python3 or models/grammar.bin is missing"; fi
