@@ -402,12 +402,15 @@ def run_shown(command, cwd):
 
 def cmd_readme(readme):
     """Every README block that starts with `$ ./run ... --trace` shows lines
-    that the command prints (in order): a retrained model cannot leave them stale."""
+    that the command prints, in order ("..." stands for lines left out): a
+    retrained model cannot leave them stale."""
     cwd = os.path.dirname(os.path.abspath(readme))
     shown = [(c, lines) for c, lines in readme_blocks(readme) if c.startswith("$ ./run ") and "--trace" in c]
     for command, lines in shown:
         printed, at, missing = run_shown(command, cwd).split("\n"), 0, None
         for line in lines:
+            if line == "...":  # lines left out of the sample
+                continue
             while at < len(printed) and printed[at] != line:
                 at += 1
             if at == len(printed):
@@ -415,6 +418,15 @@ def cmd_readme(readme):
                 break
         check(missing is None, "README: %s prints the lines shown" % command[2:], "not printed: %r" % missing)
     check(len(shown) >= 3, "README: its trace samples are checked", "%d found" % len(shown))
+    # the figures quoted in words under the explorer's screenshot
+    text = open(readme, encoding="utf-8").read()
+    start = text.find("In the trained model")
+    words = text[start:text.find("```", start)] if start >= 0 else ""
+    printed = "".join(run_shown(c, cwd) for c, _ in shown if "grammar" in c)
+    figures = re.findall(r"\b0\.\d+", words)
+    missing = [f for f in figures if f not in printed]
+    check(len(figures) >= 4 and not missing, "README: the explorer's quoted figures (%s) are printed by its commands"
+          % ", ".join(figures), "missing %s" % missing)
 
 
 def main():
