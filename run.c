@@ -288,6 +288,16 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
     if (o->mode == PPL && !o->text_file) usage("-m ppl needs -f FILE");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
+    /* the flags that narrow a trace do nothing without one */
+    const TraceOptions *tr = &o->trace;
+    int traced = tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
+    const char *narrowing[] = { "--layer", "--head", "--pos", "--top", "--trace-level" };
+    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced; k++)
+        if (given[find_flag(narrowing[k]) - FLAGS]) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s needs a trace: --trace, --trace-json, --html or --step", narrowing[k]);
+            usage(msg);
+        }
     if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");
     int prompt_from_stdin = (o->prompt && !strcmp(o->prompt, "-")) || (o->prompt_file && !strcmp(o->prompt_file, "-"));
     if (o->trace.step && prompt_from_stdin)

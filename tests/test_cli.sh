@@ -52,6 +52,7 @@ expect_error "usage: --dtype outside quantize" 2 "--dtype is not used" -- $RUN $
 expect_error "usage: --pos 5-2" 2 "--pos 5-2" -- $RUN $MODEL --trace --pos 5-2
 expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
+expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
 
 # ---- help: stdout, exit 0, every flag of the table, 80 columns ------------
