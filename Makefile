@@ -8,8 +8,8 @@ CFLAGS ?= -O3 -ffp-contract=fast
 OPENMP ?= -fopenmp
 QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
-SOURCES = run.c tokenizer.c trace.c stepper.c bench.c quantize.c
-HEADERS = model.h kernels.h checkpoint.h tokenizer.h sampler.h trace.h stepper.h bench.h quantize.h
+SOURCES = run.c tokenizer.c trace.c trace_json.c stepper.c bench.c quantize.c
+HEADERS = model.h kernels.h checkpoint.h tokenizer.h sampler.h trace.h trace_internal.h stepper.h bench.h quantize.h
 
 .PHONY: all run test bench clean models
 

@@ -7,13 +7,15 @@
  * and writes it out: a JSON line at once, a text block (prompt rows wait for
  * the end of the prompt, so they can show later prompt keys as masked), and,
  * for the HTML page, the Step stays in memory until tracer_close().
+ * JSON and the HTML page are written by trace_json.c; the terminal's keys
+ * for step mode are read by stepper.c.
  *
  * Nothing here computes attention: every number is the one forward() used.
  * The --compare model runs through the same forward() with the same observer.
  */
 #include "trace.h"
 #include "stepper.h"
-#include "explorer_html.h" /* EXPLORER_HTML: explorer.html as a C string, made by the Makefile */
+#include "trace_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,74 +32,11 @@
 #define LABEL_CHARS 7        /* a key's token text is cut to this many characters */
 #define LABEL_BYTES 64       /* room for an escaped, cut label */
 #define TOP_ATTENDED 3       /* most attended keys listed under each head */
-#define HTML_DATA_MARKER "/*QKV_DATA*/"
-
-/* ------------------------------------------------------------------------ */
-/* What the observer captures, and what a step keeps                         */
-
-/* The attention of the latest position, every layer and head, copied from
- * the run state right after forward() computed it. */
-typedef struct {
-    int n_layers, n_heads, seq_len;
-    int n_visible;  /* keys 0..n_visible-1 */
-    float *scores;  /* [n_layers, n_heads, seq_len] raw q·k */
-    float *weights; /* [n_layers, n_heads, seq_len] softmax of the scaled scores */
-} Capture;
-
-typedef struct {
-    int id;
-    float logit;
-    float prob;   /* softmax of the logits */
-    float prob_t; /* softmax of the logits / temperature: what the sampler drew from */
-} Candidate;
-
-typedef struct {
-    int pos, token, next;
-    int forced;       /* next is the prompt's next token, not a sample */
-    SampleInfo info;  /* how next was sampled (when not forced) */
-    int n_visible;    /* keys 0..n_visible-1 */
-    float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights;
-                         NULL once no output needs it */
-    Candidate *top;   /* [n_top], largest logit first */
-    int n_top;
-} Step;
-
-typedef struct {
-    Step *steps;
-    int n, cap;
-} Recording;
-
-struct Tracer {
-    TraceOptions opt;
-    const Model *model;
-    const Tokenizer *tok;
-    float temperature, topp;
-    int topk;
-    FILE *text;        /* text trace (stderr or --trace-out), or NULL */
-    int colour;        /* ANSI heat colours in the text trace */
-    FILE *json;        /* --trace-json, or NULL */
-    FILE *html;        /* --html, opened early so a bad path fails early */
-    Model compare;     /* --compare, loaded early for the same reason */
-    int has_compare;
-    Capture capture;
-    ForwardObserver observer;
-    Recording run;
-    int n_text_done;   /* steps whose text block is written (or skipped) */
-    int n_released;    /* steps whose attention is freed (no output needs it) */
-    TraceLevel level;  /* text trace: tables, or each head's top keys */
-    int width;         /* characters per line of the text trace */
-    int run_to_end;    /* step mode: the user pressed c, stop pausing */
-    int raw_keys;      /* step mode: the terminal gives one key at a time */
-    int focus_layer, focus_head; /* step mode: the head whose table is shown */
-    int all_heads;     /* step mode: every head's table */
-    int out_of_memory; /* a step could not be recorded: reported at close */
-    float *probs;      /* [vocab_size] scratch */
-};
 
 /* ------------------------------------------------------------------------ */
 /* Capture                                                                   */
 
-static int capture_init(Capture *cap, const Config *c) {
+int capture_init(Capture *cap, const Config *c) {
     size_t n = (size_t)c->n_layers * c->n_heads * c->seq_len;
     cap->n_layers = c->n_layers;
     cap->n_heads = c->n_heads;
@@ -108,14 +47,14 @@ static int capture_init(Capture *cap, const Config *c) {
     return cap->scores && cap->weights ? 0 : -1;
 }
 
-static void capture_free(Capture *cap) {
+void capture_free(Capture *cap) {
     free(cap->scores);
     free(cap->weights);
     cap->scores = cap->weights = NULL;
 }
 
 /* The ForwardObserver callback: row h of the run state is at h*seq_len. */
-static void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
+void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     Capture *cap = ctx;
     (void)pos;
     for (int h = 0; h < cap->n_heads; h++) {
@@ -130,11 +69,11 @@ static void capture_attention(void *ctx, int layer, int pos, int n_visible, cons
 /* ------------------------------------------------------------------------ */
 /* Steps                                                                     */
 
-static const float *step_scores(const Step *st, const Capture *cap, int layer, int head) {
+const float *step_scores(const Step *st, const Capture *cap, int layer, int head) {
     return st->attention + ((size_t)layer * cap->n_heads + head) * st->n_visible;
 }
 
-static const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
+const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
     return step_scores(st, cap, layer, head) + (size_t)cap->n_layers * cap->n_heads * st->n_visible;
 }
 
@@ -162,7 +101,7 @@ static void top_candidates(Candidate *top, int n, const float *logits, int vocab
 }
 
 /* Freezes the capture and the logits into a new step of rec. */
-static Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits,
+Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits,
                          int vocab, int n_top, float temperature, float *probs) {
     if (rec->n == rec->cap) {
         int cap_steps = rec->cap ? 2 * rec->cap : 64;
@@ -205,7 +144,7 @@ static void step_release(Step *st) {
     st->top = NULL;
 }
 
-static void recording_free(Recording *rec) {
+void recording_free(Recording *rec) {
     for (int i = 0; i < rec->n; i++) step_release(&rec->steps[i]);
     free(rec->steps);
     memset(rec, 0, sizeof *rec);
@@ -456,7 +395,7 @@ static const char *quoted_piece(char *buf, size_t cap, const Tokenizer *t, int t
     return buf;
 }
 
-static const char *method_name(SampleMethod m) {
+const char *method_name(SampleMethod m) {
     switch (m) {
     case SAMPLE_GREEDY: return "greedy";
     case SAMPLE_TEMPERATURE: return "temperature";
@@ -696,219 +635,6 @@ int tracer_pause(Tracer *tr) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* JSON                                                                      */
-
-/* Where and how JSON goes: JSON Lines keep every bit of a float; the HTML
- * page keeps fewer digits and escapes <, so no string can close its
- * <script> element. */
-typedef struct {
-    FILE *f;
-    const Tokenizer *tok;
-    int digits;
-    int in_html;
-} Json;
-
-/* A JSON string for any bytes: " and \ escaped, control bytes as \u00XX,
- * and each byte that is not part of a valid UTF-8 sequence as U+FFFD. */
-static void json_string(const Json *j, const char *s, int len) {
-    FILE *f = j->f;
-    fputc('"', f);
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); }
-        else if (c < 0x20 || c == 0x7F || (c == '<' && j->in_html)) fprintf(f, "\\u%04x", c);
-        else if (c < 0x80) fputc(c, f);
-        else {
-            int n = utf8_sequence_length((const unsigned char *)s + i); /* s is NUL-terminated */
-            if (n == 0 || i + n > len) fputs("\\ufffd", f);
-            else { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
-        }
-    }
-    fputc('"', f);
-}
-
-static void json_piece(const Json *j, int token) {
-    json_string(j, j->tok->vocab[token], j->tok->piece_lengths[token]);
-}
-
-/* JSON has no NaN or infinity: those become null. */
-static void json_number(const Json *j, double v) {
-    if (isfinite(v)) fprintf(j->f, "%.*g", j->digits, v);
-    else fputs("null", j->f);
-}
-
-static void json_numbers(const Json *j, const float *v, int n) {
-    fputc('[', j->f);
-    for (int i = 0; i < n; i++) {
-        if (i) fputc(',', j->f);
-        json_number(j, v[i]);
-    }
-    fputc(']', j->f);
-}
-
-/* "key":number, after a comma */
-static void json_field(const Json *j, const char *key, double v) {
-    fprintf(j->f, ",\"%s\":", key);
-    json_number(j, v);
-}
-
-static void json_sample(const Json *j, const Step *st, const Tracer *tr) {
-    if (st->forced) { fputs("null", j->f); return; }
-    fprintf(j->f, "{\"method\":\"%s\"", method_name(st->info.method));
-    json_field(j, "temperature", tr->temperature);
-    json_field(j, "topp", tr->topp);
-    fprintf(j->f, ",\"topk\":%d,\"candidates\":%d", tr->topk, st->info.n_candidates);
-    json_field(j, "coin", st->info.coin);
-    json_field(j, "probability", st->info.probability);
-    fputc('}', j->f);
-}
-
-/* Which layers and heads a step's object holds: all (-1) or one. */
-typedef struct { int layer, head; } Selection;
-
-static void json_attention(const Json *j, const Step *st, const Capture *cap, const Config *c, Selection sel) {
-    fputc('[', j->f);
-    int first_layer = 1;
-    for (int l = 0; l < c->n_layers; l++) {
-        if (sel.layer >= 0 && sel.layer != l) continue;
-        fprintf(j->f, "%s{\"layer\":%d,\"heads\":[", first_layer ? "" : ",", l);
-        first_layer = 0;
-        int first_head = 1;
-        for (int h = 0; h < c->n_heads; h++) {
-            if (sel.head >= 0 && sel.head != h) continue;
-            fprintf(j->f, "%s{\"head\":%d,\"kv_head\":%d,\"scores\":", first_head ? "" : ",", h,
-                    h / (c->n_heads / c->n_kv_heads));
-            first_head = 0;
-            json_numbers(j, step_scores(st, cap, l, h), st->n_visible);
-            fputs(",\"weights\":", j->f);
-            json_numbers(j, step_weights(st, cap, l, h), st->n_visible);
-            fputc('}', j->f);
-        }
-        fputs("]}", j->f);
-    }
-    fputc(']', j->f);
-}
-
-/* One step as a JSON object (the schema is in README.md, "Tracing"). */
-static void json_step(const Json *j, const Step *st, const Tracer *tr, const Capture *cap, const Config *c,
-                      Selection sel) {
-    fprintf(j->f, "{\"pos\":%d,\"token\":%d,\"piece\":", st->pos, st->token);
-    json_piece(j, st->token);
-    fprintf(j->f, ",\"forced\":%s,\"next\":%d,\"next_piece\":", st->forced ? "true" : "false", st->next);
-    json_piece(j, st->next);
-    fputs(",\"sample\":", j->f);
-    json_sample(j, st, tr);
-    fputs(",\"layers\":", j->f);
-    json_attention(j, st, cap, c, sel);
-    fputs(",\"top\":[", j->f);
-    for (int i = 0; i < st->n_top; i++) {
-        fprintf(j->f, "%s{\"id\":%d,\"piece\":", i ? "," : "", st->top[i].id);
-        json_piece(j, st->top[i].id);
-        json_field(j, "logit", st->top[i].logit);
-        json_field(j, "prob", st->top[i].prob);
-        fputc('}', j->f);
-    }
-    fputs("]}", j->f);
-}
-
-/* ------------------------------------------------------------------------ */
-/* HTML explorer                                                             */
-
-/* Runs the --compare checkpoint over the run's tokens, teacher-forced: the
- * same forward() and the same observer, so its rows are real too. */
-static int run_compare(Tracer *tr, Recording *out, Capture *cap, char *err, size_t err_len) {
-    const Config *c = &tr->compare.config;
-    const Recording *run = &tr->run;
-    if (run->n > c->seq_len) {
-        snprintf(err, err_len, "--compare %s: its context is %d positions, the run has %d",
-                 tr->opt.compare_path, c->seq_len, run->n);
-        return -1;
-    }
-    RunState s;
-    if (run_state_init(&s, c) || capture_init(cap, c)) {
-        run_state_free(&s);
-        snprintf(err, err_len, "out of memory for the --compare model");
-        return -1;
-    }
-    ForwardObserver observer = { cap, capture_attention, NULL };
-    int rc = 0;
-    for (int i = 0; i < run->n && rc == 0; i++) {
-        const Step *src = &run->steps[i];
-        float *logits = forward(&tr->compare, &s, src->token, src->pos, &observer);
-        Step *st = record_step(out, cap, src->pos, src->token, logits, c->vocab_size, tr->opt.top_logits,
-                               0.0f, tr->probs);
-        if (!st) rc = -1;
-        else { st->next = src->next; st->forced = 1; }
-    }
-    run_state_free(&s);
-    if (rc) snprintf(err, err_len, "out of memory running the --compare model");
-    return rc;
-}
-
-static void html_run(const Json *j, const Tracer *tr, const char *name, const Recording *rec,
-                     const Capture *cap, const Config *c) {
-    fputs("{\"name\":", j->f);
-    json_string(j, name, (int)strlen(name));
-    fprintf(j->f, ",\"n_layers\":%d,\"n_heads\":%d,\"n_kv_heads\":%d,\"head_size\":%d,\"steps\":[\n",
-            c->n_layers, c->n_heads, c->n_kv_heads, c->head_size);
-    Selection all = { -1, -1 };
-    for (int i = 0; i < rec->n; i++) {
-        json_step(j, &rec->steps[i], tr, cap, c, all);
-        fputs(i + 1 < rec->n ? ",\n" : "\n", j->f);
-    }
-    fputs("]}", j->f);
-}
-
-/* The page's data: the tokens (inputs at positions 0..n-1, then the last
- * prediction), how many came from the prompt, and one entry per model. */
-static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const Capture *compare_cap) {
-    const Json j = { f, tr->tok, 6, 1 }; /* 6 digits: plenty for hover values, and a smaller page */
-    const Recording *run = &tr->run;
-    int n_prompt = run->n;
-    for (int i = 0; i < run->n; i++)
-        if (!run->steps[i].forced) { n_prompt = i + 1; break; }
-    fprintf(f, "{\"prompt_tokens\":%d,\"tokens\":[", n_prompt);
-    for (int i = 0; i <= run->n; i++) {
-        int token = i < run->n ? run->steps[i].token : run->steps[run->n - 1].next;
-        fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", token);
-        json_piece(&j, token);
-        fputc('}', f);
-    }
-    fputs("],\"runs\":[\n", f);
-    html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, &tr->model->config);
-    if (compare) {
-        fputs(",\n", f);
-        html_run(&j, tr, tr->opt.compare_path, compare, compare_cap, &tr->compare.config);
-    }
-    fputs("]}", f);
-}
-
-/* explorer.html with the data where its marker is. */
-static int write_html(Tracer *tr, char *err, size_t err_len) {
-    Recording compare = { 0 };
-    Capture compare_cap = { 0 };
-    int rc = 0;
-    if (tr->run.n == 0) {
-        snprintf(err, err_len, "--html %s: no positions were run", tr->opt.html_path);
-        rc = -1;
-    }
-    if (rc == 0 && tr->has_compare) rc = run_compare(tr, &compare, &compare_cap, err, err_len);
-    if (rc == 0) {
-        const char *marker = strstr(EXPLORER_HTML, HTML_DATA_MARKER);
-        fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html);
-        html_data(tr->html, tr, tr->has_compare ? &compare : NULL, &compare_cap);
-        fputs(marker + strlen(HTML_DATA_MARKER), tr->html);
-        if (ferror(tr->html)) {
-            snprintf(err, err_len, "cannot write %s", tr->opt.html_path);
-            rc = -1;
-        }
-    }
-    recording_free(&compare);
-    capture_free(&compare_cap);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------ */
 /* The tracer's life                                                         */
 
 static FILE *open_output(const char *path, const char *what, char *err, size_t err_len) {
@@ -1034,13 +760,7 @@ void tracer_step(Tracer *tr, int pos, int token, const float *logits, int next, 
     st->next = next;
     st->forced = info == NULL;
     if (info) st->info = *info;
-    if (tr->json && pos_selected(tr, pos)) {
-        const Json j = { tr->json, tr->tok, 9, 0 }; /* %.9g: every float32 survives the round trip */
-        Selection sel = { tr->opt.layer, tr->opt.head };
-        json_step(&j, st, tr, &tr->capture, c, sel);
-        fputc('\n', tr->json);
-        fflush(tr->json);
-    }
+    if (tr->json && pos_selected(tr, pos)) write_json_line(tr, st);
     if (tr->text && write_pending_text(tr, 0)) tr->out_of_memory = 1;
     release_written(tr);
 }
