@@ -12,6 +12,7 @@
 #include "sampler.h"
 #include "tokenizer.h"
 #include "trace.h"
+#include "stepper.h"
 #include "bench.h"
 #include "quantize.h"
 
@@ -153,11 +154,12 @@ static void print_help(void) {
         if (f->fallback) printf("%-62s [%s]\n", line, f->fallback);
         else printf("%s\n", line);
     }
-    printf("trace level: summary when the trace goes to a terminal and --layer and --head\n"
+    printf("a flag the chosen mode does not read is an error, as is --layer, --head,\n"
+           "  --pos, --top or --trace-level without a trace to narrow\n"
+           "trace level: summary when the trace goes to a terminal and --layer and --head\n"
            "  do not both pick one head; full otherwise (a file or a pipe)\n"
-           "step keys (--step): Enter/space next token, c run to the end, q quit,\n"
-           "  h/l or left/right head, k/j or up/down layer, a all heads, ? these keys\n"
-           "  (without a terminal on stdin: the same letters, one per line)\n"
+           "step keys (--step; when stdin is not a terminal, the same letters one a line):\n"
+           "%s"
            "examples:\n"
            "  ./run models/stories.bin -i \"once upon a time\" -t 0.8 -s 7        # generate\n"
            "  ./run models/grammar.bin -i \"the cat\" -t 0 -n 8 --trace --pos 3   # trace\n"
@@ -166,7 +168,7 @@ static void print_help(void) {
            "  ./run models/stories.bin -m info --ctx 128\n"
            "  ./run models/grammar.bin -m ppl -f tests/data/grammar-sample.txt\n"
            "  ./run models/stories.bin -m bench --repeats 1 --svg bench.svg\n"
-           "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n");
+           "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n", STEP_KEYS_HELP);
     exit(0);
 }
 
