@@ -12,10 +12,12 @@
 #include "sampler.h"
 #include "tokenizer.h"
 #include "trace.h"
+#include "stepper.h"
 #include "bench.h"
 #include "quantize.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,43 +33,148 @@
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 
+/* The modes, as bits, so a flag can say which modes read it. */
+enum { GENERATE = 1, TOKENIZE = 2, INFO = 4, PPL = 8, BENCH = 16, QUANTIZE = 32, ALL_MODES = 63 };
+static const char *const MODE_NAMES[] = { "generate", "tokenize", "info", "ppl", "bench", "quantize" };
+#define N_MODES ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
+
 typedef struct {
     const char *checkpoint;  /* NULL: the default, or none for tokenize -z */
     const char *tokenizer;   /* -z */
-    const char *prompt;      /* -i */
-    const char *mode;        /* -m generate|tokenize|info|ppl|bench */
+    const char *prompt;      /* -i; "-" reads stdin */
+    const char *prompt_file; /* --prompt-file */
+    const char *mode_name;   /* -m */
+    int mode;                /* one of the mode bits */
     const char *text_file;   /* -f, for ppl */
     const char *output;      /* -o, for quantize */
     int dtype;               /* --dtype, for quantize: a WeightType */
     float temperature, topp;
-    int topk, steps, threads;
+    int topk, steps, threads, help;
     unsigned long long seed;
     TraceOptions trace;
     BenchOptions bench;
 } Options;
 
+/* What a flag's value is, so one parser can read and check every flag. */
+typedef enum {
+    ARG_SWITCH, /* no value: sets an int to 1 */
+    ARG_INT,    /* an int in [lo, hi] */
+    ARG_SEED,   /* an unsigned long long in [lo, hi] */
+    ARG_FLOAT,  /* a finite float in [lo, hi], or (lo, hi] with lo_open */
+    ARG_TEXT,   /* a string, kept as given */
+    ARG_DTYPE,  /* f32, f16, q8 or q4: a WeightType */
+    ARG_POS     /* A or A-B: two ints, first and last position */
+} ArgKind;
+
+/* One flag: the table below drives parsing, --help and the check that the
+ * chosen mode uses every flag given. */
+typedef struct {
+    const char *name;
+    ArgKind kind;
+    const char *value;    /* the value's name in --help */
+    double lo, hi;        /* numbers: the accepted range */
+    int lo_open;          /* lo itself is refused */
+    unsigned modes;       /* the modes that read it */
+    size_t offset;        /* where the value goes in Options */
+    const char *fallback; /* the default, as --help shows it */
+    const char *help;     /* one line */
+} Flag;
+
+#define AT(field) offsetof(Options, field)
+#define BIG 2147483647.0
+/* Flags of the same modes stay together: --help prints a heading where the
+ * modes change. */
+static const Flag FLAGS[] = {
+    { "-m", ARG_TEXT, "MODE", 0, 0, 0, ALL_MODES, AT(mode_name), "generate",
+      "generate tokenize info ppl bench quantize" },
+    { "--threads", ARG_INT, "N", 1, 1024, 0, ALL_MODES, AT(threads), "all cores", "OpenMP threads (or OMP_NUM_THREADS)" },
+    { "-h", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "this help, on stdout" },
+    { "--help", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "the same" },
+    { "-z", ARG_TEXT, "FILE", 0, 0, 0, GENERATE | TOKENIZE | PPL | QUANTIZE, AT(tokenizer), "embedded",
+      "a llama2.c tokenizer.bin" },
+    { "-i", ARG_TEXT, "PROMPT", 0, 0, 0, GENERATE | TOKENIZE, AT(prompt), "empty", "the prompt; - reads stdin" },
+    { "--prompt-file", ARG_TEXT, "FILE", 0, 0, 0, GENERATE | TOKENIZE, AT(prompt_file), "none",
+      "prompt from FILE (last newline dropped)" },
+    { "-n", ARG_INT, "STEPS", 0, BIG, 0, GENERATE, AT(steps), "256", "positions, prompt included; 0 = context" },
+    { "-t", ARG_FLOAT, "TEMP", 0, 1e30, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
+    { "-p", ARG_FLOAT, "TOPP", 0, 1, 1, GENERATE, AT(topp), "0.9", "top-p in (0, 1]; 1 = off" },
+    { "-k", ARG_INT, "TOPK", 0, BIG, 0, GENERATE, AT(topk), "0", "keep the k most likely tokens; 0 = off" },
+    { "-s", ARG_SEED, "SEED", 0, 9223372036854775807.0, 0, GENERATE, AT(seed), "clock",
+      "random seed; 0 = from the clock (printed)" },
+    { "--trace", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace), "off", "text trace of each token, to stderr" },
+    { "--trace-prompt", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace_prompt), "off",
+      "prompt positions too (implies --trace)" },
+    { "--trace-level", ARG_TEXT, "L", 0, 0, 0, GENERATE, AT(trace.level_name), "see below",
+      "full (tables) or summary (one line a head)" },
+    { "--layer", ARG_INT, "L", 0, QKV_MAX_LAYERS, 0, GENERATE, AT(trace.layer), "all", "only this layer" },
+    { "--head", ARG_INT, "H", 0, QKV_MAX_HEADS, 0, GENERATE, AT(trace.head), "all", "only this head" },
+    { "--pos", ARG_POS, "A[-B]", 0, QKV_MAX_SEQ_LEN, 0, GENERATE, AT(trace.pos), "all",
+      "only positions A..B (text and JSON)" },
+    { "--top", ARG_INT, "N", 1, 1000, 0, GENERATE, AT(trace.top_logits), "10", "next tokens listed per step" },
+    { "--trace-out", ARG_TEXT, "FILE", 0, 0, 0, GENERATE, AT(trace.out_path), "stderr",
+      "text trace to FILE (implies --trace)" },
+    { "--trace-json", ARG_TEXT, "FILE", 0, 0, 0, GENERATE, AT(trace.json_path), "none",
+      "JSON Lines, one object per position" },
+    { "--html", ARG_TEXT, "FILE", 0, 0, 0, GENERATE, AT(trace.html_path), "none", "the attention explorer page" },
+    { "--compare", ARG_TEXT, "MODEL", 0, 0, 0, GENERATE, AT(trace.compare_path), "none",
+      "with --html: MODEL side by side" },
+    { "--step", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.step), "off", "pause after each token (keys below)" },
+    { "-f", ARG_TEXT, "FILE", 0, 0, 0, PPL, AT(text_file), "required", "the text file to score" },
+    { "--ctx", ARG_INT, "N", 1, QKV_MAX_SEQ_LEN, 0, INFO | BENCH, AT(bench.ctx), "context",
+      "FLOPs at N (info); 1..N (bench)" },
+    { "--no-cache", ARG_SWITCH, NULL, 0, 0, 0, BENCH, AT(bench.no_cache), "off", "also time recomputing the prefix" },
+    { "--repeats", ARG_INT, "N", 1, 1000, 0, BENCH, AT(bench.repeats), "3", "median over N runs" },
+    { "--csv", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.csv_path), "none", "every position's times" },
+    { "--svg", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.svg_path), "none", "the latency chart" },
+    { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the qkv file to write" },
+    { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
+};
+#define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
+
+/* "generate, tokenize" for the mode bits. */
+static void print_modes(unsigned modes) {
+    if (modes == ALL_MODES) { printf("all modes"); return; }
+    for (int m = 0, first = 1; m < N_MODES; m++)
+        if (modes & (1u << m)) { printf("%s%s", first ? "" : ", ", MODE_NAMES[m]); first = 0; }
+}
+
+static void print_help(void) {
+    printf("usage: ./run [checkpoint] [options]\n"
+           "  checkpoint: a qkv file or a llama2.c checkpoint; default " DEFAULT_CHECKPOINT "\n"
+           "  (in the current directory, else beside the executable)\n");
+    for (int i = 0; i < N_FLAGS; i++) {
+        const Flag *f = &FLAGS[i];
+        if (i == 0 || f->modes != FLAGS[i - 1].modes) {
+            print_modes(f->modes);
+            printf(":\n");
+        }
+        char left[32], line[160];
+        snprintf(left, sizeof left, "%s%s%s", f->name, f->value ? " " : "", f->value ? f->value : "");
+        snprintf(line, sizeof line, "  %-18s %s", left, f->help);
+        if (f->fallback) printf("%-62s [%s]\n", line, f->fallback);
+        else printf("%s\n", line);
+    }
+    printf("a flag the chosen mode does not read is an error, as is --layer, --head,\n"
+           "  --pos, --top or --trace-level without a trace to narrow\n"
+           "trace level: summary when the trace goes to a terminal and --layer and --head\n"
+           "  do not both pick one head; full otherwise (a file or a pipe)\n"
+           "step keys (--step; when stdin is not a terminal, the same letters one a line):\n"
+           "%s"
+           "examples:\n"
+           "  ./run models/stories.bin -i \"once upon a time\" -t 0.8 -s 7        # generate\n"
+           "  ./run models/grammar.bin -i \"the cat\" -t 0 -n 8 --trace --pos 3   # trace\n"
+           "  ./run models/grammar.bin -i \"the cat\" --step                      # step\n"
+           "  ./run models/stories.bin -m tokenize -i \"hello world\"\n"
+           "  ./run models/stories.bin -m info --ctx 128\n"
+           "  ./run models/grammar.bin -m ppl -f tests/data/grammar-sample.txt\n"
+           "  ./run models/stories.bin -m bench --repeats 1 --svg bench.svg\n"
+           "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n", STEP_KEYS_HELP);
+    exit(0);
+}
+
 static void usage(const char *why) {
-    if (why) fprintf(stderr, "error: %s\n", why);
-    fprintf(stderr,
-        "usage: ./run [checkpoint] [options]      (default checkpoint: " DEFAULT_CHECKPOINT ")\n"
-        "  -m MODE      generate (default), tokenize, info, ppl, bench, quantize\n"
-        "  -i PROMPT    input prompt (default: empty)\n"
-        "  -n STEPS     positions to run, prompt included (default 256, clamped to the context)\n"
-        "  -t TEMP      temperature >= 0 (default 1.0; 0 = greedy)\n"
-        "  -p TOPP      top-p in (0, 1] (default 0.9; 1 = off)\n"
-        "  -k TOPK      top-k >= 0 (default 0 = off)\n"
-        "  -s SEED      random seed; 0 or absent: from the clock (printed)\n"
-        "  -z FILE      tokenizer.bin (needed for llama2.c checkpoints)\n"
-        "  -f FILE      text file to score (ppl mode)\n"
-        "  --threads N  OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-        "trace (generate mode):\n"
-        "  --trace  --trace-prompt  --layer L  --head H  --top N  --trace-out FILE\n"
-        "  --trace-json FILE  --html FILE  --compare MODEL  --step\n"
-        "quantize mode:  ./run IN -m quantize -o OUT [--dtype q8]\n"
-        "  -o FILE      the qkv file to write\n"
-        "  --dtype T    f32, f16, q8 (Q8_0, the default) or q4 (Q4_0)\n"
-        "bench mode:\n"
-        "  --ctx N  --no-cache  --repeats N  --csv FILE  --svg FILE\n");
+    fprintf(stderr, "error: %s\n", why);
+    fprintf(stderr, "usage: ./run [checkpoint] [options]   (./run --help lists every flag)\n");
     exit(2);
 }
 
@@ -77,70 +184,69 @@ static void usage_bad_value(const char *flag, const char *value, const char *exp
     usage(msg);
 }
 
-static long parse_int(const char *flag, const char *s, long lo, long hi) {
-    char *end;
+static long long parse_integer(const Flag *f, const char *s, const char **end) {
+    char *stop;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
+    long long v = strtoll(s, &stop, 10);
+    int bad = errno || stop == s || (end ? 0 : *stop != '\0') || v < f->lo || v > f->hi;
+    if (bad) {
         char expected[96];
-        snprintf(expected, sizeof expected, "an integer in [%ld, %ld]", lo, hi);
-        usage_bad_value(flag, s, expected);
+        snprintf(expected, sizeof expected, "an integer in [%.0f, %.0f]", f->lo, f->hi);
+        usage_bad_value(f->name, s, expected);
     }
+    if (end) *end = stop;
     return v;
 }
 
-static float parse_float(const char *flag, const char *s) {
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) usage_bad_value(flag, s, "a number");
-    return v;
+/* --pos A or A-B: the positions the text and JSON trace show. */
+static void parse_positions(const Flag *f, const char *s, int *first_last) {
+    const char *rest;
+    first_last[0] = first_last[1] = (int)parse_integer(f, s, &rest);
+    if (*rest == '-') first_last[1] = (int)parse_integer(f, rest + 1, NULL);
+    if (*rest && *rest != '-') usage_bad_value(f->name, s, "a position A or a range A-B");
+    if (first_last[1] < first_last[0]) usage_bad_value(f->name, s, "a range A-B with A <= B");
 }
 
-/* The table of flags that take a value; a flag's entry says where it goes. */
-static int parse_valued_flag(Options *o, const char *flag, const char *v) {
-    if (!strcmp(flag, "-t")) {
-        o->temperature = parse_float(flag, v);
-        if (o->temperature < 0) usage_bad_value(flag, v, "a temperature >= 0");
-    } else if (!strcmp(flag, "-p")) {
-        o->topp = parse_float(flag, v);
-        if (!(o->topp > 0 && o->topp <= 1)) usage_bad_value(flag, v, "top-p in (0, 1]");
-    } else if (!strcmp(flag, "-k")) o->topk = (int)parse_int(flag, v, 0, 1 << 30);
-    else if (!strcmp(flag, "-s")) o->seed = (unsigned long long)parse_int(flag, v, 0, 0x7fffffffffffffffL);
-    else if (!strcmp(flag, "-n")) o->steps = (int)parse_int(flag, v, 1, 1 << 30);
-    else if (!strcmp(flag, "-i")) o->prompt = v;
-    else if (!strcmp(flag, "-z")) o->tokenizer = v;
-    else if (!strcmp(flag, "-m")) o->mode = v;
-    else if (!strcmp(flag, "-f")) o->text_file = v;
-    else if (!strcmp(flag, "-o")) o->output = v;
-    else if (!strcmp(flag, "--dtype")) {
-        o->dtype = weight_type_parse(v);
-        if (o->dtype < 0) usage_bad_value(flag, v, "f32, f16, q8 or q4");
+/* Reads one flag's value into its place in o. */
+static void set_flag(Options *o, const Flag *f, const char *v) {
+    char *dst = (char *)o + f->offset;
+    if (f->kind == ARG_SWITCH) *(int *)dst = 1;
+    else if (f->kind == ARG_TEXT) *(const char **)dst = v;
+    else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL);
+    else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL);
+    else if (f->kind == ARG_POS) parse_positions(f, v, (int *)dst);
+    else if (f->kind == ARG_DTYPE) {
+        *(int *)dst = weight_type_parse(v);
+        if (*(int *)dst < 0) usage_bad_value(f->name, v, "f32, f16, q8 or q4");
+    } else {
+        char *end;
+        errno = 0;
+        float x = strtof(v, &end);
+        if (errno || end == v || *end || !isfinite(x) || x < f->lo || x > f->hi || (f->lo_open && x == f->lo)) {
+            char expected[96];
+            snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
+            if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a number >= %g", f->lo);
+            usage_bad_value(f->name, v, expected);
+        }
+        *(float *)dst = x;
     }
-    else if (!strcmp(flag, "--threads")) o->threads = (int)parse_int(flag, v, 1, 1024);
-    else if (!strcmp(flag, "--layer")) o->trace.layer = (int)parse_int(flag, v, 0, QKV_MAX_LAYERS);
-    else if (!strcmp(flag, "--head")) o->trace.head = (int)parse_int(flag, v, 0, QKV_MAX_HEADS);
-    else if (!strcmp(flag, "--top")) o->trace.top_logits = (int)parse_int(flag, v, 1, 1000);
-    else if (!strcmp(flag, "--trace-out")) o->trace.out_path = v;
-    else if (!strcmp(flag, "--trace-json")) o->trace.json_path = v;
-    else if (!strcmp(flag, "--html")) o->trace.html_path = v;
-    else if (!strcmp(flag, "--compare")) o->trace.compare_path = v;
-    else if (!strcmp(flag, "--ctx")) o->bench.ctx = (int)parse_int(flag, v, 1, QKV_MAX_SEQ_LEN);
-    else if (!strcmp(flag, "--repeats")) o->bench.repeats = (int)parse_int(flag, v, 1, 1000);
-    else if (!strcmp(flag, "--csv")) o->bench.csv_path = v;
-    else if (!strcmp(flag, "--svg")) o->bench.svg_path = v;
-    else return 0;
-    return 1;
 }
 
-static int parse_switch(Options *o, const char *flag) {
-    if (!strcmp(flag, "--trace")) o->trace.trace = 1;
-    else if (!strcmp(flag, "--trace-prompt")) o->trace.trace_prompt = o->trace.trace = 1;
-    else if (!strcmp(flag, "--step")) o->trace.step = 1;
-    else if (!strcmp(flag, "--no-cache")) o->bench.no_cache = 1;
-    else if (!strcmp(flag, "-h") || !strcmp(flag, "--help")) usage(NULL);
-    else return 0;
-    return 1;
+static const Flag *find_flag(const char *name) {
+    for (int i = 0; i < N_FLAGS; i++)
+        if (!strcmp(FLAGS[i].name, name)) return &FLAGS[i];
+    return NULL;
+}
+
+/* A flag the chosen mode does not read is a usage error: it would be
+ * silently ignored, and the user believes it did something. */
+static void check_modes(const Options *o, const int *given) {
+    for (int i = 0; i < N_FLAGS; i++) {
+        if (!given[i] || (FLAGS[i].modes & o->mode)) continue;
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s is not used by -m %s", FLAGS[i].name, o->mode_name);
+        usage(msg);
+    }
 }
 
 static void parse_options(Options *o, int argc, char **argv) {
@@ -148,40 +254,58 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->temperature = 1.0f;
     o->topp = 0.9f;
     o->steps = 256;
-    o->mode = "generate";
+    o->mode_name = "generate";
     o->trace.layer = o->trace.head = -1;
+    o->trace.pos[1] = QKV_MAX_SEQ_LEN; /* every position */
     o->trace.top_logits = 10;
     o->bench.repeats = 3;
     o->dtype = WEIGHT_Q8_0;
+    int given[N_FLAGS] = { 0 };
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->checkpoint = argv[i++];
     for (; i < argc; i++) {
-        const char *flag = argv[i];
-        if (parse_switch(o, flag)) continue;
-        if (flag[0] != '-') {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unexpected argument '%s'", flag);
+        const char *name = argv[i];
+        char msg[256];
+        if (name[0] != '-' || !name[1]) {
+            snprintf(msg, sizeof msg, "unexpected argument '%s'", name);
             usage(msg);
         }
-        if (i + 1 >= argc) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "%s needs a value", flag);
+        const Flag *f = find_flag(name);
+        if (!f) {
+            snprintf(msg, sizeof msg, "unknown flag '%s'", name);
             usage(msg);
         }
-        if (!parse_valued_flag(o, flag, argv[i + 1])) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unknown flag '%s'", flag);
+        if (f->kind != ARG_SWITCH && i + 1 >= argc) {
+            snprintf(msg, sizeof msg, "%s needs a value (%s)", name, f->value);
             usage(msg);
         }
-        i++;
+        set_flag(o, f, f->kind == ARG_SWITCH ? NULL : argv[++i]);
+        given[f - FLAGS] = 1;
     }
-    const char *modes[] = { "generate", "tokenize", "info", "ppl", "bench", "quantize" };
-    int known = 0;
-    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) known |= !strcmp(o->mode, modes[m]);
-    if (!known) usage_bad_value("-m", o->mode, "generate, tokenize, info, ppl, bench or quantize");
-    if (!strcmp(o->mode, "quantize") && !o->output) usage("-m quantize needs -o FILE");
-    if (!strcmp(o->mode, "ppl") && !o->text_file) usage("-m ppl needs -f FILE");
+    if (o->help) print_help();
+    for (int m = 0; m < N_MODES; m++)
+        if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;
+    if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench or quantize");
+    check_modes(o, given);
+    if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
+    if (o->mode == PPL && !o->text_file) usage("-m ppl needs -f FILE");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
+    /* the flags that narrow a trace do nothing without one */
+    const TraceOptions *tr = &o->trace;
+    int traced = tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
+    const char *narrowing[] = { "--layer", "--head", "--pos", "--top", "--trace-level" };
+    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced; k++)
+        if (given[find_flag(narrowing[k]) - FLAGS]) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s needs a trace: --trace, --trace-json, --html or --step", narrowing[k]);
+            usage(msg);
+        }
+    if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");
+    int prompt_from_stdin = (o->prompt && !strcmp(o->prompt, "-")) || (o->prompt_file && !strcmp(o->prompt_file, "-"));
+    if (o->trace.step && prompt_from_stdin)
+        usage("--step reads its keys from stdin, so the prompt cannot come from stdin too");
+    if (o->trace.level_name && trace_level_parse(o->trace.level_name) < 0)
+        usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -204,6 +328,9 @@ static unsigned long long clock_seed(void) {
     seed &= 0x7fffffffffffffffull;
     return seed ? seed : 1;
 }
+
+/* Defined with ppl below; the prompt file is read the same way. */
+static char *read_text_file(const char *path, size_t *n);
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -277,12 +404,16 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
                 n_prompt, c->seq_len);
         exit(1);
     }
-    int steps = o->steps;
+    int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
     if (steps > c->seq_len) {
         fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
         steps = c->seq_len;
     }
-    if (steps < n_prompt) steps = n_prompt;
+    if (steps < n_prompt) {
+        fprintf(stderr, "warning: the prompt is %d tokens, more than -n %d: it runs whole, then one token "
+                        "is generated\n", n_prompt, steps);
+        steps = n_prompt;
+    }
 
     RunState s;
     Sampler sampler;
@@ -305,6 +436,7 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     int token = prompt[n_prompt - 1], generated = 0;
     const ForwardObserver *obs = tracer_observer(tr);
     const char *stopped_by = "the -n limit";
+    double waited = 0;
     for (int pos = n_prompt - 1; pos < steps; pos++) {
         SampleInfo info;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
@@ -317,7 +449,10 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
         print_token(&out, t, token, next);
         generated++;
         token = next;
-        if (tracer_pause(tr)) {
+        double pause_start = now_seconds();
+        int quit = tracer_pause(tr);
+        waited += now_seconds() - pause_start; /* the user's time, not the engine's */
+        if (quit) {
             stopped_by = "quit";
             break;
         }
@@ -327,9 +462,12 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     fflush(stdout); /* the text's last line before the speed line on a terminal */
     double end = now_seconds();
     if (tr && tracer_close(tr, err, sizeof err)) die("%s", err);
-    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d tokens at %.2f tok/s; seed %llu)\n",
-            generated > 1 ? (generated - 1) / (end - prompt_done) : 0.0, generated, stopped_by, n_prompt,
-            n_prompt / (prompt_done - start + 1e-9), seed);
+    double computing = end - prompt_done - waited;
+    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
+            generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
+            n_prompt == 1 ? "" : "s", n_prompt / (prompt_done - start + 1e-9), seed);
+    if (o->trace.step) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
+    fprintf(stderr, ")\n");
     free(probs);
     free(prompt);
     sampler_free(&sampler);
@@ -455,6 +593,35 @@ static void perplexity(const Model *m, const Tokenizer *t, const Options *o) {
 
 /* ------------------------------------------------------------------------ */
 
+/* The default checkpoint: models/stories.bin from the current directory,
+ * else beside the executable (/proc/self/exe), so ./run works from anywhere
+ * in a checkout and an installed copy finds its models. */
+static const char *default_checkpoint(char *buf, size_t cap) {
+    if (access(DEFAULT_CHECKPOINT, R_OK) == 0) return DEFAULT_CHECKPOINT;
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    if (n <= 0) return DEFAULT_CHECKPOINT;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash || (size_t)(slash - buf) + sizeof "/" DEFAULT_CHECKPOINT > cap) return DEFAULT_CHECKPOINT;
+    strcpy(slash + 1, DEFAULT_CHECKPOINT);
+    return access(buf, R_OK) == 0 ? buf : DEFAULT_CHECKPOINT;
+}
+
+/* The prompt: -i TEXT, -i - (stdin) or --prompt-file FILE (- is stdin too).
+ * One final newline of a file is dropped: editors add it, and a prompt
+ * rarely means it. The caller frees *owned. */
+static const char *read_prompt(const Options *o, char **owned) {
+    *owned = NULL;
+    const char *path = o->prompt_file;
+    if (o->prompt && !strcmp(o->prompt, "-")) path = "-";
+    if (!path) return o->prompt ? o->prompt : "";
+    size_t n;
+    *owned = read_text_file(strcmp(path, "-") ? path : "/dev/stdin", &n);
+    if (n > 0 && (*owned)[n - 1] == '\n') (*owned)[--n] = '\0';
+    if (n > 0 && (*owned)[n - 1] == '\r') (*owned)[--n] = '\0';
+    return *owned;
+}
+
 int main(int argc, char **argv) {
     Options o;
     parse_options(&o, argc, argv);
@@ -464,33 +631,43 @@ int main(int argc, char **argv) {
 #else
     o.bench.threads = 1;
 #endif
+    char *owned_prompt = NULL;
+    if (o.mode & (GENERATE | TOKENIZE)) o.prompt = read_prompt(&o, &owned_prompt);
     Tokenizer t;
-    if (!strcmp(o.mode, "tokenize") && !o.checkpoint && o.tokenizer) {
+    if (o.mode == TOKENIZE && !o.checkpoint && o.tokenizer) {
         load_tokenizer(&t, &o, NULL);
         tokenize(&t, &o);
         tokenizer_free(&t);
+        free(owned_prompt);
         return 0;
     }
-    const char *path = o.checkpoint ? o.checkpoint : DEFAULT_CHECKPOINT;
+    char exe_path[4096];
+    const char *path = o.checkpoint ? o.checkpoint : default_checkpoint(exe_path, sizeof exe_path);
     o.trace.model_path = path;
     Model m;
     char err[512];
     if (model_load(&m, path, err, sizeof err)) die("%s", err);
-    if (!strcmp(o.mode, "info")) {
-        info(&m, path, o.bench.ctx ? o.bench.ctx : m.config.seq_len);
-    } else if (!strcmp(o.mode, "bench")) {
+    if (o.mode == INFO) {
+        int ctx = o.bench.ctx ? o.bench.ctx : m.config.seq_len;
+        if (ctx > m.config.seq_len) { /* as bench does */
+            fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", ctx, m.config.seq_len);
+            ctx = m.config.seq_len;
+        }
+        info(&m, path, ctx);
+    } else if (o.mode == BENCH) {
         o.bench.model_path = path;
         if (bench_run(&m, &o.bench, err, sizeof err)) die("%s", err);
     } else {
         load_tokenizer(&t, &o, &m);
-        if (!strcmp(o.mode, "tokenize")) tokenize(&t, &o);
-        else if (!strcmp(o.mode, "quantize")) {
+        if (o.mode == TOKENIZE) tokenize(&t, &o);
+        else if (o.mode == QUANTIZE) {
             if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) die("%s", err);
         }
-        else if (!strcmp(o.mode, "ppl")) perplexity(&m, &t, &o);
+        else if (o.mode == PPL) perplexity(&m, &t, &o);
         else generate(&m, &t, &o);
         tokenizer_free(&t);
     }
     model_free(&m);
+    free(owned_prompt);
     return 0;
 }

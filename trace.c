@@ -7,89 +7,36 @@
  * and writes it out: a JSON line at once, a text block (prompt rows wait for
  * the end of the prompt, so they can show later prompt keys as masked), and,
  * for the HTML page, the Step stays in memory until tracer_close().
+ * JSON and the HTML page are written by trace_json.c; the terminal's keys
+ * for step mode are read by stepper.c.
  *
  * Nothing here computes attention: every number is the one forward() used.
  * The --compare model runs through the same forward() with the same observer.
  */
 #include "trace.h"
-#include "explorer_html.h" /* EXPLORER_HTML: explorer.html as a C string, made by the Makefile */
+#include "stepper.h"
+#include "trace_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
-#define COLUMNS_PER_CHUNK 12 /* key columns per line; longer rows wrap */
 #define CELL_WIDTH 8         /* characters per key column */
 #define ROW_LABEL_WIDTH 10   /* "  q·k/√d  " */
+#define FILE_WIDTH (ROW_LABEL_WIDTH + 12 * CELL_WIDTH) /* a file: 12 keys a block, 106 columns */
+#define MIN_KEYS_PER_BLOCK 4
 #define LABEL_CHARS 7        /* a key's token text is cut to this many characters */
 #define LABEL_BYTES 64       /* room for an escaped, cut label */
 #define TOP_ATTENDED 3       /* most attended keys listed under each head */
-#define HTML_DATA_MARKER "/*QKV_DATA*/"
-
-/* ------------------------------------------------------------------------ */
-/* What the observer captures, and what a step keeps                         */
-
-/* The attention of the latest position, every layer and head, copied from
- * the run state right after forward() computed it. */
-typedef struct {
-    int n_layers, n_heads, seq_len;
-    int n_visible;  /* keys 0..n_visible-1 */
-    float *scores;  /* [n_layers, n_heads, seq_len] raw q·k */
-    float *weights; /* [n_layers, n_heads, seq_len] softmax of the scaled scores */
-} Capture;
-
-typedef struct {
-    int id;
-    float logit;
-    float prob;   /* softmax of the logits */
-    float prob_t; /* softmax of the logits / temperature: what the sampler drew from */
-} Candidate;
-
-typedef struct {
-    int pos, token, next;
-    int forced;       /* next is the prompt's next token, not a sample */
-    SampleInfo info;  /* how next was sampled (when not forced) */
-    int n_visible;    /* keys 0..n_visible-1 */
-    float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights;
-                         NULL once no output needs it */
-    Candidate *top;   /* [n_top], largest logit first */
-    int n_top;
-} Step;
-
-typedef struct {
-    Step *steps;
-    int n, cap;
-} Recording;
-
-struct Tracer {
-    TraceOptions opt;
-    const Model *model;
-    const Tokenizer *tok;
-    float temperature, topp;
-    int topk;
-    FILE *text;        /* text trace (stderr or --trace-out), or NULL */
-    int colour;        /* ANSI heat colours in the text trace */
-    FILE *json;        /* --trace-json, or NULL */
-    FILE *html;        /* --html, opened early so a bad path fails early */
-    Model compare;     /* --compare, loaded early for the same reason */
-    int has_compare;
-    Capture capture;
-    ForwardObserver observer;
-    Recording run;
-    int n_text_done;   /* steps whose text block is written (or skipped) */
-    int n_released;    /* steps whose attention is freed (no output needs it) */
-    int run_to_end;    /* step mode: the user pressed c, stop pausing */
-    int out_of_memory; /* a step could not be recorded: reported at close */
-    float *probs;      /* [vocab_size] scratch */
-};
 
 /* ------------------------------------------------------------------------ */
 /* Capture                                                                   */
 
-static int capture_init(Capture *cap, const Config *c) {
+int capture_init(Capture *cap, const Config *c) {
     size_t n = (size_t)c->n_layers * c->n_heads * c->seq_len;
     cap->n_layers = c->n_layers;
     cap->n_heads = c->n_heads;
@@ -100,14 +47,14 @@ static int capture_init(Capture *cap, const Config *c) {
     return cap->scores && cap->weights ? 0 : -1;
 }
 
-static void capture_free(Capture *cap) {
+void capture_free(Capture *cap) {
     free(cap->scores);
     free(cap->weights);
     cap->scores = cap->weights = NULL;
 }
 
 /* The ForwardObserver callback: row h of the run state is at h*seq_len. */
-static void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
+void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     Capture *cap = ctx;
     (void)pos;
     for (int h = 0; h < cap->n_heads; h++) {
@@ -122,11 +69,11 @@ static void capture_attention(void *ctx, int layer, int pos, int n_visible, cons
 /* ------------------------------------------------------------------------ */
 /* Steps                                                                     */
 
-static const float *step_scores(const Step *st, const Capture *cap, int layer, int head) {
+const float *step_scores(const Step *st, const Capture *cap, int layer, int head) {
     return st->attention + ((size_t)layer * cap->n_heads + head) * st->n_visible;
 }
 
-static const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
+const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
     return step_scores(st, cap, layer, head) + (size_t)cap->n_layers * cap->n_heads * st->n_visible;
 }
 
@@ -154,7 +101,7 @@ static void top_candidates(Candidate *top, int n, const float *logits, int vocab
 }
 
 /* Freezes the capture and the logits into a new step of rec. */
-static Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits,
+Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits,
                          int vocab, int n_top, float temperature, float *probs) {
     if (rec->n == rec->cap) {
         int cap_steps = rec->cap ? 2 * rec->cap : 64;
@@ -197,10 +144,34 @@ static void step_release(Step *st) {
     st->top = NULL;
 }
 
-static void recording_free(Recording *rec) {
+void recording_free(Recording *rec) {
     for (int i = 0; i < rec->n; i++) step_release(&rec->steps[i]);
     free(rec->steps);
     memset(rec, 0, sizeof *rec);
+}
+
+/* Colour only for a terminal, and never when NO_COLOR is set (no-color.org). */
+static int wants_colour(FILE *f) {
+    const char *no_colour = getenv("NO_COLOR");
+    return isatty(fileno(f)) && !(no_colour && no_colour[0]);
+}
+
+/* Characters per line: a terminal's width (its size, else COLUMNS, else 80);
+ * a file or a pipe keeps FILE_WIDTH, so its lines do not depend on where it
+ * was made. */
+static int output_width(FILE *f) {
+    if (!isatty(fileno(f))) return FILE_WIDTH;
+    struct winsize ws;
+    if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    int n = columns ? atoi(columns) : 0;
+    return n > 0 ? n : 80;
+}
+
+int trace_level_parse(const char *name) {
+    if (!strcmp(name, "full")) return TRACE_FULL;
+    if (!strcmp(name, "summary")) return TRACE_SUMMARY;
+    return -1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -340,29 +311,65 @@ static void print_key_lines(FILE *out, const AttentionRow *row, int first, int l
     fputc('\n', out);
 }
 
+/* Items on lines of at most width characters: when the next item would not
+ * fit, a new line indented by indent. An item's leading space is dropped at
+ * the start of a line. */
+typedef struct {
+    FILE *out;
+    int width, indent, column;
+} Wrap;
+
+static void wrap_put(Wrap *w, const char *item) {
+    int n = display_width(item);
+    if (w->column > w->indent && w->column + n > w->width) {
+        fprintf(w->out, "\n%*s", w->indent, "");
+        w->column = w->indent;
+        if (*item == ' ') { item++; n--; }
+    }
+    fputs(item, w->out);
+    w->column += n;
+}
+
+static void wrap_end(Wrap *w) {
+    fputc('\n', w->out);
+    w->column = 0;
+}
+
+/* The indices of the k largest weights, largest first (k <= n). */
+static void most_attended(const float *weights, int n, int *best, int k) {
+    for (int i = 0; i < k; i++) {
+        best[i] = -1;
+        for (int t = 0; t < n; t++) {
+            int taken = 0;
+            for (int j = 0; j < i; j++) taken |= best[j] == t;
+            if (!taken && (best[i] < 0 || weights[t] > weights[best[i]])) best[i] = t;
+        }
+    }
+}
+
 /* The sum of the weights (1 up to rounding) and the keys with most weight. */
 static void print_row_summary(FILE *out, const AttentionRow *row) {
     double sum = 0;
     for (int t = 0; t < row->n_visible; t++) sum += row->weights[t];
-    fprintf(out, "  sum %.6f; most attended:", sum);
-    int shown[TOP_ATTENDED];
-    int n_shown = row->n_visible < TOP_ATTENDED ? row->n_visible : TOP_ATTENDED;
-    for (int k = 0; k < n_shown; k++) {
-        int best = -1;
-        for (int t = 0; t < row->n_visible; t++) {
-            int taken = 0;
-            for (int j = 0; j < k; j++) taken |= shown[j] == t;
-            if (!taken && (best < 0 || row->weights[t] > row->weights[best])) best = t;
-        }
-        shown[k] = best;
-        fprintf(out, "%s %s (pos %d) %.3f", k ? "," : "", row->labels[best], best, row->weights[best]);
+    char item[LABEL_BYTES + 64];
+    Wrap w = { out, row->width ? row->width : FILE_WIDTH, 4, 0 };
+    snprintf(item, sizeof item, "  sum %.6f; most attended:", sum);
+    wrap_put(&w, item);
+    int best[TOP_ATTENDED], n = row->n_visible < TOP_ATTENDED ? row->n_visible : TOP_ATTENDED;
+    most_attended(row->weights, row->n_visible, best, n);
+    for (int k = 0; k < n; k++) {
+        snprintf(item, sizeof item, " %s (pos %d) %.3f%s", row->labels[best[k]], best[k], row->weights[best[k]],
+                 k + 1 < n ? "," : "");
+        wrap_put(&w, item);
     }
-    fputc('\n', out);
+    wrap_end(&w);
 }
 
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
-    for (int first = 0; first < row->n_cols; first += COLUMNS_PER_CHUNK) {
-        int last = first + COLUMNS_PER_CHUNK < row->n_cols ? first + COLUMNS_PER_CHUNK : row->n_cols;
+    int keys = ((row->width ? row->width : FILE_WIDTH) - ROW_LABEL_WIDTH) / CELL_WIDTH;
+    if (keys < MIN_KEYS_PER_BLOCK) keys = MIN_KEYS_PER_BLOCK;
+    for (int first = 0; first < row->n_cols; first += keys) {
+        int last = first + keys < row->n_cols ? first + keys : row->n_cols;
         print_key_lines(out, row, first, last);
         print_row_line(out, row, ROW_SCORES, first, last, colour);
         print_row_line(out, row, ROW_SCALED, first, last, colour);
@@ -388,7 +395,7 @@ static const char *quoted_piece(char *buf, size_t cap, const Tokenizer *t, int t
     return buf;
 }
 
-static const char *method_name(SampleMethod m) {
+const char *method_name(SampleMethod m) {
     switch (m) {
     case SAMPLE_GREEDY: return "greedy";
     case SAMPLE_TEMPERATURE: return "temperature";
@@ -397,110 +404,162 @@ static const char *method_name(SampleMethod m) {
     return "?";
 }
 
-static void print_step_header(const Tracer *tr, const Step *st) {
+static void print_step_header(FILE *out, const Tracer *tr, const Step *st) {
     char a[256], b[256];
-    fprintf(tr->text, "\n== pos %d: input %s (id %d) -> next %s (id %d), %s ==\n", st->pos,
+    fprintf(out, "\n== pos %d: input %s (id %d) -> next %s (id %d), %s ==\n", st->pos,
             quoted_piece(a, sizeof a, tr->tok, st->token), st->token,
             quoted_piece(b, sizeof b, tr->tok, st->next), st->next,
             st->forced ? "forced by the prompt" : "sampled");
 }
 
-/* What the mask did for this query, in words. */
-static void print_mask_note(const Tracer *tr, const Step *st, int n_cols) {
+/* What the mask did for this query, in words (lines fit 80 columns). */
+static void print_mask_note(FILE *out, const Step *st, int n_cols) {
     if (n_cols > st->n_visible)
-        fprintf(tr->text, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf to their "
-                          "scores, so their weights are exactly 0, and forward() never computes them)\n",
+        fprintf(out, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
+                     "   to their scores; their weights are 0, and forward() never computes them)\n",
                 st->n_visible, n_cols - 1);
     else
-        fprintf(tr->text, "  (the query at pos %d sees every cached key 0..%d; later positions do not exist yet, "
-                          "so the mask has nothing to hide)\n", st->pos, st->n_visible - 1);
+        fprintf(out, "  (pos %d sees every cached key 0..%d; later positions do not exist yet,\n"
+                     "   so the mask has nothing to hide)\n", st->pos, st->n_visible - 1);
 }
 
-static void print_heads(Tracer *tr, const Step *st, int n_cols, char (*labels)[LABEL_BYTES],
-                        const char **label_ptrs) {
-    const Config *c = &tr->model->config;
+/* Each key's column label (the tokens of positions 0..n_cols-1). */
+typedef struct {
+    char (*text)[LABEL_BYTES];
+    const char **ptrs;
+} Labels;
+
+static int labels_make(Labels *lb, const Tracer *tr, int n_cols) {
+    lb->text = malloc((size_t)n_cols * sizeof *lb->text);
+    lb->ptrs = malloc((size_t)n_cols * sizeof *lb->ptrs);
+    if (!lb->text || !lb->ptrs) return -1;
     for (int t = 0; t < n_cols; t++) {
-        key_label(labels[t], tr->tok, tr->run.steps[t].token);
-        label_ptrs[t] = labels[t];
+        key_label(lb->text[t], tr->tok, tr->run.steps[t].token);
+        lb->ptrs[t] = lb->text[t];
     }
-    for (int l = 0; l < c->n_layers; l++) {
-        if (!layer_selected(tr, l)) continue;
-        for (int h = 0; h < c->n_heads; h++) {
-            if (!head_selected(tr, h)) continue;
-            fprintf(tr->text, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
-                    h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size,
-                    1.0 / sqrt((double)c->head_size));
-            AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
-                                 st->n_visible, n_cols, c->head_size, label_ptrs };
-            trace_print_attention(tr->text, &row, tr->colour);
-        }
-    }
-    print_mask_note(tr, st, n_cols);
+    return 0;
 }
 
-static void print_top_logits(const Tracer *tr, const Step *st) {
+static void labels_free(Labels *lb) {
+    free(lb->text);
+    free(lb->ptrs);
+}
+
+/* One head's full table. */
+static void print_head_table(FILE *out, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+                             const Labels *lb, int colour) {
+    const Config *c = &tr->model->config;
+    fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
+            h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
+    AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
+                         st->n_visible, n_cols, c->head_size, lb->ptrs, tr->width };
+    trace_print_attention(out, &row, colour);
+}
+
+/* One head on one line: its most attended keys with their weights. */
+static void print_head_summary(FILE *out, const Tracer *tr, const Step *st, int l, int h, const Labels *lb,
+                               int mark) {
+    const float *w = step_weights(st, &tr->capture, l, h);
+    int best[TOP_ATTENDED], n = st->n_visible < TOP_ATTENDED ? st->n_visible : TOP_ATTENDED;
+    most_attended(w, st->n_visible, best, n);
+    char item[LABEL_BYTES + 32];
+    Wrap wr = { out, tr->width, 10, 0 };
+    snprintf(item, sizeof item, "%s L%d H%-3d", mark ? ">" : " ", l, h);
+    wrap_put(&wr, item);
+    for (int k = 0; k < n; k++) {
+        snprintf(item, sizeof item, "  %s@%d %.3f", lb->ptrs[best[k]], best[k], w[best[k]]);
+        wrap_put(&wr, item);
+    }
+    wrap_end(&wr);
+}
+
+/* The top next tokens on as few lines as fit, with their probabilities. */
+static void print_next_summary(FILE *out, const Tracer *tr, const Step *st) {
+    char piece[256], item[300];
+    Wrap wr = { out, tr->width, 8, 0 };
+    wrap_put(&wr, "  next:");
+    for (int i = 0; i < st->n_top; i++) {
+        quoted_piece(piece, sizeof piece, tr->tok, st->top[i].id);
+        snprintf(item, sizeof item, " %s %.3f%s", piece, st->top[i].prob, i + 1 < st->n_top ? "," : "");
+        wrap_put(&wr, item);
+    }
+    wrap_end(&wr);
+}
+
+static void print_top_logits(FILE *out, const Tracer *tr, const Step *st) {
     int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
     char piece[256];
-    fprintf(tr->text, "top %d logits (p = softmax of the logits", st->n_top);
-    if (with_t) fprintf(tr->text, "; p@T = softmax of the logits / %g", tr->temperature);
-    fprintf(tr->text, ")\n  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
+    fprintf(out, "top %d logits (p = softmax of the logits", st->n_top);
+    if (with_t) fprintf(out, "; p@T = softmax of the logits / %g", tr->temperature);
+    fprintf(out, ")\n  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
     for (int i = 0; i < st->n_top; i++) {
         const Candidate *cand = &st->top[i];
-        fprintf(tr->text, "  %4d  %6d  ", i + 1, cand->id);
+        fprintf(out, "  %4d  %6d  ", i + 1, cand->id);
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
-        fputs(piece, tr->text);
-        for (int pad = 16 - display_width(piece); pad > 0; pad--) fputc(' ', tr->text);
-        fprintf(tr->text, " %9.4f %9.4f", cand->logit, cand->prob);
-        if (with_t) fprintf(tr->text, " %9.4f", cand->prob_t);
-        if (cand->id == st->next) fputs(st->forced ? "  <- next (prompt)" : "  <- sampled", tr->text);
-        fputc('\n', tr->text);
+        fputs(piece, out);
+        for (int pad = 16 - display_width(piece); pad > 0; pad--) fputc(' ', out);
+        fprintf(out, " %9.4f %9.4f", cand->logit, cand->prob);
+        if (with_t) fprintf(out, " %9.4f", cand->prob_t);
+        if (cand->id == st->next) fputs(st->forced ? "  <- next (prompt)" : "  <- sampled", out);
+        fputc('\n', out);
     }
 }
 
-static void print_sampling(const Tracer *tr, const Step *st) {
+static void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
     char piece[256];
     quoted_piece(piece, sizeof piece, tr->tok, st->next);
     if (st->forced) {
-        fprintf(tr->text, "next %s (id %d) is the prompt's next token (teacher forcing: nothing is sampled)\n",
+        fprintf(out, "next %s (id %d) is the prompt's next token\n  (teacher forcing: nothing is sampled)\n",
                 piece, st->next);
         return;
     }
     const SampleInfo *in = &st->info;
     switch (in->method) {
     case SAMPLE_GREEDY:
-        fprintf(tr->text, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
+        fprintf(out, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
         break;
     case SAMPLE_TEMPERATURE:
-        fprintf(tr->text, "sampled %s (id %d): temperature %g over all %d tokens; coin %.4f fell on it "
-                          "in the cumulative distribution; p@T = %.4f\n",
+        fprintf(out, "sampled %s (id %d): temperature %g over all %d tokens;\n  coin %.4f fell on it "
+                     "in the cumulative distribution; p@T = %.4f\n",
                 piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
         break;
     case SAMPLE_TOP_P:
-        fprintf(tr->text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
-        if (tr->topk > 0) fprintf(tr->text, ", top-k %d", tr->topk);
-        if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(tr->text, ", top-p %g", tr->topp);
-        fprintf(tr->text, ": %d candidates kept after the cutoff; coin %.4f (scaled by their mass) "
-                          "fell on it; p@T = %.4f\n", in->n_candidates, in->coin, in->probability);
+        fprintf(out, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
+        if (tr->topk > 0) fprintf(out, ", top-k %d", tr->topk);
+        if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(out, ", top-p %g", tr->topp);
+        fprintf(out, ":\n  %d candidates kept after the cutoff; coin %.4f (scaled by their mass)\n"
+                     "  fell on it; p@T = %.4f\n", in->n_candidates, in->coin, in->probability);
         break;
     }
 }
 
+/* One step of the text trace: every selected head as a table (full) or as
+ * one line (summary), then the next tokens and how the next was chosen. */
 static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
-    char (*labels)[LABEL_BYTES] = malloc((size_t)n_cols * sizeof *labels);
-    const char **label_ptrs = malloc((size_t)n_cols * sizeof *label_ptrs);
-    if (!labels || !label_ptrs) {
-        free(labels);
-        free(label_ptrs);
-        return -1;
+    FILE *out = tr->text;
+    const Config *c = &tr->model->config;
+    Labels lb;
+    int rc = labels_make(&lb, tr, n_cols);
+    if (rc == 0) {
+        print_step_header(out, tr, st);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++) {
+                if (!layer_selected(tr, l) || !head_selected(tr, h)) continue;
+                if (tr->level == TRACE_FULL) print_head_table(out, tr, st, l, h, n_cols, &lb, tr->colour);
+                else print_head_summary(out, tr, st, l, h, &lb, 0);
+            }
+        if (tr->level == TRACE_FULL) {
+            print_mask_note(out, st, n_cols);
+            print_top_logits(out, tr, st);
+        } else print_next_summary(out, tr, st);
+        print_sampling(out, tr, st);
     }
-    print_step_header(tr, st);
-    print_heads(tr, st, n_cols, labels, label_ptrs);
-    print_top_logits(tr, st);
-    print_sampling(tr, st);
-    free(labels);
-    free(label_ptrs);
-    return 0;
+    labels_free(&lb);
+    return rc;
 }
+
+/* --pos A-B */
+static int pos_selected(const Tracer *tr, int pos) { return pos >= tr->opt.pos[0] && pos <= tr->opt.pos[1]; }
 
 /* Writes the text blocks that can be written now. A prompt row waits for the
  * end of the prompt (the first sampled step), so its columns can run over
@@ -512,7 +571,7 @@ static int write_pending_text(Tracer *tr, int at_close) {
     int n_cols_prompt = last->pos + 1;
     for (; tr->n_text_done < tr->run.n; tr->n_text_done++) {
         const Step *st = &tr->run.steps[tr->n_text_done];
-        if (st->forced && !tr->opt.trace_prompt) continue;
+        if ((st->forced && !tr->opt.trace_prompt) || !pos_selected(tr, st->pos)) continue;
         if (print_step_text(tr, st, st->forced ? n_cols_prompt : st->n_visible)) return -1;
     }
     fflush(tr->text);
@@ -520,216 +579,59 @@ static int write_pending_text(Tracer *tr, int at_close) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* JSON                                                                      */
+/* Step mode                                                                 */
 
-/* Where and how JSON goes: JSON Lines keep every bit of a float; the HTML
- * page keeps fewer digits and escapes <, so no string can close its
- * <script> element. */
-typedef struct {
-    FILE *f;
-    const Tokenizer *tok;
-    int digits;
-    int in_html;
-} Json;
-
-/* A JSON string for any bytes: " and \ escaped, control bytes as \u00XX,
- * and each byte that is not part of a valid UTF-8 sequence as U+FFFD. */
-static void json_string(const Json *j, const char *s, int len) {
-    FILE *f = j->f;
-    fputc('"', f);
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); }
-        else if (c < 0x20 || c == 0x7F || (c == '<' && j->in_html)) fprintf(f, "\\u%04x", c);
-        else if (c < 0x80) fputc(c, f);
-        else {
-            int n = utf8_sequence_length((const unsigned char *)s + i); /* s is NUL-terminated */
-            if (n == 0 || i + n > len) fputs("\\ufffd", f);
-            else { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
-        }
-    }
-    fputc('"', f);
-}
-
-static void json_piece(const Json *j, int token) {
-    json_string(j, j->tok->vocab[token], j->tok->piece_lengths[token]);
-}
-
-/* JSON has no NaN or infinity: those become null. */
-static void json_number(const Json *j, double v) {
-    if (isfinite(v)) fprintf(j->f, "%.*g", j->digits, v);
-    else fputs("null", j->f);
-}
-
-static void json_numbers(const Json *j, const float *v, int n) {
-    fputc('[', j->f);
-    for (int i = 0; i < n; i++) {
-        if (i) fputc(',', j->f);
-        json_number(j, v[i]);
-    }
-    fputc(']', j->f);
-}
-
-/* "key":number, after a comma */
-static void json_field(const Json *j, const char *key, double v) {
-    fprintf(j->f, ",\"%s\":", key);
-    json_number(j, v);
-}
-
-static void json_sample(const Json *j, const Step *st, const Tracer *tr) {
-    if (st->forced) { fputs("null", j->f); return; }
-    fprintf(j->f, "{\"method\":\"%s\"", method_name(st->info.method));
-    json_field(j, "temperature", tr->temperature);
-    json_field(j, "topp", tr->topp);
-    fprintf(j->f, ",\"topk\":%d,\"candidates\":%d", tr->topk, st->info.n_candidates);
-    json_field(j, "coin", st->info.coin);
-    json_field(j, "probability", st->info.probability);
-    fputc('}', j->f);
-}
-
-/* Which layers and heads a step's object holds: all (-1) or one. */
-typedef struct { int layer, head; } Selection;
-
-static void json_attention(const Json *j, const Step *st, const Capture *cap, const Config *c, Selection sel) {
-    fputc('[', j->f);
-    int first_layer = 1;
-    for (int l = 0; l < c->n_layers; l++) {
-        if (sel.layer >= 0 && sel.layer != l) continue;
-        fprintf(j->f, "%s{\"layer\":%d,\"heads\":[", first_layer ? "" : ",", l);
-        first_layer = 0;
-        int first_head = 1;
-        for (int h = 0; h < c->n_heads; h++) {
-            if (sel.head >= 0 && sel.head != h) continue;
-            fprintf(j->f, "%s{\"head\":%d,\"kv_head\":%d,\"scores\":", first_head ? "" : ",", h,
-                    h / (c->n_heads / c->n_kv_heads));
-            first_head = 0;
-            json_numbers(j, step_scores(st, cap, l, h), st->n_visible);
-            fputs(",\"weights\":", j->f);
-            json_numbers(j, step_weights(st, cap, l, h), st->n_visible);
-            fputc('}', j->f);
-        }
-        fputs("]}", j->f);
-    }
-    fputc(']', j->f);
-}
-
-/* One step as a JSON object (the schema is in README.md, "Tracing"). */
-static void json_step(const Json *j, const Step *st, const Tracer *tr, const Capture *cap, const Config *c,
-                      Selection sel) {
-    fprintf(j->f, "{\"pos\":%d,\"token\":%d,\"piece\":", st->pos, st->token);
-    json_piece(j, st->token);
-    fprintf(j->f, ",\"forced\":%s,\"next\":%d,\"next_piece\":", st->forced ? "true" : "false", st->next);
-    json_piece(j, st->next);
-    fputs(",\"sample\":", j->f);
-    json_sample(j, st, tr);
-    fputs(",\"layers\":", j->f);
-    json_attention(j, st, cap, c, sel);
-    fputs(",\"top\":[", j->f);
-    for (int i = 0; i < st->n_top; i++) {
-        fprintf(j->f, "%s{\"id\":%d,\"piece\":", i ? "," : "", st->top[i].id);
-        json_piece(j, st->top[i].id);
-        json_field(j, "logit", st->top[i].logit);
-        json_field(j, "prob", st->top[i].prob);
-        fputc('}', j->f);
-    }
-    fputs("]}", j->f);
-}
-
-/* ------------------------------------------------------------------------ */
-/* HTML explorer                                                             */
-
-/* Runs the --compare checkpoint over the run's tokens, teacher-forced: the
- * same forward() and the same observer, so its rows are real too. */
-static int run_compare(Tracer *tr, Recording *out, Capture *cap, char *err, size_t err_len) {
-    const Config *c = &tr->compare.config;
-    const Recording *run = &tr->run;
-    if (run->n > c->seq_len) {
-        snprintf(err, err_len, "--compare %s: its context is %d positions, the run has %d",
-                 tr->opt.compare_path, c->seq_len, run->n);
-        return -1;
-    }
-    RunState s;
-    if (run_state_init(&s, c) || capture_init(cap, c)) {
-        run_state_free(&s);
-        snprintf(err, err_len, "out of memory for the --compare model");
-        return -1;
-    }
-    ForwardObserver observer = { cap, capture_attention, NULL };
-    int rc = 0;
-    for (int i = 0; i < run->n && rc == 0; i++) {
-        const Step *src = &run->steps[i];
-        float *logits = forward(&tr->compare, &s, src->token, src->pos, &observer);
-        Step *st = record_step(out, cap, src->pos, src->token, logits, c->vocab_size, tr->opt.top_logits,
-                               0.0f, tr->probs);
-        if (!st) rc = -1;
-        else { st->next = src->next; st->forced = 1; }
-    }
-    run_state_free(&s);
-    if (rc) snprintf(err, err_len, "out of memory running the --compare model");
-    return rc;
-}
-
-static void html_run(const Json *j, const Tracer *tr, const char *name, const Recording *rec,
-                     const Capture *cap, const Config *c) {
-    fputs("{\"name\":", j->f);
-    json_string(j, name, (int)strlen(name));
-    fprintf(j->f, ",\"n_layers\":%d,\"n_heads\":%d,\"n_kv_heads\":%d,\"head_size\":%d,\"steps\":[\n",
-            c->n_layers, c->n_heads, c->n_kv_heads, c->head_size);
-    Selection all = { -1, -1 };
-    for (int i = 0; i < rec->n; i++) {
-        json_step(j, &rec->steps[i], tr, cap, c, all);
-        fputs(i + 1 < rec->n ? ",\n" : "\n", j->f);
-    }
-    fputs("]}", j->f);
-}
-
-/* The page's data: the tokens (inputs at positions 0..n-1, then the last
- * prediction), how many came from the prompt, and one entry per model. */
-static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const Capture *compare_cap) {
-    const Json j = { f, tr->tok, 6, 1 }; /* 6 digits: plenty for hover values, and a smaller page */
-    const Recording *run = &tr->run;
-    int n_prompt = run->n;
-    for (int i = 0; i < run->n; i++)
-        if (!run->steps[i].forced) { n_prompt = i + 1; break; }
-    fprintf(f, "{\"prompt_tokens\":%d,\"tokens\":[", n_prompt);
-    for (int i = 0; i <= run->n; i++) {
-        int token = i < run->n ? run->steps[i].token : run->steps[run->n - 1].next;
-        fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", token);
-        json_piece(&j, token);
-        fputc('}', f);
-    }
-    fputs("],\"runs\":[\n", f);
-    html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, &tr->model->config);
-    if (compare) {
-        fputs(",\n", f);
-        html_run(&j, tr, tr->opt.compare_path, compare, compare_cap, &tr->compare.config);
-    }
-    fputs("]}", f);
-}
-
-/* explorer.html with the data where its marker is. */
-static int write_html(Tracer *tr, char *err, size_t err_len) {
-    Recording compare = { 0 };
-    Capture compare_cap = { 0 };
-    int rc = 0;
-    if (tr->run.n == 0) {
-        snprintf(err, err_len, "--html %s: no positions were run", tr->opt.html_path);
-        rc = -1;
-    }
-    if (rc == 0 && tr->has_compare) rc = run_compare(tr, &compare, &compare_cap, err, err_len);
+/* The step view: every head on one line (> marks the chosen one), the chosen
+ * head's table (or every head's), the next tokens and how the next was chosen. */
+static int print_step_view(Tracer *tr, const Step *st) {
+    FILE *out = stderr;
+    const Config *c = &tr->model->config;
+    Labels lb;
+    int rc = labels_make(&lb, tr, st->n_visible);
     if (rc == 0) {
-        const char *marker = strstr(EXPLORER_HTML, HTML_DATA_MARKER);
-        fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html);
-        html_data(tr->html, tr, tr->has_compare ? &compare : NULL, &compare_cap);
-        fputs(marker + strlen(HTML_DATA_MARKER), tr->html);
-        if (ferror(tr->html)) {
-            snprintf(err, err_len, "cannot write %s", tr->opt.html_path);
-            rc = -1;
+        print_step_header(out, tr, st);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++)
+                print_head_summary(out, tr, st, l, h, &lb, l == tr->focus_layer && h == tr->focus_head);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++)
+                if (tr->all_heads || (l == tr->focus_layer && h == tr->focus_head))
+                    print_head_table(out, tr, st, l, h, st->n_visible, &lb, wants_colour(out));
+        print_next_summary(out, tr, st);
+        print_sampling(out, tr, st);
+    }
+    labels_free(&lb);
+    return rc;
+}
+
+/* Moves v by delta, around 0..n-1. */
+static int wrap_index(int v, int delta, int n) { return ((v + delta) % n + n) % n; }
+
+int tracer_pause(Tracer *tr) {
+    if (!tr || !tr->opt.step || tr->run_to_end || tr->run.n == 0) return 0;
+    const Config *c = &tr->model->config;
+    const Step *st = &tr->run.steps[tr->run.n - 1];
+    int redraw = 1;
+    for (;;) {
+        if (redraw && st->attention && print_step_view(tr, st)) return 1;
+        fprintf(stderr, "-- [Enter] next token, [c] run to the end, [q] quit, [?] keys: ");
+        fflush(stderr);
+        StepKey key = keys_read(tr->raw_keys);
+        fputc('\n', stderr);
+        redraw = 1;
+        switch (key) {
+        case KEY_NEXT: return 0;
+        case KEY_CONTINUE: tr->run_to_end = 1; return 0;
+        case KEY_QUIT: return 1;
+        case KEY_HEAD_NEXT: tr->focus_head = wrap_index(tr->focus_head, 1, c->n_heads); break;
+        case KEY_HEAD_PREV: tr->focus_head = wrap_index(tr->focus_head, -1, c->n_heads); break;
+        case KEY_LAYER_NEXT: tr->focus_layer = wrap_index(tr->focus_layer, 1, c->n_layers); break;
+        case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
+        case KEY_ALL_HEADS: tr->all_heads = !tr->all_heads; break;
+        case KEY_HELP: fputs(STEP_KEYS_HELP, stderr); redraw = 0; break;
+        case KEY_OTHER: redraw = 0; break;
         }
     }
-    recording_free(&compare);
-    capture_free(&compare_cap);
-    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -764,6 +666,7 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
 }
 
 static void tracer_free(Tracer *tr) {
+    if (tr->raw_keys) keys_restore();
     if (tr->text && tr->text != stderr) fclose(tr->text);
     if (tr->json) fclose(tr->json);
     if (tr->html) fclose(tr->html);
@@ -774,13 +677,8 @@ static void tracer_free(Tracer *tr) {
     free(tr);
 }
 
-/* Colour only for a terminal, and never when NO_COLOR is set (no-color.org). */
-static int wants_colour(FILE *f) {
-    const char *no_colour = getenv("NO_COLOR");
-    return isatty(fileno(f)) && !(no_colour && no_colour[0]);
-}
 
-static int records(const Tracer *tr) { return tr->text || tr->json || tr->html; }
+static int records(const Tracer *tr) { return tr->text || tr->json || tr->html || tr->opt.step; }
 
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
                     float temperature, float topp, int topk, char *err, size_t err_len) {
@@ -791,10 +689,6 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if ((o->layer >= 0 && check_selection("--layer", o->layer, c->n_layers, "layers", err, err_len)) ||
         (o->head >= 0 && check_selection("--head", o->head, c->n_heads, "heads", err, err_len)))
         return NULL;
-    if (o->step && !isatty(0)) {
-        snprintf(err, err_len, "--step needs a terminal on stdin, to read Enter (next), c (continue) or q (quit)");
-        return NULL;
-    }
     Tracer *tr = calloc(1, sizeof *tr);
     if (!tr) { snprintf(err, err_len, "out of memory for the tracer"); return NULL; }
     tr->opt = *o;
@@ -804,6 +698,10 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     tr->temperature = temperature;
     tr->topp = topp;
     tr->topk = topk;
+    tr->focus_layer = o->layer >= 0 ? o->layer : 0;
+    tr->focus_head = o->head >= 0 ? o->head : 0;
+    /* step mode shows its own view on stderr: a text trace goes to a file */
+    if (o->step && !o->out_path) text = 0;
     int failed = 0;
     if (text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
     failed |= text && !tr->text;
@@ -812,6 +710,10 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (!failed && o->compare_path) failed |= load_compare(tr, err, err_len) != 0;
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
+        tr->width = output_width(tr->text ? tr->text : stderr);
+        int one_head = o->layer >= 0 && o->head >= 0;
+        tr->level = o->level_name ? (TraceLevel)trace_level_parse(o->level_name)
+                    : tr->text && isatty(fileno(tr->text)) && !one_head ? TRACE_SUMMARY : TRACE_FULL;
         tr->probs = malloc((size_t)c->vocab_size * sizeof(float));
         if (!tr->probs || capture_init(&tr->capture, c)) {
             snprintf(err, err_len, "out of memory for the tracer");
@@ -823,6 +725,7 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
         tracer_free(tr);
         return NULL;
     }
+    if (o->step) tr->raw_keys = keys_raw_mode();
     return tr;
 }
 
@@ -841,6 +744,7 @@ int tracer_wants_prompt(const Tracer *tr) { return tr && records(tr); }
 static void release_written(Tracer *tr) {
     if (tr->html) return;
     int done = tr->text ? tr->n_text_done : tr->run.n;
+    if (tr->opt.step && done > tr->run.n - 1) done = tr->run.n - 1; /* the step view's */
     for (; tr->n_released < done; tr->n_released++) step_release(&tr->run.steps[tr->n_released]);
 }
 
@@ -856,26 +760,9 @@ void tracer_step(Tracer *tr, int pos, int token, const float *logits, int next, 
     st->next = next;
     st->forced = info == NULL;
     if (info) st->info = *info;
-    if (tr->json) {
-        const Json j = { tr->json, tr->tok, 9, 0 }; /* %.9g: every float32 survives the round trip */
-        Selection sel = { tr->opt.layer, tr->opt.head };
-        json_step(&j, st, tr, &tr->capture, c, sel);
-        fputc('\n', tr->json);
-        fflush(tr->json);
-    }
+    if (tr->json && pos_selected(tr, pos)) write_json_line(tr, st);
     if (tr->text && write_pending_text(tr, 0)) tr->out_of_memory = 1;
     release_written(tr);
-}
-
-int tracer_pause(Tracer *tr) {
-    if (!tr || !tr->opt.step || tr->run_to_end) return 0;
-    fprintf(stderr, "\n-- [Enter] next token, [c] run to the end, [q] quit: ");
-    fflush(stderr);
-    char line[64];
-    if (!fgets(line, sizeof line, stdin)) return 1; /* end of input: nobody to ask */
-    if (line[0] == 'q' || line[0] == 'Q') return 1;
-    if (line[0] == 'c' || line[0] == 'C') tr->run_to_end = 1;
-    return 0;
 }
 
 int tracer_close(Tracer *tr, char *err, size_t err_len) {

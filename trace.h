@@ -12,15 +12,24 @@
 typedef struct {
     int trace;                /* --trace: text trace of each generated token */
     int trace_prompt;         /* --trace-prompt: prompt positions too */
-    int layer, head;          /* --layer L, --head H: narrow the text and JSON; -1 = all */
+    int layer, head;          /* --layer L, --head H: narrow the text and JSON; -1 = all.
+                                 In step mode: the head whose table is shown. */
+    int pos[2];               /* --pos A-B: text and JSON only for positions A..B */
+    const char *level_name;   /* --trace-level full|summary; NULL: summary on a
+                                 terminal unless one head is chosen, else full */
     const char *out_path;     /* --trace-out FILE; NULL = stderr */
     const char *json_path;    /* --trace-json FILE */
     const char *html_path;    /* --html FILE */
     const char *compare_path; /* --compare MODEL (with --html) */
-    int step;                 /* --step: pause after each token */
+    int step;                 /* --step: pause after each token, show a view, read keys */
     int top_logits;           /* logits shown per step */
     const char *model_path;   /* the checkpoint, to name it on the HTML page */
 } TraceOptions;
+
+typedef enum { TRACE_FULL, TRACE_SUMMARY } TraceLevel;
+
+/* "full" or "summary" as a TraceLevel; -1 if neither. */
+int trace_level_parse(const char *name);
 
 typedef struct Tracer Tracer;
 
@@ -40,7 +49,8 @@ int tracer_wants_prompt(const Tracer *tr);
 void tracer_step(Tracer *tr, int pos, int token, const float *logits, int next,
                  const SampleInfo *info);
 
-/* In step mode, waits for the user: returns 1 to quit, 0 to go on. */
+/* In step mode, shows the step just made and waits for the user (one key on
+ * a terminal, one line otherwise): returns 1 to quit, 0 to go on. */
 int tracer_pause(Tracer *tr);
 
 /* Finishes the outputs (the HTML page is written here, with the compare model
@@ -56,11 +66,13 @@ typedef struct {
     int n_cols;                /* columns shown, >= n_visible: the rest are masked */
     int head_size;
     const char *const *labels; /* [n_cols] each key's token text, already escaped */
+    int width;                 /* characters per line; 0: 106, 12 keys a block (files) */
 } AttentionRow;
 
 /* Prints key positions, key tokens, q·k, q·k/√d, the mask, the weights (with
  * ANSI 256-colour heat if colour) and the most attended keys, wrapped into
- * chunks of columns so rows stay readable at any context length. */
+ * blocks of as many key columns as fit in row->width, so rows stay readable
+ * at any context length. */
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour);
 
 #endif

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The HTML attention explorer in a real browser (CI, after `apt-get install
 # chromium`; not part of make test). Writes pages with --html (and --compare),
-# loads each in headless Chromium, and reads back the page's own self-check:
-# its script draws every layer and head, counts the heatmap cells (visible and
-# hatched), checks every row sums to 1, hovers a cell, and records any script
-# error into <pre id="selftest" data-test-status="ok|fail">.
+# loads each in headless Chromium at 1400 and 800 pixels wide with #selftest
+# in the address, and reads back the page's own self-check (hidden from
+# users): its script opens the view the address asks for (the row scrolled
+# into view), draws every layer and head, counts the heatmap cells (visible
+# and hatched), checks every row sums to 1, hovers a cell, drives the
+# keyboard (arrows, Enter on a token reached by Tab), checks the address
+# follows the view and the page does not scroll sideways, and records any
+# script error into <pre id="selftest" data-test-status="ok|fail">.
 # Also saves a screenshot, build/explorer.png. Prints "ok" / "FAIL" lines.
 set -u
 cd "$(dirname "$0")/.."
@@ -33,10 +37,15 @@ chrome() {
         --user-data-dir="$(mktemp -d -p "$tmp")" "$@" 2>>"$tmp/chromium.log"
 }
 
-# check_page NAME FILE RUNS: the page's self-check passed with RUNS heatmaps
+# check_page NAME FILE RUNS [HASH]: at 1400 and 800 pixels wide, the page's
+# self-check passed with RUNS heatmaps
 check_page() {
-    local name=$1 page=$2 runs=$3
-    chrome --dump-dom "file://$(realpath "$page")" >"$tmp/dom.html"
+    local width
+    for width in 1400 800; do check_page_at "$width" "$@"; done
+}
+check_page_at() {
+    local width=$1 name="$2 at $1 px" page=$3 runs=$4 hash=${5:-}
+    chrome --window-size="$width,900" --dump-dom "file://$(realpath "$page")#${hash}${hash:+&}selftest" >"$tmp/dom.html"
     local report status
     report=$(sed -n '/<pre id="selftest"/,/<\/pre>/p' "$tmp/dom.html")
     status=$(grep -o 'data-test-status="[a-z]*"' <<<"$report" | head -n 1)
@@ -56,18 +65,18 @@ else
 fi
 
 if $RUN $MODEL -i "$PROMPT" -t 0 -n 14 --html "$tmp/explorer.html" --compare $OTHER >/dev/null 2>"$tmp/err"; then
-    check_page "explorer of $MODEL with --compare $OTHER" "$tmp/explorer.html" 2
+    check_page "explorer of $MODEL with --compare $OTHER" "$tmp/explorer.html" 2 "pos=7&layer=1&head=2"
     mkdir -p build
     rm -f build/explorer.png
-    chrome --screenshot="$(realpath build)/explorer.png" --window-size=1200,900 \
-        "file://$(realpath "$tmp/explorer.html")" >/dev/null
+    chrome --screenshot="$(realpath build)/explorer.png" --window-size=1400,900 \
+        "file://$(realpath "$tmp/explorer.html")#pos=7&layer=1&head=2" >/dev/null
     if [ "$(head -c 8 build/explorer.png 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]; then
         ok "screenshot build/explorer.png"
     else fail "screenshot" "no PNG written"; fi
 else fail "--html --compare" "$(head -n 1 "$tmp/err")"; fi
 
 if $RUN $MODEL -i "$PROMPT" -t 0.9 -s 1 -n 40 --html "$tmp/long.html" >/dev/null 2>"$tmp/err"; then
-    check_page "explorer of a sampled run, one model" "$tmp/long.html" 1
+    check_page "explorer of a sampled run, one model, opened on #pos=36" "$tmp/long.html" 1 "pos=36&layer=1&head=0"
 else fail "--html" "$(head -n 1 "$tmp/err")"; fi
 
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and

@@ -31,8 +31,10 @@ expect_error() {
 
 # ---- usage errors: exit 2 -------------------------------------------------
 expect_error "usage: unknown flag" 2 "unknown flag" -- $RUN $MODEL --bogus 1
+expect_error "usage: unknown flag alone" 2 "unknown flag '--unknown'" -- $RUN --unknown
+expect_error "usage: misspelt flag last" 2 "unknown flag '--trace-jsn'" -- $RUN --trace-jsn
+expect_error "usage: unknown flag before the checkpoint's flags" 2 "unknown flag" -- $RUN --bogus $MODEL
 expect_error "usage: missing value" 2 "needs a value" -- $RUN $MODEL -n
-expect_error "usage: -n 0" 2 "-n 0" -- $RUN $MODEL -n 0
 expect_error "usage: -n -5" 2 "-n -5" -- $RUN $MODEL -n -5
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
@@ -43,6 +45,28 @@ expect_error "usage: -k -1" 2 "-k -1" -- $RUN $MODEL -k -1
 expect_error "usage: -m nonsense" 2 "-m nonsense" -- $RUN $MODEL -m nonsense
 expect_error "usage: stray argument" 2 "unexpected argument" -- $RUN $MODEL -t 0 stray
 expect_error "usage: ppl without -f" 2 "needs -f" -- $RUN $MODEL -m ppl
+expect_error "usage: --html in info mode" 2 "--html is not used by -m info" -- $RUN $MODEL -m info --html "$tmp/x.html"
+expect_error "usage: --trace in bench mode" 2 "--trace is not used by -m bench" -- $RUN $MODEL -m bench --trace
+expect_error "usage: -f in generate mode" 2 "-f is not used by -m generate" -- $RUN $MODEL -f x.txt
+expect_error "usage: --dtype outside quantize" 2 "--dtype is not used" -- $RUN $MODEL --dtype q4
+expect_error "usage: --pos 5-2" 2 "--pos 5-2" -- $RUN $MODEL --trace --pos 5-2
+expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
+expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
+expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
+expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
+
+# ---- help: stdout, exit 0, every flag of the table, 80 columns ------------
+$RUN --help >"$tmp/help" 2>"$tmp/err"; rc=$?
+missing=""
+for f in $(grep -oE '^    \{ "-[-a-z]+"' run.c | grep -oE '"-[-a-z]+"' | tr -d '"'); do
+    grep -qE -- "^  $f( |$)" "$tmp/help" || missing="$missing $f"
+done
+wide=$(awk 'length($0) > 80' "$tmp/help" | head -n 1)
+if [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ -z "$missing" ] && [ -z "$wide" ] && grep -q "step keys" "$tmp/help" \
+    && [ "$(grep -c '^  \./run' "$tmp/help")" -ge 6 ]; then
+    ok "--help: stdout, exit 0, every flag of the table, step keys, examples, 80 columns"
+else fail "--help" "exit $rc, missing [$missing], too wide [$wide], stderr [$(head -c 100 "$tmp/err")]"; fi
+if cmp -s "$tmp/help" <($RUN -h 2>/dev/null); then ok "-h is --help"; else fail "-h" "differs from --help"; fi
 
 # ---- data errors: exit 1, one line ----------------------------------------
 expect_error "missing checkpoint" 1 "cannot open" -- $RUN "$tmp/nope.bin"
@@ -78,6 +102,43 @@ printf 'bad \xff byte' >"$tmp/bad.txt"
 expect_error "ppl of invalid UTF-8" 1 "UTF-8" -- $RUN $MODEL -m ppl -f "$tmp/bad.txt"
 
 # ---- behaviour -------------------------------------------------------------
+a=$($RUN $MODEL -n 0 -t 0 2>"$tmp/err"); b=$($RUN $MODEL -n 32 -t 0 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "-n 0 runs the whole context (32 here), as in llama2.c"
+else fail "-n 0" "[$a] vs [$b] $(head -n 1 "$tmp/err")"; fi
+
+a=$($RUN $MODEL -t 0 -n 12 -i "the cat" 2>/dev/null)
+b=$(printf 'the cat' | $RUN $MODEL -t 0 -n 12 -i - 2>/dev/null)
+printf 'the cat\n' >"$tmp/prompt.txt"
+c=$($RUN $MODEL -t 0 -n 12 --prompt-file "$tmp/prompt.txt" 2>/dev/null)
+d=$($RUN $MODEL -m tokenize --prompt-file "$tmp/prompt.txt" 2>/dev/null | head -n 1)
+e=$($RUN $MODEL -m tokenize -i "the cat" 2>/dev/null | head -n 1)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$d" = "$e" ]; then
+    ok "the prompt from stdin (-i -) and from a file (--prompt-file, final newline dropped)"
+else fail "prompt from stdin or a file" "[$a] [$b] [$c]; tokens [$d] vs [$e]"; fi
+expect_error "missing prompt file" 1 "cannot open" -- $RUN $MODEL --prompt-file "$tmp/nope.txt"
+
+$RUN $MODEL -t 0 -n 3 -i "the cat sat on the mat" >/dev/null 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q "^warning: the prompt is [0-9]* tokens, more than -n 3" "$tmp/err"; then
+    ok "a prompt longer than -n runs whole, with a warning"
+else fail "prompt longer than -n" "$(head -n 1 "$tmp/err")"; fi
+
+$RUN $MODEL -t 0 -n 4 >/dev/null 2>"$tmp/err"
+if grep -q "prompt: 1 token at" "$tmp/err"; then ok "speed line: 1 token, singular"
+else fail "speed line plural" "$(cat "$tmp/err")"; fi
+
+$RUN $MODEL -m info --ctx 9999 >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q "clamped to 32" "$tmp/err" && grep -q "at context 32 " "$tmp/out"; then
+    ok "info --ctx beyond the context is clamped with a warning, as bench does"
+else fail "info --ctx" "$(head -n 1 "$tmp/err")"; fi
+
+# the default checkpoint is found beside the executable, from any directory
+if [ -r models/stories.bin ]; then
+    here=$($RUN -t 0 -n 6 2>/dev/null)
+    there=$(cd "$tmp" && "$OLDPWD/run" -t 0 -n 6 2>"$tmp/err")
+    if [ -n "$here" ] && [ "$here" = "$there" ]; then ok "the default model is found beside the executable"
+    else fail "default model from elsewhere" "$(head -n 1 "$tmp/err")"; fi
+else echo "skip default model beside the executable: models/stories.bin is missing"; fi
+
 $RUN $MODEL -n 1000 -t 0 >"$tmp/out" 2>"$tmp/err"
 if [ $? -eq 0 ] && grep -q "clamped to 32" "$tmp/err"; then ok "-n beyond the context is clamped with a warning"
 else fail "-n beyond the context" "$(head -n 1 "$tmp/err")"; fi

@@ -29,7 +29,7 @@ fi
 
 # ---- the row printer on the docs' worked example ---------------------------
 if ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wextra -Wno-unused-parameter ${TEST_CFLAGS:--O2} \
-        -Ibuild -o build/test_trace_format tests/test_trace_format.c trace.c tokenizer.c -lm; then
+        -Ibuild -o build/test_trace_format tests/test_trace_format.c trace.c trace_json.c stepper.c tokenizer.c -lm; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"
@@ -123,8 +123,6 @@ expect_error() {
         ok "$name"
     else fail "$name" "exit $rc, $lines lines: $(head -n 1 "$tmp/err")"; fi
 }
-expect_error "--step without a terminal on stdin fails clearly" "--step needs a terminal" \
-    $RUN $MODEL -t 0 -n 8 --step
 expect_error "--layer beyond the model" "--layer 2: the model has 2 layers" $RUN $MODEL -n 4 --trace --layer 2
 expect_error "--head beyond the model" "--head 4: the model has 4 heads" $RUN $MODEL -n 4 --trace --head 4
 expect_error "--trace-out to a missing directory" "cannot open" $RUN $MODEL -n 4 --trace-out "$tmp/no/such"
@@ -134,8 +132,101 @@ if [ $have_python = 1 ] && $CHECK small-vocab-model $MODEL "$tmp/small.qkv"; the
         $RUN $MODEL -n 4 --html "$tmp/x.html" --compare "$tmp/small.qkv"
 fi
 
+# ---- narrowing the trace ----------------------------------------------------
+$RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace --pos 7-8 --trace-json "$tmp/pos.jsonl" >/dev/null 2>"$tmp/pos.txt"
+got=$(grep -o "^== pos [0-9]*" "$tmp/pos.txt" | tr '\n' ' '); jl=$(wc -l <"$tmp/pos.jsonl")
+if [ "$got" = "== pos 7 == pos 8 " ] && [ "$jl" -eq 2 ]; then ok "--pos 7-8: only those positions, in the text and the JSON"
+else fail "--pos" "text [$got], $jl JSON lines"; fi
+$RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace --pos 9 >/dev/null 2>"$tmp/pos.txt"
+if [ "$(grep -c "^== pos 9:" "$tmp/pos.txt")" -eq 1 ] && [ "$(grep -c "^== pos" "$tmp/pos.txt")" -eq 1 ]; then
+    ok "--pos 9: one position"
+else fail "--pos 9" "$(grep "^== pos" "$tmp/pos.txt" | head -n 3)"; fi
+$RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace --trace-level summary >/dev/null 2>"$tmp/sum.txt"
+steps=$(grep -c "^== pos" "$tmp/sum.txt"); heads=$(grep -c "^  L[0-9] H[0-9]" "$tmp/sum.txt")
+if [ "$steps" -gt 0 ] && [ "$heads" -eq $((steps * 8)) ] && ! grep -q "q·k" "$tmp/sum.txt" \
+    && [ "$(grep -c "^  next:" "$tmp/sum.txt")" -eq "$steps" ]; then
+    ok "--trace-level summary: one line per head (8) and the next tokens, per step; no tables"
+else fail "--trace-level summary" "$steps steps, $heads head lines"; fi
+# display width: UTF-8 continuation bytes take no column
+wide=$(LC_ALL=C sed 's/[\x80-\xbf]//g' "$tmp/p.txt" | LC_ALL=C awk 'length($0) > 106' | head -n 1)
+if [ -z "$wide" ] && grep -q "^  key pos  .* 11$" "$tmp/p.txt"; then ok "a trace file keeps 106 columns: 12 keys a block"
+else fail "trace file width" "[$wide]"; fi
+
+# ---- step mode through a pipe: one letter per line ----------------------------
+printf 'l\nj\n\nq\n' | $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat" --step >/dev/null 2>"$tmp/step.txt"
+tables=$(grep -o "^layer [0-9] head [0-9]" "$tmp/step.txt" | tr '\n' ',')
+if [ "$tables" = "layer 0 head 0,layer 0 head 1,layer 1 head 1,layer 1 head 1," ] \
+    && grep -q "^> L1 H1 " "$tmp/step.txt" && [ "$(grep -c "^  L[0-9] H[0-9]" "$tmp/step.txt")" -eq 44 ] \
+    && grep -q "2 generated, stopped by quit" "$tmp/step.txt"; then
+    ok "--step without --trace: every head on a line, the chosen head's table; l and j move it"
+else fail "step view" "tables [$tables]; $(tail -n 1 "$tmp/step.txt")"; fi
+printf 'a\nq\n' | $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step --layer 2 --head 3 --top 3 >/dev/null 2>"$tmp/step.txt"
+first=$(grep -m 1 -o "^layer [0-9] head [0-9]" "$tmp/step.txt")
+if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$tmp/step.txt")" -eq 13 ] \
+    && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
+    ok "--step --layer 2 --head 3 --top 3: that head's table, a shows all 12, three next tokens"
+else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables"; fi
+{ sleep 1; echo; sleep 1; echo; sleep 1; echo q; } | $RUN models/grammar.bin -t 0 -n 30 -i "the" --step >/dev/null 2>"$tmp/step.txt"
+speed=$(tail -n 1 "$tmp/step.txt")
+if grep -qE "^achieved tok/s: [0-9]{2,}.*3 generated.*; computing only, [3-9]\.[0-9] s waiting for keys left out" <<<"$speed"; then
+    ok "step mode's speed line counts computing time only"
+else fail "step speed" "$speed"; fi
+
 # ---- step mode and colour on a pseudo-terminal --------------------------------
 if [ $have_python = 1 ]; then
     $CHECK step $RUN $MODEL -t 0 -n 12 -i "the" --step
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0
 fi
+
+# ---- step mode in a real terminal (tmux): one key, no Enter; the terminal
+# comes back as it was, after q and after Ctrl-C; the trace fits 80 columns --
+if ! command -v tmux >/dev/null; then
+    echo "skip step mode in tmux: tmux is missing (apt-get install tmux)"
+else
+    n_session=0
+    tm() { tmux -L "qkv-test-$$-$n_session" "$@"; }
+    # wait_for PATTERN: up to 10 s for the pane (joined lines, all history) to match
+    wait_for() {
+        for _ in $(seq 1 100); do
+            tm capture-pane -p -J -S - -t t >"$tmp/pane" 2>/dev/null
+            grep -qE -- "$1" "$tmp/pane" && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+    # start COMMAND: in a new 80x50 terminal; then whether the terminal is
+    # canonical again. The shell ignores SIGINT, so Ctrl-C stops only ./run.
+    start() {
+        tm kill-server 2>/dev/null
+        n_session=$((n_session + 1))
+        tm new-session -d -s t -x 80 -y 50 \
+            "trap '' INT; cd '$PWD' && $1; echo; stty -a | grep -o -- '-\?icanon'; echo DONE; sleep 30"
+    }
+    start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat sat' --step"
+    if wait_for "\[q\] quit" && tm send-keys -t t l && wait_for "^layer 0 head 1" && tm send-keys -t t Down \
+        && wait_for "^layer 1 head 1" && tm send-keys -t t q && wait_for "^DONE"; then
+        if grep -q "stopped by quit" "$tmp/pane" && grep -qx "icanon" "$tmp/pane"; then
+            ok "step mode on a terminal: l and Down act at once, q quits, the terminal is restored"
+        else fail "step mode in tmux" "$(grep -E "achieved|icanon" "$tmp/pane")"; fi
+    else fail "step mode in tmux" "$(tail -n 5 "$tmp/pane")"; fi
+    start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat sat' --step"
+    if wait_for "\[q\] quit" && tm send-keys -t t C-c && wait_for "^DONE" && grep -qx "icanon" "$tmp/pane"; then
+        ok "step mode: Ctrl-C restores the terminal"
+    else fail "step mode Ctrl-C" "$(grep -v "^$" "$tmp/pane" | tail -n 3)"; fi
+    start "$RUN models/grammar.bin -t 0 -n 30 -i 'the cat sat on the' --trace --layer 1 --head 2"
+    if wait_for "^DONE"; then
+        wide=$(grep -v "^achieved tok/s" "$tmp/pane" | LC_ALL=C sed 's/[\x80-\xbf]//g' | LC_ALL=C awk 'length($0) > 80' | head -n 1)
+        if [ -z "$wide" ] && grep -q "^  key pos  .*  7$" "$tmp/pane" && grep -q "^  key pos  .*  15$" "$tmp/pane"; then
+            ok "the trace on an 80-column terminal: 8 keys a block, no line over 80"
+        else fail "trace at 80 columns" "[$wide]"; fi
+    else fail "trace in tmux" "$(tail -n 3 "$tmp/pane")"; fi
+    start "$RUN models/grammar.bin -t 0 -n 30 -i 'the cat sat on the' --trace"
+    if wait_for "^DONE" && grep -q "^  L2 H3 " "$tmp/pane" && ! grep -q "q·k" "$tmp/pane"; then
+        ok "--trace on a terminal defaults to the summary (one line a head)"
+    else fail "trace default on a terminal" "$(tail -n 3 "$tmp/pane")"; fi
+    tm kill-server 2>/dev/null
+fi
+
+# ---- the README's trace samples come from the shipped model -------------------
+if [ $have_python = 1 ] && [ -r models/grammar.bin ]; then $CHECK readme README.md
+else echo "skip README trace samples: python3 or models/grammar.bin is missing"; fi

@@ -35,7 +35,7 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS };
+    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, 0 };
     trace_print_attention(f, &row, colour);
     fclose(f);
     return text;
@@ -146,8 +146,9 @@ static void test_colour(void) {
     free(coloured);
 }
 
-/* A long row wraps into chunks, each with its own key header. */
-static void test_wrapping(void) {
+/* A long row of width columns (0: a file's), printed; the caller frees it.
+ * Returns its blocks (one "key pos" line each) and its widest line. */
+static char *wrapped_row(int width, int *blocks, int *widest) {
     enum { N = 30 };
     float scores[N], weights[N];
     const char *labels[N];
@@ -156,18 +157,32 @@ static void test_wrapping(void) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, N, N, 4, labels };
+    AttentionRow row = { scores, weights, N, N, 4, labels, width };
     trace_print_attention(f, &row, 0);
     fclose(f);
-    int chunks = 0;
-    for (const char *p = text; (p = strstr(p, "key pos")); p++) chunks++;
-    int widest = 0, width = 0;
+    *blocks = 0;
+    for (const char *p = text; (p = strstr(p, "key pos")); p++) (*blocks)++;
+    int w = 0;
+    *widest = 0;
     for (const char *p = text; *p; p++) {
-        if (*p == '\n') { if (width > widest) widest = width; width = 0; }
-        else width += ((unsigned char)*p & 0xC0) != 0x80;
+        if (*p == '\n') { if (w > *widest) *widest = w; w = 0; }
+        else w += ((unsigned char)*p & 0xC0) != 0x80;
     }
-    report(chunks == 3 && widest <= 120, "a 30-key row wraps into 3 chunks under 120 columns", "wrong chunks or width");
-    free(text);
+    return text;
+}
+
+/* A long row wraps into blocks, each with its own key header: 12 keys in a
+ * file, as many as fit on a terminal. */
+static void test_wrapping(void) {
+    int blocks, widest;
+    free(wrapped_row(0, &blocks, &widest));
+    report(blocks == 3 && widest == 106, "a 30-key row in a file: 3 blocks of 12 keys, 106 columns",
+           "wrong blocks or width");
+    free(wrapped_row(80, &blocks, &widest));
+    report(blocks == 4 && widest <= 80, "a 30-key row at 80 columns: 4 blocks of 8 keys, within 80",
+           "wrong blocks or width");
+    free(wrapped_row(200, &blocks, &widest));
+    report(blocks == 2 && widest <= 200, "a 30-key row at 200 columns: 2 blocks", "wrong blocks or width");
 }
 
 int main(void) {

@@ -376,8 +376,64 @@ def cmd_colour(argv):
     check("\x1b[" not in out and "weight" in out, "colour: none with NO_COLOR set", "colour codes with NO_COLOR")
 
 
+# ---- the README's samples -----------------------------------------------------
+
+def readme_blocks(readme):
+    """The README's code blocks: (first line, the other non-empty lines)."""
+    blocks, block = [], None
+    for line in open(readme, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            if block is not None and block:
+                blocks.append((block[0], [l for l in block[1:] if l]))
+            block = [] if block is None else None
+        elif block is not None:
+            block.append(line)
+    return blocks
+
+
+def run_shown(command, cwd):
+    """Runs a README command line ($ ./run ...); returns stdout + stderr."""
+    import shlex
+    import subprocess
+    argv = shlex.split(command[2:])
+    out = subprocess.run(argv, cwd=cwd, capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    return (out.stdout + out.stderr).decode("utf-8", "replace")
+
+
+def cmd_readme(readme):
+    """Every README block that starts with `$ ./run ... --trace` shows lines
+    that the command prints, in order ("..." stands for lines left out): a
+    retrained model cannot leave them stale."""
+    cwd = os.path.dirname(os.path.abspath(readme))
+    shown = [(c, lines) for c, lines in readme_blocks(readme) if c.startswith("$ ./run ") and "--trace" in c]
+    for command, lines in shown:
+        printed, at, missing = run_shown(command, cwd).split("\n"), 0, None
+        for line in lines:
+            if line == "...":  # lines left out of the sample
+                continue
+            while at < len(printed) and printed[at] != line:
+                at += 1
+            if at == len(printed):
+                missing = line
+                break
+        check(missing is None, "README: %s prints the lines shown" % command[2:], "not printed: %r" % missing)
+    check(len(shown) >= 3, "README: its trace samples are checked", "%d found" % len(shown))
+    # the figures quoted in words under the explorer's screenshot
+    text = open(readme, encoding="utf-8").read()
+    start = text.find("In the trained model")
+    words = text[start:text.find("```", start)] if start >= 0 else ""
+    printed = "".join(run_shown(c, cwd) for c, _ in shown if "grammar" in c)
+    figures = re.findall(r"\b0\.\d+", words)
+    missing = [f for f in figures if f not in printed]
+    check(len(figures) >= 4 and not missing, "README: the explorer's quoted figures (%s) are printed by its commands"
+          % ", ".join(figures), "missing %s" % missing)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "readme":
+        cmd_readme(*args)
+        return
     if cmd == "jsonl":
         cmd_jsonl(args[0], args[1], int(args[2]), *args[3:])
     elif cmd == "text-vs-json":

@@ -1,0 +1,98 @@
+/* stepper.c — the keys of step mode (see stepper.h). */
+#include "stepper.h"
+
+#include <ctype.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <termios.h>
+#include <unistd.h>
+
+const char STEP_KEYS_HELP[] =
+    "  Enter, space, n   next token          c   run to the end (no more pauses)\n"
+    "  q                 quit                ?   these keys\n"
+    "  l / h, right/left next / previous head\n"
+    "  j / k, down/up    next / previous layer\n"
+    "  a                 every head's table, or back to the chosen one\n";
+
+/* The terminal's settings before raw mode. A signal handler has to reach
+ * them to restore the terminal on Ctrl-C, and a handler takes no argument:
+ * hence this one file-scope variable. */
+static struct {
+    struct termios saved;
+    volatile sig_atomic_t raw;
+} terminal;
+
+void keys_restore(void) {
+    if (terminal.raw) tcsetattr(STDIN_FILENO, TCSANOW, &terminal.saved);
+    terminal.raw = 0;
+}
+
+/* Restores the terminal, then dies of the same signal as before. */
+static void restore_and_reraise(int sig) {
+    keys_restore(); /* tcsetattr is async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int keys_raw_mode(void) {
+    if (terminal.raw) return 1;
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &terminal.saved)) return 0;
+    struct termios raw = terminal.saved;
+    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO); /* ISIG stays: Ctrl-C still sends SIGINT */
+    raw.c_cc[VMIN] = 1;
+    raw.c_cc[VTIME] = 0;
+    if (tcsetattr(STDIN_FILENO, TCSANOW, &raw)) return 0;
+    terminal.raw = 1;
+    atexit(keys_restore);
+    struct sigaction sa = { 0 };
+    sa.sa_handler = restore_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    int signals[] = { SIGINT, SIGTERM, SIGHUP };
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaction(signals[i], &sa, NULL);
+    return 1;
+}
+
+static StepKey key_of_char(int c) {
+    switch (tolower(c)) {
+    case '\r': case '\n': case ' ': case 'n': return KEY_NEXT;
+    case 'c': return KEY_CONTINUE;
+    case 'q': case 4: return KEY_QUIT; /* 4: Ctrl-D */
+    case 'l': return KEY_HEAD_NEXT;
+    case 'h': return KEY_HEAD_PREV;
+    case 'j': return KEY_LAYER_NEXT;
+    case 'k': return KEY_LAYER_PREV;
+    case 'a': return KEY_ALL_HEADS;
+    case '?': return KEY_HELP;
+    default: return KEY_OTHER;
+    }
+}
+
+/* One byte if it comes within 50 ms (the rest of an arrow key's escape
+ * sequence arrives at once; a lone Esc does not wait forever). */
+static int byte_soon(void) {
+    struct pollfd p = { STDIN_FILENO, POLLIN, 0 };
+    unsigned char c;
+    if (poll(&p, 1, 50) <= 0 || read(STDIN_FILENO, &c, 1) != 1) return -1;
+    return c;
+}
+
+StepKey keys_read(int raw) {
+    if (!raw) {
+        char line[64];
+        if (!fgets(line, sizeof line, stdin)) return KEY_QUIT; /* end of input: nobody to ask */
+        return key_of_char((unsigned char)line[0]);
+    }
+    unsigned char c;
+    if (read(STDIN_FILENO, &c, 1) != 1) return KEY_QUIT;
+    if (c != 27) return key_of_char(c);
+    if (byte_soon() != '[') return KEY_OTHER; /* Esc, or an escape we do not know */
+    switch (byte_soon()) {
+    case 'A': return KEY_LAYER_PREV;
+    case 'B': return KEY_LAYER_NEXT;
+    case 'C': return KEY_HEAD_NEXT;
+    case 'D': return KEY_HEAD_PREV;
+    default: return KEY_OTHER;
+    }
+}

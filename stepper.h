@@ -1,0 +1,33 @@
+/* stepper.h — the keys of step mode (--step): one keypress at a time from a
+ * terminal, or one letter per line when stdin is a pipe or a file. */
+#ifndef QKV_STEPPER_H
+#define QKV_STEPPER_H
+
+typedef enum {
+    KEY_NEXT,       /* Enter, space, n: the next token */
+    KEY_CONTINUE,   /* c: run to the end without pausing */
+    KEY_QUIT,       /* q, Ctrl-D, end of input */
+    KEY_HEAD_NEXT,  /* l, right arrow */
+    KEY_HEAD_PREV,  /* h, left arrow */
+    KEY_LAYER_NEXT, /* j, down arrow */
+    KEY_LAYER_PREV, /* k, up arrow */
+    KEY_ALL_HEADS,  /* a: every head's full table, or back to one */
+    KEY_HELP,       /* ? */
+    KEY_OTHER
+} StepKey;
+
+/* What the keys do, for ? and --help (several lines, each ending in \n). */
+extern const char STEP_KEYS_HELP[];
+
+/* Puts the terminal on stdin in raw mode (each key arrives at once, without
+ * echo; Ctrl-C still interrupts). Returns 1 if it did, 0 when stdin is not a
+ * terminal. The terminal is restored by keys_restore(), at exit, and on
+ * SIGINT, SIGTERM and SIGHUP. */
+int keys_raw_mode(void);
+void keys_restore(void);
+
+/* The next key: one keypress in raw mode, else the first character of a line
+ * (an empty line is Enter). KEY_QUIT at the end of input. */
+StepKey keys_read(int raw);
+
+#endif

@@ -1,0 +1,87 @@
+/* trace_internal.h — what trace.c (the tracer, the text trace, step mode)
+ * and trace_json.c (JSON Lines, the HTML page) share. Not part of the API. */
+#ifndef QKV_TRACE_INTERNAL_H
+#define QKV_TRACE_INTERNAL_H
+
+#include "trace.h"
+
+/* What the observer captures, and what a step keeps                         */
+
+/* The attention of the latest position, every layer and head, copied from
+ * the run state right after forward() computed it. */
+typedef struct {
+    int n_layers, n_heads, seq_len;
+    int n_visible;  /* keys 0..n_visible-1 */
+    float *scores;  /* [n_layers, n_heads, seq_len] raw q·k */
+    float *weights; /* [n_layers, n_heads, seq_len] softmax of the scaled scores */
+} Capture;
+
+typedef struct {
+    int id;
+    float logit;
+    float prob;   /* softmax of the logits */
+    float prob_t; /* softmax of the logits / temperature: what the sampler drew from */
+} Candidate;
+
+typedef struct {
+    int pos, token, next;
+    int forced;       /* next is the prompt's next token, not a sample */
+    SampleInfo info;  /* how next was sampled (when not forced) */
+    int n_visible;    /* keys 0..n_visible-1 */
+    float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights;
+                         NULL once no output needs it */
+    Candidate *top;   /* [n_top], largest logit first */
+    int n_top;
+} Step;
+
+typedef struct {
+    Step *steps;
+    int n, cap;
+} Recording;
+
+struct Tracer {
+    TraceOptions opt;
+    const Model *model;
+    const Tokenizer *tok;
+    float temperature, topp;
+    int topk;
+    FILE *text;        /* text trace (stderr or --trace-out), or NULL */
+    int colour;        /* ANSI heat colours in the text trace */
+    FILE *json;        /* --trace-json, or NULL */
+    FILE *html;        /* --html, opened early so a bad path fails early */
+    Model compare;     /* --compare, loaded early for the same reason */
+    int has_compare;
+    Capture capture;
+    ForwardObserver observer;
+    Recording run;
+    int n_text_done;   /* steps whose text block is written (or skipped) */
+    int n_released;    /* steps whose attention is freed (no output needs it) */
+    TraceLevel level;  /* text trace: tables, or each head's top keys */
+    int width;         /* characters per line of the text trace */
+    int run_to_end;    /* step mode: the user pressed c, stop pausing */
+    int raw_keys;      /* step mode: the terminal gives one key at a time */
+    int focus_layer, focus_head; /* step mode: the head whose table is shown */
+    int all_heads;     /* step mode: every head's table */
+    int out_of_memory; /* a step could not be recorded: reported at close */
+    float *probs;      /* [vocab_size] scratch */
+};
+
+/* trace.c */
+int capture_init(Capture *cap, const Config *c);
+void capture_free(Capture *cap);
+void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s);
+const float *step_scores(const Step *st, const Capture *cap, int layer, int head);
+const float *step_weights(const Step *st, const Capture *cap, int layer, int head);
+Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits, int vocab,
+                  int n_top, float temperature, float *probs);
+void recording_free(Recording *rec);
+const char *method_name(SampleMethod m);
+
+/* trace_json.c */
+/* One step as a line of --trace-json (narrowed by --layer and --head). */
+void write_json_line(const Tracer *tr, const Step *st);
+/* The --html page: the run, and the --compare model over the same tokens.
+ * Returns 0, or -1 with err filled. */
+int write_html(Tracer *tr, char *err, size_t err_len);
+
+#endif
