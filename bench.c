@@ -292,7 +292,7 @@ static const char *base_name(const char *path) {
 
 static void print_header(const Bench *b) {
     const Config *c = &b->model->config;
-    size_t kv = kv_cache_bytes_per_token(c);
+    size_t kv = kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size);
     printf("qkv bench: %s (%s)\n", b->options->model_path, model_format_name(b->model->format));
     printf("  dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d  vocab %d  seq_len %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
@@ -300,8 +300,8 @@ static void print_header(const Bench *b) {
     printf("  threads %d, median of %d runs, positions 1..%d\n", b->options->threads, b->repeats, b->ctx);
     printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
            mib(b->model->weight_bytes), b->model->n_params);
-    printf("  KV cache  %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
-           kv, kv * (size_t)b->ctx, mib((double)kv * b->ctx), b->ctx);
+    printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
+           kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)b->ctx, mib((double)kv * b->ctx), b->ctx);
 }
 
 /* The table at the log-spaced positions: the measurement next to the
@@ -865,7 +865,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     }
     RunState s;
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
-    int rc = !tokens || run_state_init(&s, c) ? -1 : 0;
+    int rc = !tokens || run_state_init_kv(&s, c, (KVType)o->kv_type) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
         rc = measure_all(&b, &s, tokens);

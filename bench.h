@@ -10,6 +10,7 @@ typedef struct {
     int no_cache;         /* --no-cache: also recompute the prefix every token */
     int repeats;          /* --repeats N: median over N runs (default 3) */
     int threads;          /* threads in use (reported) */
+    int kv_type;          /* --kv-type: a KVType */
     const char *csv_path; /* --csv FILE */
     const char *svg_path; /* --svg FILE */
     const char *model_path;

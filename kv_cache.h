@@ -42,6 +42,8 @@ typedef struct {
 int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int capacity, int head_size);
 void kv_cache_free(KVCache *kv);
 size_t kv_cache_bytes(const KVCache *kv);
+/* Bytes one position adds: keys and values of every layer and kv head. */
+size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size);
 
 /* Stores position pos's keys and values of every kv head of a layer:
  * k, v [n_kv_heads * head_size] floats. */
@@ -122,6 +124,10 @@ void kv_cache_free(KVCache *kv) {
     free(kv->keys);
     free(kv->values);
     kv->keys = kv->values = NULL;
+}
+
+size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size) {
+    return 2 * (size_t)n_layers * n_kv_heads * kv_row_bytes(type, head_size);
 }
 
 size_t kv_cache_bytes(const KVCache *kv) {

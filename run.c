@@ -48,6 +48,7 @@ typedef struct {
     const char *text_file;   /* -f, for ppl */
     const char *output;      /* -o, for quantize */
     int dtype;               /* --dtype, for quantize: a WeightType */
+    int kv_type;             /* --kv-type: a KVType */
     float temperature, topp;
     int topk, steps, threads, help;
     unsigned long long seed;
@@ -63,6 +64,7 @@ typedef enum {
     ARG_FLOAT,  /* a finite float in [lo, hi], or (lo, hi] with lo_open */
     ARG_TEXT,   /* a string, kept as given */
     ARG_DTYPE,  /* f32, f16, q8 or q4: a WeightType */
+    ARG_KVTYPE, /* f32, f16 or q8: a KVType */
     ARG_POS     /* A or A-B: two ints, first and last position */
 } ArgKind;
 
@@ -128,6 +130,8 @@ static const Flag FLAGS[] = {
     { "--svg", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.svg_path), "none", "the latency chart" },
     { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the qkv file to write" },
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
+    { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
+      "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
 };
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -218,6 +222,9 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     else if (f->kind == ARG_DTYPE) {
         *(int *)dst = weight_type_parse(v);
         if (*(int *)dst < 0) usage_bad_value(f->name, v, "f32, f16, q8 or q4");
+    } else if (f->kind == ARG_KVTYPE) {
+        *(int *)dst = kv_type_parse(v);
+        if (*(int *)dst < 0) usage_bad_value(f->name, v, "f32, f16 or q8");
     } else {
         char *end;
         errno = 0;
@@ -419,7 +426,7 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     Sampler sampler;
     char err[256];
     unsigned long long seed = o->seed ? o->seed : clock_seed();
-    if (run_state_init(&s, c) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+    if (run_state_init_kv(&s, c, (KVType)o->kv_type) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
@@ -568,7 +575,7 @@ static void perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     int n;
     int *tokens = encode_text(t, text, o->text_file, &n);
     RunState s;
-    if (run_state_init(&s, &m->config)) die("%s", "out of memory for the run state");
+    if (run_state_init_kv(&s, &m->config, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
     int T = m->config.seq_len, windows = (n - 1 + T - 1) / T, show = isatty(2);
     double total = 0;
     for (int w = 0; w < windows; w++) {
@@ -656,6 +663,7 @@ int main(int argc, char **argv) {
         info(&m, path, ctx);
     } else if (o.mode == BENCH) {
         o.bench.model_path = path;
+        o.bench.kv_type = o.kv_type;
         if (bench_run(&m, &o.bench, err, sizeof err)) die("%s", err);
     } else {
         load_tokenizer(&t, &o, &m);
