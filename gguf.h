@@ -315,6 +315,10 @@ static int gguf_slot(const GgufString *name, int n_layers) {
  * multiple of the alignment. */
 static int gguf_read_tensor_infos(GgufFile *g, int n_layers) {
     char text[GGUF_MAX_NAME + 1];
+    /* the smallest info: an empty name (8 bytes), n_dims (4), one dimension (8), type (4), offset (8) */
+    if (g->n_tensors > (g->f->size - g->cur.offset) / 32)
+        return load_error(g->f, "truncated GGUF file: %llu tensor infos cannot fit in %zu bytes",
+                          (unsigned long long)g->n_tensors, g->f->size);
     g->n_slots = SLOT_LAYERS + GGUF_PER_LAYER * (size_t)n_layers;
     if (!(g->slots = calloc(g->n_slots, sizeof(GgufTensor)))) return load_error(g->f, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -560,9 +564,12 @@ static int gguf_describe(GgufFile *g, Model *m) {
         int wt = gguf_weight_type(g->slots[i].type);
         if (g->slots[i].present && wt >= 0) counts[wt]++;
     }
-    text_append(text, sizeof text, "tensor types     ");
-    for (int t = 0; t < WEIGHT_TYPE_COUNT; t++)
-        if (counts[t]) text_append(text, sizeof text, " %s %d", weight_type_name((WeightType)t), counts[t]);
+    text_append(text, sizeof text, "tensor types      ");
+    for (int t = 0, first = 1; t < WEIGHT_TYPE_COUNT; t++) {
+        if (!counts[t]) continue;
+        text_append(text, sizeof text, "%s%s %d", first ? "" : ", ", weight_type_name((WeightType)t), counts[t]);
+        first = 0;
+    }
     gguf_text(g, KEY_TOKENIZER, &s);
     if (s.s) text_append(text, sizeof text, "\ntokenizer         llama (in the file): %d tokens, bos %d, eos %d\n",
                          c->vocab_size, c->bos_id, c->eos_id);
@@ -584,9 +591,11 @@ static int gguf_vocabulary_and_ids(GgufFile *g, Config *c) {
         return load_error(g->f, "GGUF tensor token_embd.weight is missing or not [dim, vocab] with vocab <= %d",
                           QKV_MAX_VOCAB);
     c->vocab_size = (int)e->ne[1];
-    if (gguf_int(g, KEY_VOCAB, c->vocab_size, c->vocab_size, c->vocab_size, &vocab) ||
+    if (gguf_int(g, KEY_VOCAB, 0, INT_MAX, c->vocab_size, &vocab) ||
         gguf_int(g, KEY_BOS, 0, c->vocab_size - 1, 1, &bos) || gguf_int(g, KEY_EOS, 0, c->vocab_size - 1, 2, &eos))
         return -1;
+    if (vocab != c->vocab_size)
+        return load_error(g->f, "GGUF llama.vocab_size %lld differs from token_embd.weight's %d rows", vocab, c->vocab_size);
     c->bos_id = (int)bos;
     c->eos_id = (int)eos;
     c->shared_classifier = !g->slots[SLOT_OUTPUT].present;
