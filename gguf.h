@@ -260,9 +260,9 @@ static int gguf_array(GgufFile *g, int k, uint32_t elem, uint64_t n, const unsig
 /* The config from the llama.* keys; vocab_size, the classifier and the
  * weight type come from the tensors. */
 static int gguf_config(GgufFile *g, Config *c) {
-    GgufString arch, scaling;
+    GgufString arch, scaling, name;
     char text[64];
-    if (gguf_text(g, KEY_ARCHITECTURE, &arch)) return -1;
+    if (gguf_text(g, KEY_ARCHITECTURE, &arch) || gguf_text(g, KEY_NAME, &name)) return -1;
     if (!arch.s) return load_error(g->f, "GGUF metadata general.architecture is missing");
     if (!gguf_string_is(&arch, "llama"))
         return load_error(g->f, "GGUF architecture \"%s\" is not supported (qkv reads \"llama\")",
@@ -526,7 +526,7 @@ static int gguf_tokenizer(GgufFile *g, Model *m) {
     int32_t max_len = 1; /* tokenizer.c wants at least 1 */
     if (gguf_write_vocabulary(g, tokens, scores, types, (int)vocab, NULL, &bytes, &max_len)) return -1;
     if (!(m->tokenizer_owned = malloc(bytes))) return load_error(g->f, "out of memory");
-    gguf_write_vocabulary(g, tokens, scores, types, (int)vocab, m->tokenizer_owned, &bytes, &max_len);
+    gguf_write_vocabulary(g, tokens, scores, types, (int)vocab, m->tokenizer_owned, &bytes, &max_len); /* as measured: no error */
     m->tokenizer_data = m->tokenizer_owned;
     m->tokenizer_bytes = bytes;
     return 0;
@@ -543,7 +543,8 @@ static void text_append(char *buf, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* The metadata the loader used, as lines for -m info, into m->metadata. */
+/* The metadata the loader used, as lines for -m info, into m->metadata
+ * (the string keys read here have been checked to be strings). */
 static int gguf_describe(GgufFile *g, Model *m) {
     const Config *c = &m->config;
     char text[2048] = "", name[80];
@@ -609,6 +610,8 @@ static int gguf_header(GgufFile *g) {
     if (!h) return -1;
     if (memcmp(h, "GGUF", 4) != 0) return load_error(g->f, "not a GGUF file (bad magic)");
     g->version = read_u32(h + 4);
+    if (g->version == 0x02000000u || g->version == 0x03000000u)
+        return load_error(g->f, "big-endian GGUF files are not supported (qkv reads little-endian ones)");
     if (g->version != 2 && g->version != 3)
         return load_error(g->f, "GGUF version %u is not supported (qkv reads 2 and 3)", g->version);
     g->n_tensors = read_u64(h + 8);

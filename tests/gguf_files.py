@@ -213,6 +213,8 @@ def hostile_cases():
     patch("bad-magic", "magic|not a checkpoint", 0, "<4s", b"GGUX")
     patch("version-1", "version 1", 4, "<I", 1)
     patch("version-4", "version 4", 4, "<I", 4)
+    patch("big-endian", "big-endian", 4, ">I", 3)
+    edit("name-not-string", "not a string", lambda m: m.set_kv("general.name", U32, 1))
     patch("tensor-count-huge", "truncated", 8, "<Q", 1 << 63)
     patch("tensor-count-plus-one", "truncated|tensor", 8, "<Q", len(Model().tensors) + 1)
     patch("tensor-count-minus-one", "missing", 8, "<Q", len(Model().tensors) - 1)
