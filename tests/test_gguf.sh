@@ -105,7 +105,7 @@ for shape in tied untied; do
     $PY export/make_test_models.py --random-legacy "$legacy" --dim 64 --hidden 192 --layers 2 --heads 4 \
         --kv-heads 2 --vocab 300 --seq 64 --seed 7 $extra >/dev/null
     for t in f32 f16 q8_0 q4_0; do
-        $PY $CONVERT "$legacy" $TOK "$tmp/$shape-$t.gguf" --type $t >/dev/null
+        $PY $CONVERT "$legacy" $TOK "$tmp/$shape-$t.gguf" --type $t --name qkv >/dev/null
     done
     g=$tmp/$shape-f32.gguf
     same_text "GGUF F32 ($shape classifier, GQA): greedy text equals the llama2.c original's" \
@@ -118,7 +118,18 @@ for shape in tied untied; do
         expect_logits "GGUF ${d#*:} ($shape): logits equal qkv's own --dtype ${d%%:*} of the original, bit for bit" \
             "$tmp/$shape-${d%%:*}.qkv" "$tmp/$shape-${d#*:}.gguf" 0
     done
+    # qkv writing GGUF: the converter's bytes exactly (same keys, order, quantizers, padding)
+    same=0
+    for d in f32:f32 f16:f16 q8:q8_0 q4:q4_0; do
+        $RUN "$legacy" -z $TOK -m quantize -o "$tmp/$shape-written-${d#*:}.gguf" --dtype "${d%%:*}" 2>/dev/null &&
+            cmp -s "$tmp/$shape-written-${d#*:}.gguf" "$tmp/$shape-${d#*:}.gguf" && same=$((same + 1))
+    done
+    if [ $same -eq 4 ]; then ok "-m quantize -o X.gguf ($shape): F32, F16, Q8_0 and Q4_0 files byte for byte the converter's"
+    else fail "-m quantize -o X.gguf ($shape)" "only $same of 4 files equal the converter's"; fi
 done
+$RUN "$tmp/untied-q8_0.gguf" -m quantize -o "$tmp/again.gguf" --dtype q8 2>/dev/null
+if cmp -s "$tmp/again.gguf" "$tmp/untied-q8_0.gguf"; then ok "a GGUF read and written again (-m quantize -o X.gguf --dtype q8): the same bytes"
+else fail "GGUF read and written again" "the bytes differ"; fi
 
 # -m quantize from a GGUF: the embedded tokenizer and the weights make it through
 $RUN "$tmp/untied-f32.gguf" -m quantize -o "$tmp/from-gguf.qkv" --dtype f32 2>/dev/null
@@ -147,7 +158,7 @@ fi
 
 # -m info: the metadata it used
 $RUN "$tmp/tied-q4_0.gguf" -m info >"$tmp/info" 2>&1
-if grep -q "^checkpoint .*(GGUF)" "$tmp/info" && grep -q '^architecture  *llama, name "llama2c"' "$tmp/info" &&
+if grep -q "^checkpoint .*(GGUF)" "$tmp/info" && grep -q '^architecture  *llama, name "qkv"' "$tmp/info" &&
     grep -q "block_count 2 .*feed_forward_length 192" "$tmp/info" && grep -q "head_count_kv 2" "$tmp/info" &&
     grep -q "^tensor types  *float32 5, q4_0 15" "$tmp/info" && grep -q "^tokenizer  *llama (in the file): 300 tokens" "$tmp/info"
 then ok "-m info shows the GGUF metadata used (architecture, name, llama.* values, tensor types, tokenizer)"
