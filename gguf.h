@@ -382,7 +382,8 @@ static const void *gguf_tensor(GgufFile *g, int slot, int rows, int cols, Weight
     size_t row_bytes, bytes, room = g->f->size - g->data_start;
     if (!t->present) { load_error(g->f, "GGUF tensor %s is missing", name); return NULL; }
     if (wt < 0) {
-        load_error(g->f, "GGUF tensor %s has ggml type %u (%s): qkv reads F32, F16, Q8_0 and Q4_0", name, t->type,
+        load_error(g->f, "GGUF tensor %s has ggml type %u (%s): qkv reads F32, F16, Q8_0 and Q4_0 "
+                   "(llama-quantize --pure writes every matrix in the one type asked for)", name, t->type,
                    ggml_type_name(t->type));
         return NULL;
     }
