@@ -60,6 +60,14 @@ for f in "$tmp"/good/*.gguf; do
     fi
 done
 
+# traced, explored and benchmarked like any checkpoint
+g=$tmp/good/tiny-q4_0-2layers.gguf
+if $RUN "$g" -t 0 -n 8 -i "the cat" --trace --layer 1 --head 0 >"$tmp/trace" 2>&1 && grep -q "^layer 1 head 0" "$tmp/trace" &&
+    $RUN "$g" -t 0 -n 8 --html "$tmp/x.html" --trace-json "$tmp/x.jsonl" >/dev/null 2>&1 && [ -s "$tmp/x.html" ] && [ -s "$tmp/x.jsonl" ] &&
+    $RUN "$g" -m bench --ctx 8 --repeats 1 2>/dev/null | grep -q "^summary"
+then ok "a GGUF traces (--trace, --trace-json, --html) and benchmarks (-m bench)"
+else fail "GGUF trace and bench" "$(tail -n 3 "$tmp/trace")"; fi
+
 # compare_logits A B TOKENS: the largest |logit difference|, position by position
 if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -o "$tmp/compare_logits" tests/compare_logits.c -lm; then
     fail "build tests/compare_logits.c" "compiler error"
