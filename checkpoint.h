@@ -456,6 +456,7 @@ const char *model_format_name(FileFormat f) {
     case FORMAT_LLAMA2C_LEGACY: return "llama2.c legacy";
     case FORMAT_LLAMA2C_V1: return "llama2.c v1";
     case FORMAT_LLAMA2C_V2: return "llama2.c v2 (int8, repacked to q8_0)";
+    case FORMAT_GGUF: return "GGUF";
     }
     return "?";
 }
@@ -502,6 +503,8 @@ static void pick_kernels(Model *m, Isa isa) {
     }
 }
 
+static int load_gguf(FileView *f, Model *m); /* gguf.h */
+
 int model_load(Model *m, const char *path, char *err, size_t err_len) {
     memset(m, 0, sizeof *m);
     FileView f = { NULL, 0, err, err_len };
@@ -510,6 +513,9 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
     if (memcmp(f.base, "QKVM", 4) == 0) {
         m->format = FORMAT_QKV;
         rc = load_qkv(&f, m);
+    } else if (memcmp(f.base, "GGUF", 4) == 0) {
+        m->format = FORMAT_GGUF;
+        rc = load_gguf(&f, m);
     } else if (read_u32(f.base) == 0x616b3432u) {
         m->format = FORMAT_LLAMA2C_V1;
         rc = load_llama2c_v1(&f, m);
@@ -544,6 +550,8 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
 void model_free(Model *m) {
     free(m->weights.layers);
     free(m->repacked);
+    free(m->tokenizer_owned);
+    free(m->metadata);
     if (m->mapping) munmap(m->mapping, m->file_bytes);
     memset(m, 0, sizeof *m);
 }

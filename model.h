@@ -70,14 +70,16 @@ typedef struct {
     Matrix classifier;            /* [vocab_size, dim] */
 } Weights;
 
-typedef enum { FORMAT_QKV, FORMAT_LLAMA2C_LEGACY, FORMAT_LLAMA2C_V1, FORMAT_LLAMA2C_V2 } FileFormat;
+typedef enum { FORMAT_QKV, FORMAT_LLAMA2C_LEGACY, FORMAT_LLAMA2C_V1, FORMAT_LLAMA2C_V2, FORMAT_GGUF } FileFormat;
 
 typedef struct {
     Config config;
     Weights weights;
     FileFormat format;
-    const unsigned char *tokenizer_data; /* embedded tokenizer (qkv files), else NULL */
+    const unsigned char *tokenizer_data; /* embedded tokenizer (qkv and GGUF files), else NULL */
     size_t tokenizer_bytes;
+    unsigned char *tokenizer_owned; /* the section a loader built (GGUF): tokenizer_data points here */
+    char *metadata;       /* the file's own metadata, as lines for -m info (GGUF), else NULL */
     size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
     void *mapping;        /* the mmap'd file */
@@ -94,7 +96,7 @@ typedef struct {
 #define QKV_MAX_VOCAB    (1 << 20)
 #define QKV_MAX_SEQ_LEN  (1 << 20)
 
-/* Loads a checkpoint of any of the three formats. Returns 0, or -1 with a
+/* Loads a checkpoint of any of the four formats. Returns 0, or -1 with a
  * one-line reason in err. */
 int model_load(Model *m, const char *path, char *err, size_t err_len);
 void model_free(Model *m);
@@ -224,6 +226,7 @@ size_t weight_bytes_per_token(const Model *m);
 #define QKV_KV_CACHE_IMPLEMENTATION
 #include "kv_cache.h"
 #include "checkpoint.h"
+#include "gguf.h"
 
 /* ------------------------------------------------------------------------ */
 /* Run state                                                                 */

@@ -1,10 +1,14 @@
 /* quantize.c — a checkpoint of any format qkv reads, written as a qkv file
- * (README: Checkpoint format) with its matrices in another weight type. A
+ * (README: Checkpoint format) with its matrices in another weight type, or,
+ * when the output's name ends in .gguf, as a GGUF file for llama.cpp. A
  * matrix whose width is not a whole number of the type's blocks is kept in
  * float16 (said on stderr), as llama.cpp keeps some tensors in a wider type.
  *
- * Layout written: the 256-byte header, the tokenizer section, the tensor
- * table, then the tensors in table order, each at a multiple of 64 bytes. */
+ * qkv layout written: the 256-byte header, the tokenizer section, the tensor
+ * table, then the tensors in table order, each at a multiple of 64 bytes.
+ * GGUF (version 3, architecture llama): the header, the metadata (config and
+ * tokenizer), the tensor infos, then the tensors in the same order, each at
+ * a multiple of 32 bytes (README: Checkpoint formats qkv reads). */
 #include "quantize.h"
 
 #include <stdarg.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 
 #define ALIGNMENT 64
+#define GGUF_ALIGNMENT 32
 #define HEADER_BYTES 256
 #define ENTRY_BYTES 96
 
@@ -55,28 +60,43 @@ static void add_vector(TensorOut *list, int *n, const char *name, const float *v
     t->rows = len;
 }
 
-/* The tensors of the README's table, in its order. */
-static int list_tensors(const Model *m, TensorOut *list) {
+/* Tensor names in qkv files and in GGUF files: the embedding, the final
+ * norm, the classifier, then a layer's tensors in LayerWeights' order (the
+ * two formats list them in the same order). */
+static const char *const TENSOR_NAMES[2][3] = {
+    { "tok_embeddings", "norm", "output" },
+    { "token_embd.weight", "output_norm.weight", "output.weight" },
+};
+static const char *const LAYER_NAMES[2][9] = {
+    { "layers.%d.attention_norm", "layers.%d.attention.wq", "layers.%d.attention.wk", "layers.%d.attention.wv",
+      "layers.%d.attention.wo", "layers.%d.ffn_norm", "layers.%d.feed_forward.w1", "layers.%d.feed_forward.w2",
+      "layers.%d.feed_forward.w3" },
+    { "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
+      "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight", "blk.%d.ffn_gate.weight", "blk.%d.ffn_down.weight",
+      "blk.%d.ffn_up.weight" },
+};
+
+/* The tensors of the README's table, in its order, named as qkv (gguf 0)
+ * or GGUF (gguf 1) files name them. */
+static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     const Config *c = &m->config;
     int n = 0;
     char name[64];
-    add_matrix(list, &n, "tok_embeddings", &m->weights.token_embedding);
+    add_matrix(list, &n, TENSOR_NAMES[gguf][0], &m->weights.token_embedding);
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
-        const struct { const char *suffix; const Matrix *matrix; const float *vector; } parts[] = {
-            { "attention_norm", NULL, w->attention_norm }, { "attention.wq", &w->wq, NULL },
-            { "attention.wk", &w->wk, NULL }, { "attention.wv", &w->wv, NULL }, { "attention.wo", &w->wo, NULL },
-            { "ffn_norm", NULL, w->ffn_norm }, { "feed_forward.w1", &w->w1, NULL },
-            { "feed_forward.w2", &w->w2, NULL }, { "feed_forward.w3", &w->w3, NULL },
+        const struct { const Matrix *matrix; const float *vector; } parts[9] = {
+            { NULL, w->attention_norm }, { &w->wq, NULL }, { &w->wk, NULL }, { &w->wv, NULL }, { &w->wo, NULL },
+            { NULL, w->ffn_norm }, { &w->w1, NULL }, { &w->w2, NULL }, { &w->w3, NULL },
         };
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            snprintf(name, sizeof name, "layers.%d.%s", l, parts[i].suffix);
+        for (int i = 0; i < 9; i++) {
+            snprintf(name, sizeof name, LAYER_NAMES[gguf][i], l);
             if (parts[i].matrix) add_matrix(list, &n, name, parts[i].matrix);
             else add_vector(list, &n, name, parts[i].vector, c->dim);
         }
     }
-    add_vector(list, &n, "norm", m->weights.final_norm, c->dim);
-    if (!c->shared_classifier) add_matrix(list, &n, "output", &m->weights.classifier);
+    add_vector(list, &n, TENSOR_NAMES[gguf][1], m->weights.final_norm, c->dim);
+    if (!c->shared_classifier) add_matrix(list, &n, TENSOR_NAMES[gguf][2], &m->weights.classifier);
     return n;
 }
 
@@ -98,7 +118,7 @@ static unsigned char *tokenizer_bytes(const Tokenizer *t, size_t *n) {
     return buf;
 }
 
-static size_t align_up(size_t v) { return (v + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT; }
+static size_t align_up(size_t v, size_t alignment) { return (v + alignment - 1) / alignment * alignment; }
 
 static void write_header(unsigned char *h, const Config *c, WeightType type, int n_tensors, size_t tok_bytes,
                          size_t table_offset, size_t file_bytes) {
@@ -145,42 +165,178 @@ static int write_tensor(FILE *f, const TensorOut *t, float *row_f32, unsigned ch
     return 0;
 }
 
-static int write_file(FILE *f, const Model *m, WeightType type, TensorOut *list, int n, const unsigned char *tok,
-                      size_t tok_bytes, size_t table_offset, size_t file_bytes) {
-    unsigned char header[HEADER_BYTES], entry[ENTRY_BYTES], zeros[ALIGNMENT] = { 0 };
+/* The tensors' data, the file being at offset at: zeros up to each one's
+ * offset, and after the last up to file_bytes. */
+static int write_tensors(FILE *f, const Model *m, const TensorOut *list, int n, size_t at, size_t file_bytes) {
+    unsigned char zeros[ALIGNMENT] = { 0 };
+    int widest = m->config.dim > m->config.hidden_dim ? m->config.dim : m->config.hidden_dim;
+    float *row_f32 = malloc((size_t)widest * sizeof(float));
+    unsigned char *row_out = malloc((size_t)widest * sizeof(float));
+    int rc = row_f32 && row_out ? 0 : -1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (fwrite(zeros, 1, list[i].offset - at, f) != list[i].offset - at) rc = -1;
+        else rc = write_tensor(f, &list[i], row_f32, row_out);
+        at = list[i].offset + list[i].bytes;
+    }
+    if (rc == 0 && fwrite(zeros, 1, file_bytes - at, f) != file_bytes - at) rc = -1;
+    free(row_f32);
+    free(row_out);
+    return rc;
+}
+
+static int write_qkv(FILE *f, const Model *m, WeightType type, TensorOut *list, int n, const unsigned char *tok,
+                     size_t tok_bytes, size_t table_offset, size_t file_bytes) {
+    unsigned char header[HEADER_BYTES], entry[ENTRY_BYTES];
     write_header(header, &m->config, type, n, tok_bytes, table_offset, file_bytes);
     if (fwrite(header, 1, HEADER_BYTES, f) != HEADER_BYTES || fwrite(tok, 1, tok_bytes, f) != tok_bytes) return -1;
     for (int i = 0; i < n; i++) {
         write_entry(entry, &list[i]);
         if (fwrite(entry, 1, ENTRY_BYTES, f) != ENTRY_BYTES) return -1;
     }
-    int widest = m->config.dim > m->config.hidden_dim ? m->config.dim : m->config.hidden_dim;
-    float *row_f32 = malloc((size_t)widest * sizeof(float));
-    unsigned char *row_out = malloc((size_t)widest * sizeof(float));
-    int rc = row_f32 && row_out ? 0 : -1;
-    size_t at = table_offset + (size_t)n * ENTRY_BYTES;
-    for (int i = 0; i < n && rc == 0; i++) {
-        if (fwrite(zeros, 1, list[i].offset - at, f) != list[i].offset - at) rc = -1;
-        else rc = write_tensor(f, &list[i], row_f32, row_out);
-        at = list[i].offset + list[i].bytes;
-    }
-    free(row_f32);
-    free(row_out);
-    return rc;
+    return write_tensors(f, m, list, n, table_offset + (size_t)n * ENTRY_BYTES, file_bytes);
 }
 
-int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, const char *out_path, char *err,
-                        size_t err_len) {
-    const Config *c = &m->config;
-    int max_tensors = 3 + 9 * c->n_layers;
-    TensorOut *list = malloc((size_t)max_tensors * sizeof(TensorOut));
-    if (!list) return fail(err, err_len, "out of memory");
-    int n = list_tensors(m, list);
-    size_t tok_bytes = 0;
-    unsigned char *tok = tokenizer_bytes(t, &tok_bytes);
-    size_t table_offset = HEADER_BYTES + tok_bytes, at = align_up(table_offset + (size_t)n * ENTRY_BYTES);
-    int rc = tok ? 0 : fail(err, err_len, "out of memory");
-    for (int i = 0; i < n && rc == 0; i++) {
+/* ------------------------------------------------------------------------ */
+/* GGUF                                                                      */
+
+enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
+/* llama.cpp's token types */
+enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };
+/* ggml's tensor type and llama.cpp's file type ("mostly ...") of each WeightType */
+static const uint32_t GGML_TYPE[WEIGHT_TYPE_COUNT] = { 0, 1, 8, 2 };
+static const uint32_t GGML_FILE_TYPE[WEIGHT_TYPE_COUNT] = { 0, 1, 7, 2 };
+
+/* Bytes built in memory: the GGUF header, metadata and tensor infos. */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    int failed;  /* out of memory: the rest is not written */
+    uint64_t n_kv;
+} Bytes;
+
+static void bytes_put(Bytes *b, const void *data, size_t n) {
+    if (b->failed) return;
+    if (b->n + n > b->cap) {
+        size_t cap = 2 * (b->n + n);
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) { b->failed = 1; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void bytes_u32(Bytes *b, uint32_t v) { unsigned char x[4]; put_u32(x, v); bytes_put(b, x, 4); }
+static void bytes_u64(Bytes *b, uint64_t v) { unsigned char x[8]; put_u64(x, v); bytes_put(b, x, 8); }
+static void bytes_string(Bytes *b, const char *s, size_t len) { bytes_u64(b, len); bytes_put(b, s, len); }
+
+static void kv_key(Bytes *b, const char *key, uint32_t type) {
+    bytes_string(b, key, strlen(key));
+    bytes_u32(b, type);
+    b->n_kv++;
+}
+
+static void kv_u32(Bytes *b, const char *key, uint32_t v) { kv_key(b, key, GGUF_U32); bytes_u32(b, v); }
+static void kv_f32(Bytes *b, const char *key, float v) { unsigned char x[4]; put_f32(x, v); kv_key(b, key, GGUF_F32); bytes_put(b, x, 4); }
+static void kv_text(Bytes *b, const char *key, const char *v) { kv_key(b, key, GGUF_STRING); bytes_string(b, v, strlen(v)); }
+static void kv_bool(Bytes *b, const char *key, int v) { unsigned char x = v != 0; kv_key(b, key, GGUF_BOOL); bytes_put(b, &x, 1); }
+static void kv_array(Bytes *b, const char *key, uint32_t elem, int count) {
+    kv_key(b, key, GGUF_ARRAY);
+    bytes_u32(b, elem);
+    bytes_u64(b, (uint64_t)count);
+}
+
+/* llama.cpp's type of token i: <unk> (id 0), BOS, EOS and empty pieces are
+ * control tokens, <0xNN> the byte tokens, the rest normal text. */
+static int token_type(const Tokenizer *t, const Config *c, int i) {
+    const char *p = t->vocab[i];
+    int len = t->piece_lengths[i];
+    if (i == 0) return TOKEN_UNKNOWN;
+    if (i == c->bos_id || i == c->eos_id || len == 0) return TOKEN_CONTROL;
+    if (len == 6 && memcmp(p, "<0x", 3) == 0 && p[5] == '>') return TOKEN_BYTE;
+    return TOKEN_NORMAL;
+}
+
+/* The vocabulary as tokenizer.ggml.tokens, scores and token_type: in normal
+ * tokens a space is written as sentencepiece's ▁ (U+2581), as GGUF has it. */
+static void gguf_vocabulary(Bytes *b, const Tokenizer *t, const Config *c) {
+    kv_array(b, "tokenizer.ggml.tokens", GGUF_STRING, t->vocab_size);
+    for (int i = 0; i < t->vocab_size; i++) {
+        const char *p = t->vocab[i];
+        int len = t->piece_lengths[i], normal = token_type(t, c, i) == TOKEN_NORMAL, spaces = 0;
+        for (int j = 0; j < len; j++) spaces += normal && p[j] == ' ';
+        bytes_u64(b, (uint64_t)len + 2 * (uint64_t)spaces);
+        for (int j = 0; j < len; j++) {
+            if (normal && p[j] == ' ') bytes_put(b, "\xE2\x96\x81", 3);
+            else bytes_put(b, p + j, 1);
+        }
+    }
+    kv_array(b, "tokenizer.ggml.scores", GGUF_F32, t->vocab_size);
+    for (int i = 0; i < t->vocab_size; i++) {
+        unsigned char x[4];
+        put_f32(x, t->scores[i]);
+        bytes_put(b, x, 4);
+    }
+    kv_array(b, "tokenizer.ggml.token_type", GGUF_I32, t->vocab_size);
+    for (int i = 0; i < t->vocab_size; i++) bytes_u32(b, (uint32_t)token_type(t, c, i));
+}
+
+/* The metadata: the llama architecture's config, then the tokenizer. */
+static void gguf_metadata(Bytes *b, const Config *c, const Tokenizer *t, WeightType type) {
+    kv_text(b, "general.architecture", "llama");
+    kv_text(b, "general.name", "qkv");
+    kv_u32(b, "general.alignment", GGUF_ALIGNMENT);
+    kv_u32(b, "general.file_type", GGML_FILE_TYPE[type]);
+    const struct { const char *key; int value; } ints[] = {
+        { "llama.vocab_size", c->vocab_size }, { "llama.context_length", c->seq_len },
+        { "llama.embedding_length", c->dim }, { "llama.block_count", c->n_layers },
+        { "llama.feed_forward_length", c->hidden_dim }, { "llama.attention.head_count", c->n_heads },
+        { "llama.attention.head_count_kv", c->n_kv_heads },
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) kv_u32(b, ints[i].key, (uint32_t)ints[i].value);
+    kv_f32(b, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
+    kv_u32(b, "llama.rope.dimension_count", (uint32_t)c->head_size);
+    kv_f32(b, "llama.rope.freq_base", c->rope_theta);
+    kv_text(b, "tokenizer.ggml.model", "llama");
+    gguf_vocabulary(b, t, c);
+    kv_u32(b, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_id);
+    kv_u32(b, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_id);
+    kv_u32(b, "tokenizer.ggml.unknown_token_id", 0);
+    kv_bool(b, "tokenizer.ggml.add_bos_token", 1);
+    kv_bool(b, "tokenizer.ggml.add_eos_token", 0);
+}
+
+/* Header, metadata and tensor infos, with offsets from the data's start;
+ * then each offset is moved to the file's, past the padding. */
+static int gguf_header(Bytes *h, const Model *m, const Tokenizer *t, WeightType type, TensorOut *list, int n) {
+    Bytes meta = { 0 };
+    gguf_metadata(&meta, &m->config, t, type);
+    bytes_put(h, "GGUF", 4);
+    bytes_u32(h, 3);
+    bytes_u64(h, (uint64_t)n);
+    bytes_u64(h, meta.n_kv);
+    bytes_put(h, meta.p, meta.n);
+    for (int i = 0; i < n; i++) {
+        bytes_string(h, list[i].name, strlen(list[i].name));
+        bytes_u32(h, list[i].matrix ? 2 : 1);
+        if (list[i].matrix) bytes_u64(h, (uint64_t)list[i].cols); /* ne[0]: the length of a row */
+        bytes_u64(h, (uint64_t)list[i].rows);
+        bytes_u32(h, list[i].matrix ? GGML_TYPE[list[i].type] : 0);
+        bytes_u64(h, list[i].offset);
+    }
+    size_t data_start = align_up(h->n, GGUF_ALIGNMENT);
+    for (int i = 0; i < n; i++) list[i].offset += data_start;
+    free(meta.p);
+    return meta.failed || h->failed ? -1 : 0;
+}
+
+/* Each matrix's type as written (float16 where rows are not whole blocks of
+ * type), its bytes, and its offset from start, at multiples of alignment;
+ * returns where the last one ends. */
+static size_t lay_out(TensorOut *list, int n, WeightType type, size_t start, size_t alignment) {
+    size_t at = start, end = start;
+    for (int i = 0; i < n; i++) {
         list[i].type = type;
         if (list[i].matrix && weight_row_bytes(type, list[i].cols) == 0) {
             list[i].type = WEIGHT_F16;
@@ -190,20 +346,55 @@ int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, con
         size_t row = list[i].matrix ? weight_row_bytes(list[i].type, list[i].cols) : sizeof(float);
         list[i].offset = at;
         list[i].bytes = row * (size_t)list[i].rows;
-        at = align_up(at + list[i].bytes);
+        end = at + list[i].bytes;
+        at = align_up(end, alignment);
     }
-    size_t file_bytes = n > 0 ? list[n - 1].offset + list[n - 1].bytes : at;
+    return end;
+}
+
+/* The whole file: qkv, or GGUF (with its tensor data padded to the end, as llama.cpp's writer pads it). */
+static int write_checkpoint(FILE *f, const Model *m, const Tokenizer *t, WeightType type, TensorOut *list, int n,
+                            int gguf) {
+    if (gguf) {
+        Bytes h = { 0 };
+        size_t end = lay_out(list, n, type, 0, GGUF_ALIGNMENT);
+        int rc = gguf_header(&h, m, t, type, list, n);
+        size_t data_start = n > 0 ? list[0].offset : align_up(h.n, GGUF_ALIGNMENT);
+        if (rc == 0 && fwrite(h.p, 1, h.n, f) != h.n) rc = -1;
+        if (rc == 0) rc = write_tensors(f, m, list, n, h.n, data_start + align_up(end, GGUF_ALIGNMENT));
+        free(h.p);
+        return rc;
+    }
+    size_t tok_bytes = 0;
+    unsigned char *tok = tokenizer_bytes(t, &tok_bytes);
+    size_t table_offset = HEADER_BYTES + tok_bytes;
+    size_t end = lay_out(list, n, type, align_up(table_offset + (size_t)n * ENTRY_BYTES, ALIGNMENT), ALIGNMENT);
+    int rc = tok ? write_qkv(f, m, type, list, n, tok, tok_bytes, table_offset, end) : -1;
+    free(tok);
+    return rc;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, const char *out_path, char *err,
+                        size_t err_len) {
+    const Config *c = &m->config;
+    int max_tensors = 3 + 9 * c->n_layers, gguf = ends_with(out_path, ".gguf");
+    TensorOut *list = malloc((size_t)max_tensors * sizeof(TensorOut));
+    if (!list) return fail(err, err_len, "out of memory");
+    int n = list_tensors(m, list, gguf), rc = 0;
     char tmp[4096];
-    if (rc == 0 && snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= (int)sizeof tmp)
-        rc = fail(err, err_len, "output path too long");
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= (int)sizeof tmp) rc = fail(err, err_len, "output path too long");
     FILE *f = rc == 0 ? fopen(tmp, "wb") : NULL;
     if (rc == 0 && !f) rc = fail(err, err_len, "cannot write %s", tmp);
-    if (rc == 0 && write_file(f, m, type, list, n, tok, tok_bytes, table_offset, file_bytes))
-        rc = fail(err, err_len, "writing %s failed", tmp);
+    if (rc == 0 && write_checkpoint(f, m, t, type, list, n, gguf))
+        rc = fail(err, err_len, "writing %s failed (or out of memory)", tmp);
     if (f && fclose(f) != 0 && rc == 0) rc = fail(err, err_len, "writing %s failed", tmp);
     if (rc == 0 && rename(tmp, out_path) != 0) rc = fail(err, err_len, "cannot rename %s to %s", tmp, out_path);
     if (rc != 0 && f) remove(tmp);
-    free(tok);
     free(list);
     return rc;
 }

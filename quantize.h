@@ -1,5 +1,6 @@
-/* quantize.h — writes a loaded checkpoint back out as a qkv file with
- * another weight type: float32, float16, Q8_0 or Q4_0 (kernels.h). */
+/* quantize.h — writes a loaded checkpoint back out as a qkv file (or a GGUF
+ * file for llama.cpp) with another weight type: float32, float16, Q8_0 or
+ * Q4_0 (kernels.h). */
 #ifndef QKV_QUANTIZE_H
 #define QKV_QUANTIZE_H
 
@@ -7,8 +8,10 @@
 #include "tokenizer.h"
 
 /* Converts every matrix of m to type (norms stay float32) and writes a qkv
- * file with t embedded as its tokenizer. The file appears whole or not at
- * all (written beside, then renamed). Returns 0, or -1 with one line in err. */
+ * file with t embedded as its tokenizer; a GGUF file (version 3, llama
+ * architecture, t in its metadata) if out_path ends in ".gguf". The file
+ * appears whole or not at all (written beside, then renamed). Returns 0, or
+ * -1 with one line in err. */
 int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, const char *out_path, char *err,
                         size_t err_len);
 

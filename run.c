@@ -519,6 +519,7 @@ static void info(const Model *m, const char *path, int ctx) {
     size_t norms = (size_t)c->n_layers * 2 * c->dim + c->dim;
     size_t classifier = c->shared_classifier ? 0 : embedding;
     printf("checkpoint        %s (%s)\n", path, model_format_name(m->format));
+    if (m->metadata) fputs(m->metadata, stdout); /* a GGUF's own keys, as read */
     printf("dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size);
     printf("vocab_size %d  seq_len %d  norm_eps %g  rope_theta %g  classifier %s\n",

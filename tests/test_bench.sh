@@ -117,7 +117,7 @@ else
     if bench full "$MODEL" --no-cache; then
         check_csv full 32 "1 2 4 8 16 32"
         check_svg full
-        check_report full "threads [0-9]+" "weights +[0-9]+ bytes" "KV cache +[0-9]+ bytes per token" \
+        check_report full "threads [0-9]+" "weights +[0-9]+ bytes" "KV cache +f32, [0-9]+ bytes per token" \
             "no-cache +ratio" "measured: per-token latency grows -?[0-9.]+ ms per 10 tokens" \
             "run-to-run spread [0-9]+%" "FLOPs prediction: [0-9.]+ ms per 10 tokens" "prefill +decode" \
             "machine: read bandwidth [0-9.]+ GB/s, float32 FMA peak [0-9.]+ GFLOP/s" \
