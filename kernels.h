@@ -217,13 +217,22 @@ void weight_row_to_float(WeightType type, const void *row, float *out, int cols)
     }
 }
 
+/* (int)v within [lo, hi] (truncated, as C converts), and nan_level for a
+ * NaN: a checkpoint with non-finite weights quantizes to something defined
+ * instead of an undefined float -> int conversion. Finite weights never
+ * leave the range, so for them this is the plain conversion. */
+static inline int quant_level(float v, int lo, int hi, int nan_level) {
+    if (v != v) return nan_level;
+    return v < (float)lo ? lo : v > (float)hi ? hi : (int)v;
+}
+
 /* ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d) */
 static void quantize_q8_block(const float *x, BlockQ8 *blk) {
     float amax = 0.0f;
     for (int j = 0; j < QKV_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     blk->d = float_to_half(d);
-    for (int j = 0; j < QKV_QBLOCK; j++) blk->q[j] = (int8_t)roundf(x[j] * id);
+    for (int j = 0; j < QKV_QBLOCK; j++) blk->q[j] = (int8_t)quant_level(roundf(x[j] * id), -127, 127, 0);
 }
 
 /* ggml's quantize_row_q4_0_ref: the value of largest magnitude maps to -8,
@@ -235,9 +244,7 @@ static void quantize_q4_block(const float *x, BlockQ4 *blk) {
     float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     blk->d = float_to_half(d);
     for (int j = 0; j < QKV_QBLOCK / 2; j++) {
-        int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[j + QKV_QBLOCK / 2] * id + 8.5f);
-        lo = lo < 15 ? lo : 15;
-        hi = hi < 15 ? hi : 15;
+        int lo = quant_level(x[j] * id + 8.5f, 0, 15, 8), hi = quant_level(x[j + QKV_QBLOCK / 2] * id + 8.5f, 0, 15, 8);
         blk->q[j] = (uint8_t)(lo | (hi << 4));
     }
 }

@@ -128,7 +128,7 @@ static const Flag FLAGS[] = {
     { "--repeats", ARG_INT, "N", 1, 1000, 0, BENCH, AT(bench.repeats), "3", "median over N runs" },
     { "--csv", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.csv_path), "none", "every position's times" },
     { "--svg", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.svg_path), "none", "the latency chart" },
-    { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the qkv file to write" },
+    { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the file to write (GGUF if .gguf)" },
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
       "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
