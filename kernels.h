@@ -668,29 +668,22 @@ TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activation
  * Either way the int32 lanes hold exact integer sums; lane k sums bytes
  * 4k..4k+3, so the scale vectors give each lane its block's scale. */
 
-/* Sixteen halves, as floats: {a x8, b x8} (Q8_0 lanes) */
-TARGET_AVX512 INLINE __m512 scales_q8(uint16_t a, uint16_t b) {
-    return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a)));
-}
-
-/* {a x4, b x4, a x4, b x4} (Q4_0 lanes) */
-TARGET_AVX512 INLINE __m512 scales_q4(uint16_t a, uint16_t b) {
-    __m128i ab = _mm_unpacklo_epi64(_mm_set1_epi16((short)a), _mm_set1_epi16((short)b));
-    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(ab));
-}
-
-TARGET_AVX512 INLINE uint16_t half_at(const unsigned char *p) {
-    uint16_t d;
-    memcpy(&d, p, 2);
-    return d;
-}
-
-/* The scales of blocks b and b+1 of a row (0 past its end). */
+/* The scales of blocks b and b+1 of a row as the lanes want them, 0 past
+ * the row's end. Q8_0, {d0 x8, d1 x8}: two broadcasts. Q4_0, {d0 x4, d1 x4,
+ * d0 x4, d1 x4}: one masked load of the words up to d1 (it cannot fault on
+ * the bytes it leaves out), one word permute (measured faster there, where
+ * the scales are twice as many per byte). */
 TARGET_AVX512 INLINE __m512 pair_scales(const unsigned char *row, int b, int blocks, int q4) {
-    int block_bytes = q4 ? 18 : 34;
-    uint16_t d0 = half_at(row + (size_t)b * block_bytes);
-    uint16_t d1 = b + 1 < blocks ? half_at(row + (size_t)(b + 1) * block_bytes) : 0;
-    return q4 ? scales_q4(d0, d1) : scales_q8(d0, d1);
+    int two = b + 1 < blocks;
+    if (!q4) {
+        uint16_t d0, d1 = 0;
+        memcpy(&d0, row + (size_t)b * 34, 2);
+        if (two) memcpy(&d1, row + (size_t)(b + 1) * 34, 2);
+        return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)d1), _mm_set1_epi16((short)d0)));
+    }
+    __m512i raw = _mm512_maskz_loadu_epi16(two ? (__mmask32)0x3ff : 1u, row + (size_t)b * 18);
+    __m256i order = _mm256_setr_epi16(0, 0, 0, 0, 9, 9, 9, 9, 0, 0, 0, 0, 9, 9, 9, 9); /* d1 is word 9 */
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_zextsi256_si512(order), raw)));
 }
 
 /* The weights of blocks b and b+1: Q8_0 as int8 in order; Q4_0 as nibbles
@@ -737,11 +730,15 @@ TARGET_AVX512 INLINE __m512i dot_bw(__m512i w, __m512i x, __m512i offset, int q4
     return ones_madd(_mm512_maddubs_epi16(_mm512_abs_epi8(w), sx));
 }
 
-TARGET_AVX512 INLINE __m512i weights_bw(__m512i w, int q4) { return w; }
-
-/* AVX-512 VNNI: one instruction, starting from -offset * sum x */
+/* AVX-512 VNNI: one instruction, starting from -offset * sum x. Q4_0's
+ * high nibbles are used in place, as 16 q (one AND instead of a shift and
+ * an AND, since vpdpbusd adds in 32 bits and 240 * 127 * 4 cannot
+ * overflow): their lanes start from -128 sum x and their scale carries the
+ * 1/16 (exact: a power of two). */
 TARGET_VNNI INLINE __m512i offset_vnni(__m512i x, int q4) {
-    __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(q4 ? 8 : (char)0x80), x);
+    __m512i per_lane = q4 ? _mm512_inserti64x4(_mm512_set1_epi8(8), _mm256_set1_epi8((char)0x80), 1)
+                          : _mm512_set1_epi8((char)0x80);
+    __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), per_lane, x);
     return _mm512_sub_epi32(_mm512_setzero_si512(), sum);
 }
 
@@ -749,19 +746,42 @@ TARGET_VNNI INLINE __m512i dot_vnni(__m512i w, __m512i x, __m512i offset, int q4
     return _mm512_dpbusd_epi32(offset, w, x);
 }
 
-TARGET_VNNI INLINE __m512i weights_vnni(__m512i w, int q4) {
-    return q4 ? w : _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
+/* Blocks b and b+1 of a row: Q8_0 as q + 128 (unsigned); Q4_0 as [low
+ * nibbles | 16 x high nibbles], one broadcast and one AND of the packed
+ * bytes. */
+TARGET_VNNI INLINE __m512i weights_vnni(const unsigned char *row, int b, int blocks, int q4) {
+    if (!q4) return _mm512_xor_si512(pair_weights(row, b, blocks, 0), _mm512_set1_epi8((char)0x80));
+    const unsigned char *b0 = row + (size_t)b * 18 + 2;
+    __m128i hi = b + 1 < blocks ? _mm_loadu_si128((const __m128i *)(b0 + 18)) : _mm_setzero_si128();
+    __m256i packed = _mm256_set_m128i(hi, _mm_loadu_si128((const __m128i *)b0));
+    __m512i nibbles = _mm512_inserti64x4(_mm512_set1_epi8(0x0f), _mm256_set1_epi8((char)0xf0), 1);
+    return _mm512_and_si512(_mm512_broadcast_i64x4(packed), nibbles);
+}
+
+TARGET_VNNI INLINE __m512 x_scales_vnni(const Activations *a, int t, int b, int blocks, int q4) {
+    __m512 xs = pair_x_scales(a, t, b, blocks, q4);
+    if (!q4) return xs;
+    return _mm512_mul_ps(xs, _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(1.0f / 16), 1));
+}
+
+/* AVX-512BW: the weights as pair_weights gives them */
+TARGET_AVX512 INLINE __m512i weights_bw(const unsigned char *row, int b, int blocks, int q4) {
+    return pair_weights(row, b, blocks, q4);
+}
+
+TARGET_AVX512 INLINE __m512 x_scales_bw(const Activations *a, int t, int b, int blocks, int q4) {
+    return pair_x_scales(a, t, b, blocks, q4);
 }
 
 /* The quantized tile, written once for both dot-product instructions. */
 #define QUANT_TILE_512(NAME, TARGET, SUFFIX)                                                                   \
     TARGET INLINE void NAME(float *out, int os, const Activations *a, const void *w, size_t row_bytes,          \
-                            int cols, int i, int end, int t, int P, int q4) {                                   \
-        const unsigned char *rows[TILE_ROWS];                                                                  \
-        tile_rows(rows, TILE_ROWS, w, row_bytes, i, end);                                                      \
+                            int cols, int i, int end, int t, int R, int P, int q4) {                            \
+        const unsigned char *rows[8];                                                                          \
+        tile_rows(rows, R, w, row_bytes, i, end);                                                              \
         int blocks = cols / QKV_QBLOCK;                                                                        \
-        __m512 acc[TILE_ROWS][4];                                                                              \
-        for (int r = 0; r < TILE_ROWS; r++)                                                                    \
+        __m512 acc[8][4];                                                                                      \
+        for (int r = 0; r < R; r++)                                                                            \
             for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();                                       \
         for (int b = 0; b < blocks; b += 2) {                                                                  \
             __m512i x[4], offset[4];                                                                           \
@@ -769,32 +789,41 @@ TARGET_VNNI INLINE __m512i weights_vnni(__m512i w, int q4) {
             for (int p = 0; p < P; p++) {                                                                      \
                 x[p] = pair_x(a, t + p, b, blocks, q4);                                                        \
                 offset[p] = offset_##SUFFIX(x[p], q4);                                                         \
-                xs[p] = pair_x_scales(a, t + p, b, blocks, q4);                                                \
+                xs[p] = x_scales_##SUFFIX(a, t + p, b, blocks, q4);                                            \
             }                                                                                                  \
-            for (int r = 0; r < TILE_ROWS; r++) {                                                              \
+            for (int r = 0; r < R; r++) {                                                                      \
                 PREFETCH(rows[r], row_bytes, (size_t)b * (q4 ? 18 : 34));                                      \
-                __m512i wq = weights_##SUFFIX(pair_weights(rows[r], b, blocks, q4), q4);                       \
+                __m512i wq = weights_##SUFFIX(rows[r], b, blocks, q4);                                         \
                 __m512 ws = pair_scales(rows[r], b, blocks, q4);                                               \
                 for (int p = 0; p < P; p++)                                                                    \
                     acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_##SUFFIX(wq, x[p], offset[p], q4)),     \
                                                 _mm512_mul_ps(ws, xs[p]), acc[r][p]);                          \
             }                                                                                                  \
         }                                                                                                      \
-        for (int p = 0; p < P; p++)                                                                            \
-            store_tile(out, os, t + p, i, end, reduce4_512(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));       \
+        for (int r = 0; r < R; r += 4)                                                                         \
+            for (int p = 0; p < P; p++)                                                                        \
+                store_tile(out, os, t + p, i + r, end,                                                         \
+                           reduce4_512(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));               \
     }
 
 QUANT_TILE_512(tile_quant_512, TARGET_AVX512, bw)
 QUANT_TILE_512(tile_quant_vnni, TARGET_VNNI, vnni)
 
+/* A decode step takes eight rows a tile (the activations' side of the
+ * products, made once a tile, serves twice as many rows); a prompt four
+ * rows by four positions. */
 #define QUANT_MATMUL_512(NAME, TARGET, TILE, Q4)                                                               \
     TARGET static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,     \
                             int end) {                                                                         \
         size_t row_bytes = weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                              \
-        for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
+        if (a->n == 1) {                                                                                       \
+            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, Q4);    \
+            return;                                                                                            \
+        }                                                                                                      \
+        for (int i = begin; i < end; i += 4) {                                                                 \
             int t = 0;                                                                                         \
-            for (; t + 4 <= a->n; t += 4) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, Q4);               \
-            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 1, Q4);                       \
+            for (; t + 4 <= a->n; t += 4) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, 4, Q4);            \
+            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, 1, Q4);                    \
         }                                                                                                      \
     }
 
