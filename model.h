@@ -94,6 +94,9 @@ typedef struct {
 /* Loads a checkpoint of any of the three formats. Returns 0, or -1 with a
  * one-line reason in err. */
 int model_load(Model *m, const char *path, char *err, size_t err_len);
+/* The same from size bytes at data (a fuzzer's input, a test's buffer): the
+ * weights point into data, which must outlive the model. */
+int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
 
@@ -126,8 +129,8 @@ typedef struct {
     float *q;       /* [QKV_CHUNK, q_dim] queries of all heads */
     float *k, *v;   /* [QKV_CHUNK, kv_dim] these positions' keys and values */
     float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
-    float *attention_scores;  /* [n_heads, seq_len] raw q·k of the current layer */
-    float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores */
+    float *attention_scores;  /* [n_heads, capacity] raw q·k of the current layer */
+    float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores */
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
@@ -135,7 +138,12 @@ typedef struct {
     KVCache kv_cache;
 } RunState;
 
-int run_state_init(RunState *s, const Config *c);
+/* A run state whose KV cache holds capacity positions (0..capacity-1):
+ * what the run needs (-n, --ctx, a ppl window), so a header that claims a
+ * context of a million positions costs nothing until a run asks for them.
+ * capacity < 1 or beyond seq_len means seq_len. forward() must not be given
+ * a position at or beyond the capacity. Returns 0, or -1 out of memory. */
+int run_state_init(RunState *s, const Config *c, int capacity);
 void run_state_free(RunState *s);
 
 /* ------------------------------------------------------------------------ */
@@ -150,7 +158,7 @@ typedef struct {
     void *ctx;
     /* Called once per layer and position after its attention: the run
      * state's attention_scores and attention_weights hold row h at
-     * h*seq_len, entries 0..n_visible-1 (keys of positions
+     * h*s->kv_cache.capacity, entries 0..n_visible-1 (keys of positions
      * pos-n_visible+1..pos). forward_tokens calls it for every position of
      * a chunk in layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
@@ -216,12 +224,13 @@ size_t kv_cache_bytes_per_token(const Config *c);
 /* ------------------------------------------------------------------------ */
 /* Run state                                                                 */
 
-int run_state_init(RunState *s, const Config *c) {
+int run_state_init(RunState *s, const Config *c, int capacity) {
     memset(s, 0, sizeof *s);
+    if (capacity < 1 || capacity > c->seq_len) capacity = c->seq_len;
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
     size_t cache_floats;
-    if (!mul_sizes(&cache_floats, (size_t)c->n_layers * c->seq_len, kv_dim)) return -1;
+    if (!mul_sizes(&cache_floats, (size_t)c->n_layers * capacity, kv_dim)) return -1;
     s->width = (int)width;
     s->x = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
     s->xb = calloc((size_t)QKV_CHUNK * width, sizeof(float));
@@ -231,15 +240,15 @@ int run_state_init(RunState *s, const Config *c) {
     s->v = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
     s->hb = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     s->hb2 = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
-    s->attention_scores = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
-    s->attention_weights = calloc((size_t)c->n_heads * c->seq_len, sizeof(float));
+    s->attention_scores = calloc((size_t)c->n_heads * capacity, sizeof(float));
+    s->attention_weights = calloc((size_t)c->n_heads * capacity, sizeof(float));
     s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
     s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
     s->kv_cache.n_layers = c->n_layers;
     s->kv_cache.n_kv_heads = c->n_kv_heads;
-    s->kv_cache.capacity = c->seq_len;
+    s->kv_cache.capacity = capacity;
     s->kv_cache.head_size = c->head_size;
     s->kv_cache.keys = calloc(cache_floats, sizeof(float));
     s->kv_cache.values = calloc(cache_floats, sizeof(float));
@@ -437,8 +446,8 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int t) {
     for (h = 0; h < c->n_heads; h++) {
         int kv_head = h / heads_per_kv;
         attention_head(out + (size_t)h * c->head_size,
-                       s->attention_scores + (size_t)h * c->seq_len,
-                       s->attention_weights + (size_t)h * c->seq_len,
+                       s->attention_scores + (size_t)h * kv->capacity,
+                       s->attention_weights + (size_t)h * kv->capacity,
                        q + (size_t)h * c->head_size,
                        kv_slot(kv->keys, kv, layer, kv_head, 0),
                        kv_slot(kv->values, kv, layer, kv_head, 0),

@@ -15,6 +15,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,14 +256,27 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
     return logits;
 }
 
-static void generate(const Model *m, const Tokenizer *t, const Options *o) {
+/* Non-finite logits mean the weights (or the arithmetic) broke down: there is
+ * no distribution to sample from, and no silent answer to give. Returns 0
+ * if the logits at pos are all finite, else says so and returns -1. */
+static int check_logits(const float *logits, int n, int pos) {
+    int bad = logits_check(logits, n);
+    if (bad < 0) return 0;
+    fprintf(stderr, "error: the model produced %s logits at position %d\n",
+            isnan(logits[bad]) ? "NaN" : "infinite", pos);
+    return -1;
+}
+
+/* Returns the exit status: 0, or 1 after one error line (bad logits). */
+static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
     int n_prompt;
     int *prompt = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
     if (n_prompt > c->seq_len) {
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
-        exit(1);
+        free(prompt);
+        return 1;
     }
     int steps = o->steps;
     if (steps > c->seq_len) {
@@ -275,15 +289,18 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     Sampler sampler;
     char err[256];
     unsigned long long seed = o->seed ? o->seed : clock_seed();
-    if (run_state_init(&s, c) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+    /* the KV cache holds the positions this run visits, not the whole
+     * context the header claims */
+    if (run_state_init(&s, c, steps) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
 
     double start = now_seconds();
     float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
+    int rc = check_logits(logits, c->vocab_size, n_prompt - 1) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
-    for (int i = 1; i < n_prompt; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
+    for (int i = 1; i < n_prompt && rc == 0; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
     double prompt_done = now_seconds();
 
     /* the sampler works on a copy, so the trace sees the logits themselves */
@@ -292,10 +309,14 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     int token = prompt[n_prompt - 1], generated = 0;
     const ForwardObserver *obs = tracer_observer(tr);
     const char *stopped_by = "the -n limit";
-    for (int pos = n_prompt - 1; pos < steps; pos++) {
+    for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
         SampleInfo info;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         int next = sample(&sampler, probs, &info);
+        if (next < 0) { /* not reached: the logits were checked */
+            rc = 1;
+            break;
+        }
         tracer_step(tr, pos, token, logits, next, &info);
         if (next == t->bos_id || next == t->eos_id) {
             stopped_by = "end of text";
@@ -308,19 +329,32 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
             stopped_by = "quit";
             break;
         }
-        if (pos + 1 < steps) logits = forward(m, &s, token, pos + 1, obs);
+        if (pos + 1 < steps) {
+            logits = forward(m, &s, token, pos + 1, obs);
+            if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
+        }
     }
-    printf("\n");
-    fflush(stdout); /* the text's last line before the speed line on a terminal */
     double end = now_seconds();
-    if (tr && tracer_close(tr, err, sizeof err)) die("%s", err);
-    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d tokens at %.2f tok/s; seed %llu)\n",
-            generated > 1 ? (generated - 1) / (end - prompt_done) : 0.0, generated, stopped_by, n_prompt,
-            n_prompt / (prompt_done - start + 1e-9), seed);
+    if (rc == 0) {
+        printf("\n");
+        fflush(stdout); /* the text's last line before the speed line on a terminal */
+        end = now_seconds();
+        if (tr && tracer_close(tr, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+        }
+    } else {
+        tracer_discard(tr);
+    }
+    if (rc == 0)
+        fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d tokens at %.2f tok/s; seed %llu)\n",
+                generated > 1 ? (generated - 1) / (end - prompt_done) : 0.0, generated, stopped_by, n_prompt,
+                n_prompt / (prompt_done - start + 1e-9), seed);
     free(probs);
     free(prompt);
     sampler_free(&sampler);
     run_state_free(&s);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -382,21 +416,44 @@ static void info(const Model *m, const char *path, int ctx) {
 /* ------------------------------------------------------------------------ */
 /* Perplexity                                                                */
 
+/* The largest text -m ppl reads: 4x the largest corpus here, and about
+ * 1.5 GB of encoder scratch at 90 bytes per byte of text. */
+#define MAX_TEXT_BYTES (16u << 20)
+
+/* Reads a whole text file. A device or a pipe (/dev/urandom, /dev/zero)
+ * could run forever or fill memory, and a directory has no text: only a
+ * regular file of at most MAX_TEXT_BYTES is read. */
 static char *read_text_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) die("cannot open %s", path);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) buf = realloc(buf, cap *= 2);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        die("%s is not a regular file", path);
     }
-    fclose(f);
+    if (st.st_size > (off_t)MAX_TEXT_BYTES) {
+        fclose(f);
+        fprintf(stderr, "error: %s has %lld bytes, more than the %u MiB -m ppl reads\n", path,
+                (long long)st.st_size, MAX_TEXT_BYTES >> 20);
+        exit(1);
+    }
+    /* read at most the limit even if the file grows meanwhile */
+    size_t len = (size_t)st.st_size;
+    char *buf = malloc(len + 1);
     if (!buf) die("out of memory reading %s", path);
-    buf[len] = '\0';
-    if (strlen(buf) != len) die("%s contains a NUL byte: not a text file", path);
-    *n = len;
+    size_t got = fread(buf, 1, len, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        die("cannot read %s", path);
+    }
+    buf[got] = '\0';
+    if (strlen(buf) != got) {
+        free(buf);
+        die("%s contains a NUL byte: not a text file", path);
+    }
+    *n = got;
     return buf;
 }
 
@@ -410,34 +467,47 @@ static double negative_log_likelihood(const float *logits, int n, int target) {
 
 /* Mean loss over non-overlapping windows of seq_len: window w runs tokens
  * w*T..w*T+T-1 from position 0 and predicts the token after each. */
-static void perplexity(const Model *m, const Tokenizer *t, const Options *o) {
+/* Returns the exit status: 0, or 1 after one error line. */
+static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
-    if (bytes == 0) die("%s is empty", o->text_file);
     int n;
-    int *tokens = encode_text(t, text, o->text_file, &n);
+    int *tokens = bytes ? encode_text(t, text, o->text_file, &n) : NULL;
+    if (!tokens || n < 2) {
+        fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        free(tokens);
+        free(text);
+        return 1;
+    }
+    int T = m->config.seq_len, V = m->config.vocab_size, windows = (n - 1 + T - 1) / T, show = isatty(2);
     RunState s;
-    if (run_state_init(&s, &m->config)) die("%s", "out of memory for the run state");
-    int T = m->config.seq_len, windows = (n - 1 + T - 1) / T, show = isatty(2);
+    /* a window is at most T positions, and no more than the text has */
+    if (run_state_init(&s, &m->config, n - 1 < T ? n - 1 : T)) die("%s", "out of memory for the run state");
     double total = 0;
-    for (int w = 0; w < windows; w++) {
+    int rc = 0;
+    for (int w = 0; w < windows && rc == 0; w++) {
         int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
-        for (int i = 0; i < len; i += QKV_CHUNK) {
-            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK, V = m->config.vocab_size;
+        for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
+            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
             float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
-            for (int j = 0; j < chunk; j++)
-                total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+            for (int j = 0; j < chunk && rc == 0; j++) {
+                if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
+                else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+            }
         }
         if (show) fprintf(stderr, "\rwindow %d/%d", w + 1, windows);
     }
     if (show) fprintf(stderr, "\n");
-    int predicted = n - 1;
-    printf("tokens %d  bytes %zu\n", predicted, bytes);
-    printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
-           exp(total / predicted), total / log(2.0) / bytes);
+    if (rc == 0) {
+        int predicted = n - 1;
+        printf("tokens %d  bytes %zu\n", predicted, bytes);
+        printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
+               exp(total / predicted), total / log(2.0) / bytes);
+    }
     run_state_free(&s);
     free(tokens);
     free(text);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -463,18 +533,28 @@ int main(int argc, char **argv) {
     Model m;
     char err[512];
     if (model_load(&m, path, err, sizeof err)) die("%s", err);
+    /* Every mode reads the whole file: info and bench need no tokenizer, but
+     * a checkpoint whose tokenizer is damaged is refused in all of them. */
+    int text_mode = strcmp(o.mode, "info") != 0 && strcmp(o.mode, "bench") != 0;
+    int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
+    if (has_tokenizer) load_tokenizer(&t, &o, &m);
+    int status = 0;
     if (!strcmp(o.mode, "info")) {
         info(&m, path, o.bench.ctx ? o.bench.ctx : m.config.seq_len);
     } else if (!strcmp(o.mode, "bench")) {
         o.bench.model_path = path;
-        if (bench_run(&m, &o.bench, err, sizeof err)) die("%s", err);
+        if (bench_run(&m, &o.bench, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (!strcmp(o.mode, "tokenize")) {
+        tokenize(&t, &o);
+    } else if (!strcmp(o.mode, "ppl")) {
+        status = perplexity(&m, &t, &o);
     } else {
-        load_tokenizer(&t, &o, &m);
-        if (!strcmp(o.mode, "tokenize")) tokenize(&t, &o);
-        else if (!strcmp(o.mode, "ppl")) perplexity(&m, &t, &o);
-        else generate(&m, &t, &o);
-        tokenizer_free(&t);
+        status = generate(&m, &t, &o);
     }
+    if (has_tokenizer) tokenizer_free(&t);
     model_free(&m);
-    return 0;
+    return status;
 }

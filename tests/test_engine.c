@@ -410,11 +410,10 @@ typedef struct {
 static void check_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     AttentionCheck *ac = ctx;
     const Golden *g = ac->golden;
-    int seq_len = g->config[7];
     for (int i = 0; i < g->n_attn; i++) {
         if (g->attn[i].pos != pos || g->attn[i].layer != layer) continue;
-        const float *w = s->attention_weights + (size_t)g->attn[i].head * seq_len;
-        const float *sc = s->attention_scores + (size_t)g->attn[i].head * seq_len;
+        const float *w = s->attention_weights + (size_t)g->attn[i].head * s->kv_cache.capacity;
+        const float *sc = s->attention_scores + (size_t)g->attn[i].head * s->kv_cache.capacity;
         double sum = 0;
         for (int t = 0; t < n_visible; t++) {
             double dw = fabs(w[t] - g->attn[i].weights[t]);
@@ -450,7 +449,7 @@ static void test_golden_checkpoint(const Golden *g, const char *path) {
     if (model_load(&m, path, err, sizeof err)) { report(0, name, "%s", err); return; }
     report(config_matches(&m.config, g), name, "config differs from the golden file");
     RunState s;
-    run_state_init(&s, &m.config);
+    run_state_init(&s, &m.config, 0);
     AttentionCheck ac = { g, 0, 0, 0, 0 };
     ForwardObserver obs = { &ac, check_attention, NULL };
     double worst = 0;
@@ -477,7 +476,7 @@ static void test_golden_checkpoint(const Golden *g, const char *path) {
 
     /* the prompt path (many positions in one call) gives the same logits */
     run_state_free(&s);
-    run_state_init(&s, &m.config);
+    run_state_init(&s, &m.config, 0);
     float *batched = forward_tokens(&m, &s, g->tokens, last + 1, 0, NULL);
     snprintf(name, sizeof name, "%s: forward_tokens equals step-by-step forward", path);
     report(memcmp(batched, stepped, (size_t)m.config.vocab_size * sizeof(float)) == 0, name, "logits differ");
@@ -495,13 +494,13 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
     if (model_load(&m, path, err, sizeof err)) return;
     int V = m.config.vocab_size, n = g->n_tokens < m.config.seq_len ? g->n_tokens : m.config.seq_len;
     RunState cached;
-    run_state_init(&cached, &m.config);
+    run_state_init(&cached, &m.config, 0);
     float *incremental = malloc((size_t)V * sizeof(float));
     double worst = 0;
     for (int pos = 0; pos < n; pos++) {
         memcpy(incremental, forward(&m, &cached, g->tokens[pos], pos, NULL), (size_t)V * sizeof(float));
         RunState fresh;
-        run_state_init(&fresh, &m.config);
+        run_state_init(&fresh, &m.config, 0);
         float *recomputed = forward_tokens(&m, &fresh, g->tokens, pos + 1, 0, NULL);
         double e = logits_error(incremental, recomputed, V);
         if (e > worst) worst = e;
@@ -528,8 +527,8 @@ static void test_chunks_equal_steps(const char *path) {
     for (int i = 0; i < n; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
     float *stepped = malloc((size_t)n * V * sizeof(float));
     RunState one, many;
-    run_state_init(&one, &m.config);
-    run_state_init(&many, &m.config);
+    run_state_init(&one, &m.config, 0);
+    run_state_init(&many, &m.config, 0);
     for (int pos = 0; pos < n; pos++)
         memcpy(stepped + (size_t)pos * V, forward(&m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
     int rows_equal = 1;
@@ -541,7 +540,7 @@ static void test_chunks_equal_steps(const char *path) {
     snprintf(name, sizeof name, "%s: forward_logits equals forward() at all %d positions (chunks of %d)", path, n, QKV_CHUNK);
     report(rows_equal, name, "logits differ");
     run_state_free(&many);
-    run_state_init(&many, &m.config);
+    run_state_init(&many, &m.config, 0);
     float *last = forward_tokens(&m, &many, tokens, n, 0, NULL);
     size_t cache = (size_t)m.config.n_layers * m.config.n_kv_heads * m.config.seq_len * m.config.head_size;
     int same = memcmp(last, stepped + (size_t)(n - 1) * V, (size_t)V * sizeof(float)) == 0 &&
