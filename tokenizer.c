@@ -57,17 +57,19 @@ static void index_vocabulary(Tokenizer *t) {
     }
 }
 
-/* Entries in a tokenizer section, for a tokenizer.bin used without a model. */
+/* Entries in a tokenizer section, for a tokenizer.bin used without a model.
+ * A malformed entry counts too, so that loading reaches it and says what is
+ * wrong with it. */
 static int count_entries(const unsigned char *data, size_t n) {
     Reader r = { data + 4, data + n };
     int count = 0;
     int32_t len;
     float score;
     while (r.p < r.end) {
-        if (read_bytes(&r, &score, 4) || read_bytes(&r, &len, 4) || len < 0 || (size_t)(r.end - r.p) < (size_t)len)
-            return -1;
-        r.p += len;
         count++;
+        if (read_bytes(&r, &score, 4) || read_bytes(&r, &len, 4) || len < 0 || (size_t)(r.end - r.p) < (size_t)len)
+            break;
+        r.p += len;
     }
     return count;
 }
