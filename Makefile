@@ -3,6 +3,7 @@
 #   make run    build, then generate a story from the default model
 #   make test   build and run every test
 #   make bench  latency against context length on the default model
+#   make fuzz   libFuzzer targets in build/ (clang); tests/fuzz/run.sh runs them
 CC ?= gcc
 CFLAGS ?= -O3 -ffp-contract=fast
 OPENMP ?= -fopenmp
@@ -11,7 +12,7 @@ LDLIBS = -lm
 SOURCES = run.c tokenizer.c trace.c bench.c
 HEADERS = model.h kernels.h checkpoint.h tokenizer.h sampler.h trace.h bench.h
 
-.PHONY: all run test bench clean models
+.PHONY: all run test bench clean models fuzz
 
 # The binary is built in build/ and copied to ./run, because `run` is also
 # the name of the quickstart target.
@@ -37,6 +38,19 @@ test: all
 
 bench: all
 	./run models/stories.bin -m bench --svg build/bench-stories.svg --csv build/bench-stories.csv
+
+# libFuzzer targets (tests/fuzz/): clang with AddressSanitizer and
+# UndefinedBehaviorSanitizer, on the plain C kernels (clang 14 has no
+# __builtin_cpu_supports("f16c"); the AVX2 kernels are tested by make test).
+FUZZ_TARGETS = checkpoint tokenizer sampler prompt
+FUZZ_CC ?= clang
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -Wno-unknown-pragmas \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+fuzz: $(FUZZ_TARGETS:%=build/fuzz_%)
+
+build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).
 PYTHON ?= /usr/bin/python3
