@@ -227,7 +227,7 @@ typedef struct {
 } Section;
 
 typedef struct {
-    const unsigned char *entries;
+    const unsigned char **by_name; /* the table's entries, sorted by name */
     uint32_t n_tensors;
     uint32_t alignment;
     FileView *f;
@@ -264,21 +264,44 @@ static int check_sections_disjoint(TensorTable *t) {
     return 0;
 }
 
+static int compare_names(const unsigned char *a, const unsigned char *b) {
+    return strncmp((const char *)a, (const char *)b, QKV_TENSOR_NAME_BYTES);
+}
+
+static int by_name(const void *a, const void *b) {
+    return compare_names(*(const unsigned char *const *)a, *(const unsigned char *const *)b);
+}
+
+/* The entries sorted by name, so that each of the 9 * n_layers + 3 lookups
+ * is a binary search: a file listing millions of tensors costs n log n, not
+ * n per lookup. NULL if out of memory. */
+static const unsigned char **sort_entries(const unsigned char *entries, uint32_t n) {
+    const unsigned char **sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    if (!sorted) return NULL;
+    for (uint32_t i = 0; i < n; i++) sorted[i] = entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
+    qsort(sorted, n, sizeof *sorted, by_name);
+    return sorted;
+}
+
 /* The table entry called name; NULL if absent. A name listed twice is
  * ambiguous, so it is an error, not a choice. */
 static const unsigned char *find_entry(TensorTable *t, const char *name) {
-    const unsigned char *found = NULL;
-    for (uint32_t i = 0; i < t->n_tensors; i++) {
-        const unsigned char *e = t->entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
-        if (strncmp((const char *)e, name, QKV_TENSOR_NAME_BYTES) != 0) continue;
-        if (found) {
-            load_error(t->f, "tensor %s is listed twice", name);
-            return NULL;
-        }
-        found = e;
+    const unsigned char *key = (const unsigned char *)name;
+    uint32_t lo = 0, hi = t->n_tensors; /* the first entry not below name is in [lo, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (compare_names(t->by_name[mid], key) < 0) lo = mid + 1;
+        else hi = mid;
     }
-    if (!found) load_error(t->f, "tensor %s missing", name);
-    return found;
+    if (lo == t->n_tensors || compare_names(t->by_name[lo], key) != 0) {
+        load_error(t->f, "tensor %s missing", name);
+        return NULL;
+    }
+    if (lo + 1 < t->n_tensors && compare_names(t->by_name[lo + 1], key) == 0) {
+        load_error(t->f, "tensor %s is listed twice", name);
+        return NULL;
+    }
+    return t->by_name[lo];
 }
 
 /* Finds the tensor called name, checks its type, shape and data bounds.
@@ -417,9 +440,9 @@ static int load_qkv(FileView *f, Model *m) {
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     /* the header, tokenizer, table, then at most 9 tensors per layer and 3 more */
     int max_sections = 3 + 9 * c->n_layers + 3;
-    TensorTable t = { f->base + table_off, n_tensors, alignment, f, c,
+    TensorTable t = { sort_entries(f->base + table_off, n_tensors), n_tensors, alignment, f, c,
                       calloc((size_t)max_sections, sizeof(Section)), 0, max_sections };
-    int rc = !m->weights.layers || !t.sections ? load_error(f, "out of memory") : 0;
+    int rc = !m->weights.layers || !t.by_name || !t.sections ? load_error(f, "out of memory") : 0;
     if (rc == 0) {
         add_section(&t, "the header", 0, QKV_HEADER_BYTES);
         add_section(&t, "the tokenizer section", tok_off, tok_bytes);
@@ -427,6 +450,7 @@ static int load_qkv(FileView *f, Model *m) {
         rc = find_all_tensors(&t, m);
     }
     if (rc == 0) rc = check_sections_disjoint(&t);
+    free(t.by_name);
     free(t.sections);
     return rc;
 }

@@ -311,6 +311,7 @@ int main(int argc, char **argv) {
     group = "NaN and infinite weights: an error naming the position";
     poisoned("tests/data/gqa.qkv", "nan-norm.qkv", "nan-norm", RUN_ARGS);
     poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt");
+    poisoned("tests/data/gqa.qkv", "nan-norm-trace.qkv", "nan-norm", RUN_ARGS "\t--trace-prompt\t--trace-json\t/dev/null");
     poisoned("tests/data/gqa.qkv", "inf-wq.qkv", "inf-wq", RUN_ARGS);
     poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS);
     poisoned("tests/data/sepcls.legacy.bin", "nan-norm.legacy.bin", "nan-norm", RUN_ARGS);
