@@ -44,13 +44,20 @@ bench: all
 # __builtin_cpu_supports("f16c"); the AVX2 kernels are tested by make test).
 FUZZ_TARGETS = checkpoint tokenizer sampler prompt
 FUZZ_CC ?= clang
-FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -Wno-unknown-pragmas \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SANITIZE = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -Wno-unknown-pragmas \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS = $(FUZZ_SANITIZE) -fsanitize=fuzzer
 fuzz: $(FUZZ_TARGETS:%=build/fuzz_%)
 
 build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
+
+# The prompt target's engine is built without coverage (tests/fuzz/engine.c says why).
+build/fuzz_prompt: tests/fuzz/fuzz_prompt.c tests/fuzz/engine.c tokenizer.c $(HEADERS)
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_engine.o tests/fuzz/engine.c
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_prompt.c tokenizer.c build/fuzz_engine.o $(LDLIBS)
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).
 PYTHON ?= /usr/bin/python3
