@@ -3,6 +3,7 @@
 #   make run    build, then generate a story from the default model
 #   make test   build and run every test
 #   make bench  latency against context length on the default model
+#   make fuzz   libFuzzer targets in build/ (clang); tests/fuzz/run.sh runs them
 CC ?= gcc
 CFLAGS ?= -O3 -ffp-contract=fast
 OPENMP ?= -fopenmp
@@ -11,7 +12,7 @@ LDLIBS = -lm
 SOURCES = run.c tokenizer.c trace.c trace_json.c stepper.c bench.c quantize.c roofline.c
 HEADERS = model.h kernels.h kv_cache.h checkpoint.h gguf.h tokenizer.h sampler.h trace.h trace_internal.h stepper.h bench.h quantize.h roofline.h
 
-.PHONY: all run test bench clean models
+.PHONY: all run test bench clean models fuzz
 
 # The binary is built in build/ and copied to ./run, because `run` is also
 # the name of the quickstart target.
@@ -46,6 +47,26 @@ bench: all
 	@for t in 1 2; do for d in $(BENCH_TYPES); do \
 	    ./run build/stories-$$d.qkv -m bench --threads $$t --repeats 3 2>/dev/null | grep '^summary' | cut -c10- || exit 1; \
 	done; done
+
+# libFuzzer targets (tests/fuzz/): clang with AddressSanitizer and
+# UndefinedBehaviorSanitizer, on the plain C kernels (clang 14 has no
+# __builtin_cpu_supports("f16c"); the AVX2 kernels are tested by make test).
+FUZZ_TARGETS = checkpoint tokenizer sampler prompt
+FUZZ_CC ?= clang
+FUZZ_SANITIZE = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -Wno-unknown-pragmas \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS = $(FUZZ_SANITIZE) -fsanitize=fuzzer
+fuzz: $(FUZZ_TARGETS:%=build/fuzz_%)
+
+build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
+
+# The prompt target's engine is built without coverage (tests/fuzz/engine.c says why).
+build/fuzz_prompt: tests/fuzz/fuzz_prompt.c tests/fuzz/engine.c tokenizer.c $(HEADERS)
+	@mkdir -p build
+	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_engine.o tests/fuzz/engine.c
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_prompt.c tokenizer.c build/fuzz_engine.o $(LDLIBS)
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).
 PYTHON ?= /usr/bin/python3

@@ -843,6 +843,9 @@ static int write_svg(const Bench *b, FILE *f) {
 
 /* ------------------------------------------------------------------------ */
 
+/* Positions timed when --ctx is not given and the context is longer. */
+#define BENCH_DEFAULT_MAX_CTX 4096
+
 int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) {
     const Config *c = &m->config;
     Bench b;
@@ -851,6 +854,12 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     b.options = o;
     b.repeats = o->repeats > 0 ? o->repeats : 1;
     b.ctx = o->ctx > 0 ? o->ctx : c->seq_len;
+    if (o->ctx <= 0 && b.ctx > BENCH_DEFAULT_MAX_CTX) {
+        /* a header's claim is not a reason to decode a million positions */
+        fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
+                c->seq_len, BENCH_DEFAULT_MAX_CTX);
+        b.ctx = BENCH_DEFAULT_MAX_CTX;
+    }
     if (b.ctx > c->seq_len) {
         fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", b.ctx, c->seq_len);
         b.ctx = c->seq_len;
@@ -865,7 +874,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     }
     RunState s;
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
-    int rc = !tokens || run_state_init_kv(&s, c, (KVType)o->kv_type) ? -1 : 0;
+    int rc = !tokens || run_state_init_kv(&s, c, b.ctx, (KVType)o->kv_type) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
         rc = measure_all(&b, &s, tokens);

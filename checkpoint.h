@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -102,6 +103,16 @@ static const void *take_bytes(Cursor *cur, size_t count, size_t size) {
 
 static const float *take_floats(Cursor *cur, size_t count) { return take_bytes(cur, count, sizeof(float)); }
 
+/* llama2.c's files have no table and no length: the header implies where
+ * the weights end, and a file that goes on past that is not the model the
+ * header describes (a wrong config, or two files joined). The truncated case
+ * was caught by take_floats. */
+static int check_file_ends(Cursor *cur) {
+    if (cur->offset == cur->f->size) return 0;
+    return load_error(cur->f, "file size %zu does not match its header: the weights it describes end at byte %zu",
+                      cur->f->size, cur->offset);
+}
+
 static Matrix f32_matrix(const float *data, int rows, int cols) {
     return matrix_make(WEIGHT_F32, rows, cols, data);
 }
@@ -160,6 +171,8 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
     Config *c = &m->config;
     if (config_from_llama2c(f, c, f->base)) return -1;
     c->shared_classifier = c->vocab_size > 0;
+    /* -INT_MIN does not exist: refuse it before negating */
+    if (c->vocab_size == INT_MIN) return load_error(f, "bad vocab_size %d", c->vocab_size);
     if (c->vocab_size < 0) c->vocab_size = -c->vocab_size;
     if (validate_config(f, c)) return -1;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
@@ -172,7 +185,8 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
     if (!(m->weights.final_norm = take_floats(&cur, (size_t)c->dim))) return -1;
     /* precomputed RoPE tables (freq_cis_real, freq_cis_imag): skipped, we compute them */
     if (!take_floats(&cur, (size_t)c->seq_len * c->head_size)) return -1;
-    return take_classifier(&cur, m);
+    if (take_classifier(&cur, m)) return -1;
+    return check_file_ends(&cur);
 }
 
 /* ---- llama2.c version 2 (runq.c's int8): repacked into ggml Q8_0 blocks ---- */
@@ -243,10 +257,7 @@ static int load_llama2c_v2(FileView *f, Model *m) {
         take_v2_layers(&cur, m, LAYER_FIELD(w3), c->hidden_dim, c->dim, group_size, &out)) return -1;
     if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
     else if (take_v2_matrix(&cur, c->vocab_size, c->dim, group_size, &out, &m->weights.classifier)) return -1;
-    if (cur.offset != f->size)
-        return load_error(f, "llama2.c version 2: %zu bytes after the weights (the header does not match the file)",
-                          f->size - cur.offset);
-    return 0;
+    return check_file_ends(&cur);
 }
 
 /* Version 1: "ak42" magic, version, 7 ints, shared flag, padded to 256. Norms
@@ -275,38 +286,100 @@ static int load_llama2c_v1(FileView *f, Model *m) {
     if (!embedding) return -1;
     m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
     if (take_attention_and_mlp(&cur, m, 0)) return -1;
-    return take_classifier(&cur, m);
+    if (take_classifier(&cur, m)) return -1;
+    return check_file_ends(&cur);
 }
 
 /* ---- qkv format: header, embedded tokenizer, table of named tensors ---- */
 
 #define QKV_HEADER_BYTES 256
+#define QKV_HEADER_USED_BYTES 104 /* the fields; the rest is reserved, zero */
 #define QKV_TENSOR_ENTRY_BYTES 96
 #define QKV_TENSOR_NAME_BYTES 64
 
+/* A stretch of the file that one thing owns: the header, the tokenizer
+ * section, the tensor table, each tensor. No two may share a byte. */
 typedef struct {
-    const unsigned char *entries;
+    uint64_t begin, end; /* [begin, end) */
+    char name[QKV_TENSOR_NAME_BYTES];
+} Section;
+
+typedef struct {
+    const unsigned char **by_name; /* the table's entries, sorted by name */
     uint32_t n_tensors;
     uint32_t alignment;
     FileView *f;
     const Config *config;
+    Section *sections; /* every section found so far */
+    int n_sections, max_sections;
 } TensorTable;
+
+static void add_section(TensorTable *t, const char *name, uint64_t begin, uint64_t bytes) {
+    if (bytes == 0 || t->n_sections == t->max_sections) return; /* empty: owns nothing */
+    Section *s = &t->sections[t->n_sections++];
+    s->begin = begin;
+    s->end = begin + bytes; /* no wrap: every section was checked against the file size */
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+static int by_begin(const void *a, const void *b) {
+    const Section *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Sorted by start, sections are disjoint when each ends before the next
+ * begins: a tensor that points into the header, the tokenizer or another
+ * tensor would be read as two things at once. */
+static int check_sections_disjoint(TensorTable *t) {
+    qsort(t->sections, (size_t)t->n_sections, sizeof(Section), by_begin);
+    for (int i = 1; i < t->n_sections; i++) {
+        const Section *a = &t->sections[i - 1], *b = &t->sections[i];
+        if (b->begin < a->end)
+            return load_error(t->f, "%s overlaps %s (bytes %llu..%llu and %llu..%llu)", b->name, a->name,
+                              (unsigned long long)b->begin, (unsigned long long)b->end - 1,
+                              (unsigned long long)a->begin, (unsigned long long)a->end - 1);
+    }
+    return 0;
+}
+
+static int compare_names(const unsigned char *a, const unsigned char *b) {
+    return strncmp((const char *)a, (const char *)b, QKV_TENSOR_NAME_BYTES);
+}
+
+static int by_name(const void *a, const void *b) {
+    return compare_names(*(const unsigned char *const *)a, *(const unsigned char *const *)b);
+}
+
+/* The entries sorted by name, so that each of the 9 * n_layers + 3 lookups
+ * is a binary search: a file listing millions of tensors costs n log n, not
+ * n per lookup. NULL if out of memory. */
+static const unsigned char **sort_entries(const unsigned char *entries, uint32_t n) {
+    const unsigned char **sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    if (!sorted) return NULL;
+    for (uint32_t i = 0; i < n; i++) sorted[i] = entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
+    qsort(sorted, n, sizeof *sorted, by_name);
+    return sorted;
+}
 
 /* The table entry called name; NULL if absent. A name listed twice is
  * ambiguous, so it is an error, not a choice. */
 static const unsigned char *find_entry(TensorTable *t, const char *name) {
-    const unsigned char *found = NULL;
-    for (uint32_t i = 0; i < t->n_tensors; i++) {
-        const unsigned char *e = t->entries + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
-        if (strncmp((const char *)e, name, QKV_TENSOR_NAME_BYTES) != 0) continue;
-        if (found) {
-            load_error(t->f, "tensor %s is listed twice", name);
-            return NULL;
-        }
-        found = e;
+    const unsigned char *key = (const unsigned char *)name;
+    uint32_t lo = 0, hi = t->n_tensors; /* the first entry not below name is in [lo, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (compare_names(t->by_name[mid], key) < 0) lo = mid + 1;
+        else hi = mid;
     }
-    if (!found) load_error(t->f, "tensor %s missing", name);
-    return found;
+    if (lo == t->n_tensors || compare_names(t->by_name[lo], key) != 0) {
+        load_error(t->f, "tensor %s missing", name);
+        return NULL;
+    }
+    if (lo + 1 < t->n_tensors && compare_names(t->by_name[lo + 1], key) == 0) {
+        load_error(t->f, "tensor %s is listed twice", name);
+        return NULL;
+    }
+    return t->by_name[lo];
 }
 
 /* Finds the tensor called name, checks its type, shape and data bounds.
@@ -346,6 +419,9 @@ static const void *find_tensor(TensorTable *t, const char *name, WeightType want
         load_error(t->f, "truncated file: tensor %s runs past the end", name);
         return NULL;
     }
+    char label[QKV_TENSOR_NAME_BYTES];
+    snprintf(label, sizeof label, "tensor %s", name);
+    add_section(t, label, offset, bytes);
     return t->f->base + offset;
 }
 
@@ -399,11 +475,32 @@ static void config_from_qkv(Config *c, const unsigned char *h) {
     c->bos_id = read_i32(h + 56); c->eos_id = read_i32(h + 60);
 }
 
+static int find_all_tensors(TensorTable *t, Model *m) {
+    const Config *c = &m->config;
+    if (find_matrix(t, "tok_embeddings", c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
+    for (int l = 0; l < c->n_layers; l++)
+        if (find_layer_tensors(t, m, l)) return -1;
+    if (!(m->weights.final_norm = find_tensor(t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
+    if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
+    else if (find_matrix(t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
+    return 0;
+}
+
+/* Bytes 104..255 of the header are reserved, and written as zero: a file
+ * with anything there was made by a writer this engine does not know. */
+static int check_reserved_zero(FileView *f) {
+    for (int i = QKV_HEADER_USED_BYTES; i < QKV_HEADER_BYTES; i++)
+        if (f->base[i] != 0)
+            return load_error(f, "reserved header byte %d is %d, not zero (a newer or damaged file?)", i, f->base[i]);
+    return 0;
+}
+
 static int load_qkv(FileView *f, Model *m) {
     const unsigned char *h = f->base;
     if (f->size < QKV_HEADER_BYTES) return load_error(f, "truncated file: %zu bytes, shorter than the header", f->size);
     uint32_t version = read_u32(h + 4);
     if (version != 1) return load_error(f, "qkv format version %u is not supported (this engine reads 1)", version);
+    if (check_reserved_zero(f)) return -1;
     Config *c = &m->config;
     config_from_qkv(c, h);
     if (c->shared_classifier != 0 && c->shared_classifier != 1) return load_error(f, "bad shared_classifier flag");
@@ -425,15 +522,21 @@ static int load_qkv(FileView *f, Model *m) {
     m->tokenizer_data = f->base + tok_off;
     m->tokenizer_bytes = tok_bytes;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
-    if (!m->weights.layers) return load_error(f, "out of memory");
-    TensorTable t = { f->base + table_off, n_tensors, alignment, f, c };
-    if (find_matrix(&t, "tok_embeddings", c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
-    for (int l = 0; l < c->n_layers; l++)
-        if (find_layer_tensors(&t, m, l)) return -1;
-    if (!(m->weights.final_norm = find_tensor(&t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
-    if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
-    else if (find_matrix(&t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
-    return 0;
+    /* the header, tokenizer, table, then at most 9 tensors per layer and 3 more */
+    int max_sections = 3 + 9 * c->n_layers + 3;
+    TensorTable t = { sort_entries(f->base + table_off, n_tensors), n_tensors, alignment, f, c,
+                      calloc((size_t)max_sections, sizeof(Section)), 0, max_sections };
+    int rc = !m->weights.layers || !t.by_name || !t.sections ? load_error(f, "out of memory") : 0;
+    if (rc == 0) {
+        add_section(&t, "the header", 0, QKV_HEADER_BYTES);
+        add_section(&t, "the tokenizer section", tok_off, tok_bytes);
+        add_section(&t, "the tensor table", table_off, table_bytes);
+        rc = find_all_tensors(&t, m);
+    }
+    if (rc == 0) rc = check_sections_disjoint(&t);
+    free(t.by_name);
+    free(t.sections);
+    return rc;
 }
 
 /* Parameters in the norm vectors (float32 in every format). */
@@ -505,35 +608,31 @@ static void pick_kernels(Model *m, Isa isa) {
 
 static int load_gguf(FileView *f, Model *m); /* gguf.h */
 
-int model_load(Model *m, const char *path, char *err, size_t err_len) {
-    memset(m, 0, sizeof *m);
-    FileView f = { NULL, 0, err, err_len };
-    if (map_file(&f, m, path)) return -1;
+/* Parses the file's bytes by their format, then counts what it holds. */
+static int load_view(FileView *f, Model *m, const char *name) {
     int rc;
-    if (memcmp(f.base, "QKVM", 4) == 0) {
+    if (f->size < 8) {
+        rc = load_error(f, "truncated file: %s has %zu bytes", name, f->size);
+    } else if (memcmp(f->base, "QKVM", 4) == 0) {
         m->format = FORMAT_QKV;
-        rc = load_qkv(&f, m);
-    } else if (memcmp(f.base, "GGUF", 4) == 0) {
+        rc = load_qkv(f, m);
+    } else if (memcmp(f->base, "GGUF", 4) == 0) {
         m->format = FORMAT_GGUF;
-        rc = load_gguf(&f, m);
-    } else if (read_u32(f.base) == 0x616b3432u) {
+        rc = load_gguf(f, m);
+    } else if (read_u32(f->base) == 0x616b3432u) {
         m->format = FORMAT_LLAMA2C_V1;
-        rc = load_llama2c_v1(&f, m);
+        rc = load_llama2c_v1(f, m);
     } else {
         /* The legacy format has no magic: a plausible header is its only sign. */
-        int32_t dim = read_i32(f.base), hidden = read_i32(f.base + 4);
-        if (f.size < 28 || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
-            load_error(&f, "%s: not a checkpoint (unknown magic, and not a llama2.c legacy header)", path);
-            rc = -1;
+        int32_t dim = read_i32(f->base), hidden = read_i32(f->base + 4);
+        if (f->size < 28 || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
+            rc = load_error(f, "%s: not a checkpoint (unknown magic, and not a llama2.c legacy header)", name);
         } else {
             m->format = FORMAT_LLAMA2C_LEGACY;
-            rc = load_llama2c_legacy(&f, m);
+            rc = load_llama2c_legacy(f, m);
         }
     }
-    if (rc != 0) {
-        model_free(m);
-        return -1;
-    }
+    if (rc != 0) return -1;
     const Config *c = &m->config;
     pick_kernels(m, isa_available());
     m->n_params = count_norm_params(c) + count_matrix_params(c);
@@ -544,6 +643,26 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) m->weight_bytes += matrix_bytes(mats[i]);
     }
     if (!c->shared_classifier) m->weight_bytes += matrix_bytes(&m->weights.classifier);
+    return 0;
+}
+
+int model_load(Model *m, const char *path, char *err, size_t err_len) {
+    memset(m, 0, sizeof *m);
+    FileView f = { NULL, 0, err, err_len };
+    if (map_file(&f, m, path) || load_view(&f, m, path)) {
+        model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len) {
+    memset(m, 0, sizeof *m);
+    FileView f = { data, size, err, err_len };
+    if (load_view(&f, m, "the checkpoint")) {
+        model_free(m);
+        return -1;
+    }
     return 0;
 }
 

@@ -99,6 +99,9 @@ typedef struct {
 /* Loads a checkpoint of any of the four formats. Returns 0, or -1 with a
  * one-line reason in err. */
 int model_load(Model *m, const char *path, char *err, size_t err_len);
+/* The same from size bytes at data (a fuzzer's input, a test's buffer): the
+ * weights point into data, which must outlive the model. */
+int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
 
@@ -126,12 +129,12 @@ typedef struct {
     float *q;       /* [QKV_CHUNK, q_dim] queries of all heads */
     float *k, *v;   /* [QKV_CHUNK, kv_dim] these positions' keys and values */
     float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
-    float *attention_scores;  /* [n_heads, seq_len] raw q·k of the position the observer is told of */
-    float *attention_weights; /* [n_heads, seq_len] softmax of the scaled scores (both point into:) */
-    float *chunk_scores;      /* [attention_rows, n_heads, seq_len] the scores of a chunk's positions */
-    float *chunk_weights;     /* [attention_rows, n_heads, seq_len] and their weights */
+    float *attention_scores;  /* [n_heads, capacity] raw q·k of the position the observer is told of */
+    float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores (both point into:) */
+    float *chunk_scores;      /* [attention_rows, n_heads, capacity] the scores of a chunk's positions */
+    float *chunk_weights;     /* [attention_rows, n_heads, capacity] and their weights */
     int attention_rows;       /* positions whose attention is computed together (<= QKV_CHUNK) */
-    int attention_block;      /* n_heads * seq_len: one position's rows */
+    int attention_block;      /* n_heads * capacity: one position's rows */
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
@@ -140,9 +143,14 @@ typedef struct {
     KVCache kv_cache;
 } RunState;
 
-/* A run state with a float32 KV cache, or one of kv_type. */
-int run_state_init(RunState *s, const Config *c);
-int run_state_init_kv(RunState *s, const Config *c, KVType kv_type);
+/* A run state whose KV cache holds capacity positions (0..capacity-1):
+ * what the run needs (-n, --ctx, a ppl window), so a header that claims a
+ * context of a million positions costs nothing until a run asks for them.
+ * capacity < 1 or beyond seq_len means seq_len. forward() must not be given
+ * a position at or beyond the capacity. Returns 0, or -1 out of memory. */
+int run_state_init(RunState *s, const Config *c, int capacity);
+/* The same with a KV cache of kv_type rows (float32 above). */
+int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type);
 void run_state_free(RunState *s);
 
 /* ------------------------------------------------------------------------ */
@@ -157,7 +165,7 @@ typedef struct {
     void *ctx;
     /* Called once per layer and position after its attention: the run
      * state's attention_scores and attention_weights (pointed at this
-     * position's rows) hold row h at h*seq_len, entries 0..n_visible-1
+     * position's rows) hold row h at h*s->kv_cache.capacity, entries 0..n_visible-1
      * (keys of positions pos-n_visible+1..pos). forward_tokens calls it for
      * every position of a chunk in layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
@@ -231,10 +239,13 @@ size_t weight_bytes_per_token(const Model *m);
 /* ------------------------------------------------------------------------ */
 /* Run state                                                                 */
 
-int run_state_init(RunState *s, const Config *c) { return run_state_init_kv(s, c, KV_F32); }
+int run_state_init(RunState *s, const Config *c, int capacity) {
+    return run_state_init_kv(s, c, capacity, KV_F32);
+}
 
-int run_state_init_kv(RunState *s, const Config *c, KVType kv_type) {
+int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type) {
     memset(s, 0, sizeof *s);
+    if (capacity < 1 || capacity > c->seq_len) capacity = c->seq_len;
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
     s->width = (int)width;
@@ -247,7 +258,7 @@ int run_state_init_kv(RunState *s, const Config *c, KVType kv_type) {
     s->hb = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     s->hb2 = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     /* a chunk's scores, as many positions as fit in QKV_ATTENTION_FLOATS */
-    s->attention_block = c->n_heads * c->seq_len;
+    s->attention_block = c->n_heads * capacity;
     s->attention_rows = (int)(QKV_ATTENTION_FLOATS / (size_t)s->attention_block);
     if (s->attention_rows > QKV_CHUNK) s->attention_rows = QKV_CHUNK;
     if (s->attention_rows < 1) s->attention_rows = 1;
@@ -261,7 +272,7 @@ int run_state_init_kv(RunState *s, const Config *c, KVType kv_type) {
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
     s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
-    int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, c->seq_len, c->head_size);
+    int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, capacity, c->head_size);
     if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
         !s->x_q_scale) {
@@ -468,7 +479,7 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
 #pragma omp parallel for schedule(static) if ((long)c->n_heads * (pos + n) * hs * n >= QKV_PARALLEL_MIN_WORK)
     for (h = 0; h < c->n_heads; h++) {
         const unsigned char *keys = kv_keys(kv, layer, h / heads_per_kv), *values = kv_values(kv, layer, h / heads_per_kv);
-        float *scores = s->chunk_scores + (size_t)h * c->seq_len, *weights = s->chunk_weights + (size_t)h * c->seq_len;
+        float *scores = s->chunk_scores + (size_t)h * kv->capacity, *weights = s->chunk_weights + (size_t)h * kv->capacity;
         kv_scores(kv, keys, s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, pos + n, scores, block);
         for (int t = 0; t < n; t++)
             attend(kv, s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +99,7 @@ static const Flag FLAGS[] = {
     { "--prompt-file", ARG_TEXT, "FILE", 0, 0, 0, GENERATE | TOKENIZE, AT(prompt_file), "none",
       "prompt from FILE (last newline dropped)" },
     { "-n", ARG_INT, "STEPS", 0, BIG, 0, GENERATE, AT(steps), "256", "positions, prompt included; 0 = context" },
-    { "-t", ARG_FLOAT, "TEMP", 0, 1e30, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
+    { "-t", ARG_FLOAT, "TEMP", 0, 3.4e38, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
     { "-p", ARG_FLOAT, "TOPP", 0, 1, 1, GENERATE, AT(topp), "0.9", "top-p in (0, 1]; 1 = off" },
     { "-k", ARG_INT, "TOPK", 0, BIG, 0, GENERATE, AT(topk), "0", "keep the k most likely tokens; 0 = off" },
     { "-s", ARG_SEED, "SEED", 0, 9223372036854775807.0, 0, GENERATE, AT(seed), "clock",
@@ -338,6 +339,7 @@ static unsigned long long clock_seed(void) {
 
 /* Defined with ppl below; the prompt file is read the same way. */
 static char *read_text_file(const char *path, size_t *n);
+static char *read_stream(FILE *f, const char *path, size_t *n);
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -402,14 +404,27 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
     return logits;
 }
 
-static void generate(const Model *m, const Tokenizer *t, const Options *o) {
+/* Non-finite logits mean the weights (or the arithmetic) broke down: there is
+ * no distribution to sample from, and no silent answer to give. Returns 0
+ * if the logits at pos are all finite, else says so and returns -1. */
+static int check_logits(const float *logits, int n, int pos) {
+    int bad = logits_check(logits, n);
+    if (bad < 0) return 0;
+    fprintf(stderr, "error: the model produced %s logits at position %d\n",
+            isnan(logits[bad]) ? "NaN" : "infinite", pos);
+    return -1;
+}
+
+/* Returns the exit status: 0, or 1 after one error line (bad logits). */
+static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
     int n_prompt;
     int *prompt = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
     if (n_prompt > c->seq_len) {
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
-        exit(1);
+        free(prompt);
+        return 1;
     }
     int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
     if (steps > c->seq_len) {
@@ -426,15 +441,19 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     Sampler sampler;
     char err[256];
     unsigned long long seed = o->seed ? o->seed : clock_seed();
-    if (run_state_init_kv(&s, c, (KVType)o->kv_type) || sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+    /* the KV cache holds the positions this run visits, not the whole
+     * context the header claims */
+    if (run_state_init_kv(&s, c, steps, (KVType)o->kv_type) ||
+        sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
 
     double start = now_seconds();
     float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
+    int rc = check_logits(logits, c->vocab_size, n_prompt - 1) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
-    for (int i = 1; i < n_prompt; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
+    for (int i = 1; i < n_prompt && rc == 0; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
     double prompt_done = now_seconds();
 
     /* the sampler works on a copy, so the trace sees the logits themselves */
@@ -444,10 +463,14 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
     const ForwardObserver *obs = tracer_observer(tr);
     const char *stopped_by = "the -n limit";
     double waited = 0;
-    for (int pos = n_prompt - 1; pos < steps; pos++) {
+    for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
         SampleInfo info;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         int next = sample(&sampler, probs, &info);
+        if (next < 0) { /* not reached: the logits were checked */
+            rc = 1;
+            break;
+        }
         tracer_step(tr, pos, token, logits, next, &info);
         if (next == t->bos_id || next == t->eos_id) {
             stopped_by = "end of text";
@@ -463,22 +486,36 @@ static void generate(const Model *m, const Tokenizer *t, const Options *o) {
             stopped_by = "quit";
             break;
         }
-        if (pos + 1 < steps) logits = forward(m, &s, token, pos + 1, obs);
+        if (pos + 1 < steps) {
+            logits = forward(m, &s, token, pos + 1, obs);
+            if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
+        }
     }
-    printf("\n");
-    fflush(stdout); /* the text's last line before the speed line on a terminal */
     double end = now_seconds();
-    if (tr && tracer_close(tr, err, sizeof err)) die("%s", err);
-    double computing = end - prompt_done - waited;
-    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
-            generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
-            n_prompt == 1 ? "" : "s", n_prompt / (prompt_done - start + 1e-9), seed);
-    if (o->trace.step) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
-    fprintf(stderr, ")\n");
+    if (rc == 0) {
+        printf("\n");
+        fflush(stdout); /* the text's last line before the speed line on a terminal */
+        end = now_seconds();
+        if (tr && tracer_close(tr, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+        }
+    } else {
+        tracer_discard(tr);
+    }
+    if (rc == 0) {
+        double computing = end - prompt_done - waited;
+        fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
+                generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
+                n_prompt == 1 ? "" : "s", n_prompt / (prompt_done - start + 1e-9), seed);
+        if (o->trace.step) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
+        fprintf(stderr, ")\n");
+    }
     free(probs);
     free(prompt);
     sampler_free(&sampler);
     run_state_free(&s);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -541,22 +578,67 @@ static void info(const Model *m, const char *path, int ctx) {
 /* ------------------------------------------------------------------------ */
 /* Perplexity                                                                */
 
+/* The largest text qkv reads (-m ppl, a prompt): 4x the largest corpus here, and about
+ * 1.5 GB of encoder scratch at 90 bytes per byte of text. */
+#define MAX_TEXT_BYTES (16u << 20)
+
+/* Reads f to its end into a NUL-terminated buffer: at most MAX_TEXT_BYTES
+ * (the limit is checked as it reads, so a stream that never ends is cut
+ * off, with an error), and no NUL byte inside. */
+static char *read_stream(FILE *f, const char *path, size_t *n) {
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+        if (len == cap) {
+            if (cap >= MAX_TEXT_BYTES) {
+                free(buf);
+                fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path,
+                        MAX_TEXT_BYTES >> 20);
+                exit(1);
+            }
+            cap *= 2;
+            char *grown = realloc(buf, cap + 1);
+            if (!grown) free(buf);
+            buf = grown;
+        }
+    }
+    if (!buf) die("out of memory reading %s", path);
+    if (ferror(f)) {
+        free(buf);
+        die("cannot read %s", path);
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        die("%s contains a NUL byte: not a text file", path);
+    }
+    *n = len;
+    return buf;
+}
+
+/* Reads a whole text file. A device (/dev/urandom, /dev/zero) could run
+ * forever or fill memory, and a directory has no text: only a regular file
+ * of at most MAX_TEXT_BYTES is read. */
 static char *read_text_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) die("cannot open %s", path);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) buf = realloc(buf, cap *= 2);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        die("%s is not a regular file", path);
     }
+    if (st.st_size > (off_t)MAX_TEXT_BYTES) {
+        fclose(f);
+        fprintf(stderr, "error: %s has %lld bytes, more than the %u MiB qkv reads as a text\n", path,
+                (long long)st.st_size, MAX_TEXT_BYTES >> 20);
+        exit(1);
+    }
+    char *text = read_stream(f, path, n);
     fclose(f);
-    if (!buf) die("out of memory reading %s", path);
-    buf[len] = '\0';
-    if (strlen(buf) != len) die("%s contains a NUL byte: not a text file", path);
-    *n = len;
-    return buf;
+    return text;
 }
 
 /* -log p(target) from logits, in double: log-sum-exp minus the target's logit */
@@ -569,34 +651,47 @@ static double negative_log_likelihood(const float *logits, int n, int target) {
 
 /* Mean loss over non-overlapping windows of seq_len: window w runs tokens
  * w*T..w*T+T-1 from position 0 and predicts the token after each. */
-static void perplexity(const Model *m, const Tokenizer *t, const Options *o) {
+/* Returns the exit status: 0, or 1 after one error line. */
+static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
-    if (bytes == 0) die("%s is empty", o->text_file);
     int n;
-    int *tokens = encode_text(t, text, o->text_file, &n);
+    int *tokens = bytes ? encode_text(t, text, o->text_file, &n) : NULL;
+    if (!tokens || n < 2) {
+        fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        free(tokens);
+        free(text);
+        return 1;
+    }
+    int T = m->config.seq_len, V = m->config.vocab_size, windows = (n - 1 + T - 1) / T, show = isatty(2);
     RunState s;
-    if (run_state_init_kv(&s, &m->config, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
-    int T = m->config.seq_len, windows = (n - 1 + T - 1) / T, show = isatty(2);
+    /* a window is at most T positions, and no more than the text has */
+    if (run_state_init_kv(&s, &m->config, n - 1 < T ? n - 1 : T, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
     double total = 0;
-    for (int w = 0; w < windows; w++) {
+    int rc = 0;
+    for (int w = 0; w < windows && rc == 0; w++) {
         int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
-        for (int i = 0; i < len; i += QKV_CHUNK) {
-            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK, V = m->config.vocab_size;
+        for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
+            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
             float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
-            for (int j = 0; j < chunk; j++)
-                total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+            for (int j = 0; j < chunk && rc == 0; j++) {
+                if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
+                else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+            }
         }
         if (show) fprintf(stderr, "\rwindow %d/%d", w + 1, windows);
     }
     if (show) fprintf(stderr, "\n");
-    int predicted = n - 1;
-    printf("tokens %d  bytes %zu\n", predicted, bytes);
-    printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
-           exp(total / predicted), total / log(2.0) / bytes);
+    if (rc == 0) {
+        int predicted = n - 1;
+        printf("tokens %d  bytes %zu\n", predicted, bytes);
+        printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
+               exp(total / predicted), total / log(2.0) / bytes);
+    }
     run_state_free(&s);
     free(tokens);
     free(text);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -624,7 +719,7 @@ static const char *read_prompt(const Options *o, char **owned) {
     if (o->prompt && !strcmp(o->prompt, "-")) path = "-";
     if (!path) return o->prompt ? o->prompt : "";
     size_t n;
-    *owned = read_text_file(strcmp(path, "-") ? path : "/dev/stdin", &n);
+    *owned = strcmp(path, "-") ? read_text_file(path, &n) : read_stream(stdin, "stdin", &n);
     if (n > 0 && (*owned)[n - 1] == '\n') (*owned)[--n] = '\0';
     if (n > 0 && (*owned)[n - 1] == '\r') (*owned)[--n] = '\0';
     return *owned;
@@ -655,6 +750,12 @@ int main(int argc, char **argv) {
     Model m;
     char err[512];
     if (model_load(&m, path, err, sizeof err)) die("%s", err);
+    /* Every mode reads the whole file: info and bench need no tokenizer, but
+     * a checkpoint whose tokenizer is damaged is refused in all of them. */
+    int text_mode = o.mode != INFO && o.mode != BENCH;
+    int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
+    if (has_tokenizer) load_tokenizer(&t, &o, &m);
+    int status = 0;
     if (o.mode == INFO) {
         int ctx = o.bench.ctx ? o.bench.ctx : m.config.seq_len;
         if (ctx > m.config.seq_len) { /* as bench does */
@@ -665,18 +766,24 @@ int main(int argc, char **argv) {
     } else if (o.mode == BENCH) {
         o.bench.model_path = path;
         o.bench.kv_type = o.kv_type;
-        if (bench_run(&m, &o.bench, err, sizeof err)) die("%s", err);
-    } else {
-        load_tokenizer(&t, &o, &m);
-        if (o.mode == TOKENIZE) tokenize(&t, &o);
-        else if (o.mode == QUANTIZE) {
-            if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) die("%s", err);
+        if (bench_run(&m, &o.bench, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
         }
-        else if (o.mode == PPL) perplexity(&m, &t, &o);
-        else generate(&m, &t, &o);
-        tokenizer_free(&t);
+    } else if (o.mode == TOKENIZE) {
+        tokenize(&t, &o);
+    } else if (o.mode == QUANTIZE) {
+        if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (o.mode == PPL) {
+        status = perplexity(&m, &t, &o);
+    } else {
+        status = generate(&m, &t, &o);
     }
+    if (has_tokenizer) tokenizer_free(&t);
     model_free(&m);
     free(owned_prompt);
-    return 0;
+    return status;
 }

@@ -32,20 +32,37 @@ typedef struct {
     float probability; /* probability of the chosen token after temperature */
 } SampleInfo;
 
+/* Returns 0, or -1 for settings no sampler can follow (vocab_size < 1, a
+ * temperature that is negative or not finite) or out of memory. */
 int sampler_init(Sampler *s, int vocab_size, float temperature, float topp, int topk, uint64_t seed);
 void sampler_free(Sampler *s);
-/* Picks a token; logits are turned into probabilities in place. info may be NULL. */
+/* Picks a token in 0..vocab_size-1; logits are turned into probabilities in
+ * place. Returns -1 if a logit is NaN or infinite: there is no distribution
+ * to sample from (the caller says where; see logits_check). info may be NULL. */
 int sample(Sampler *s, float *logits, SampleInfo *info);
+
+/* The first logit that is NaN or infinite, or -1 if all are finite: one
+ * pass over the vocabulary, cheap next to the classifier that made them. */
+int logits_check(const float *logits, int n);
 
 #endif
 
 #ifdef QKV_SAMPLER_IMPLEMENTATION
 #ifndef QKV_SAMPLER_IMPLEMENTED
 #define QKV_SAMPLER_IMPLEMENTED
+#include <math.h>
 #include <stdlib.h>
 #include "model.h"
 
+int logits_check(const float *logits, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(logits[i])) return i;
+    return -1;
+}
+
 int sampler_init(Sampler *s, int vocab_size, float temperature, float topp, int topk, uint64_t seed) {
+    s->candidates = NULL;
+    if (vocab_size < 1 || !(temperature >= 0.0f) || isinf(temperature)) return -1;
     s->vocab_size = vocab_size;
     s->temperature = temperature;
     s->topp = topp;
@@ -74,6 +91,11 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
+static int greedy(const float *logits, int n, SampleInfo *info) {
+    *info = (SampleInfo){ SAMPLE_GREEDY, 1, 0.0f, 1.0f };
+    return argmax(logits, n);
+}
+
 /* walk the cumulative distribution until it passes the coin */
 static int sample_cdf(const float *probs, int n, float coin) {
     float cdf = 0.0f;
@@ -100,6 +122,11 @@ static int select_candidates(Sampler *s, const float *probs, float *mass) {
     float cutoff = nucleus ? (1.0f - s->topp) / (s->vocab_size - 1) : 0.0f;
     for (int i = 0; i < s->vocab_size; i++)
         if (!nucleus || probs[i] >= cutoff) s->candidates[n++] = (ProbIndex){ probs[i], i };
+    /* A flat distribution can leave every token under the cutoff (each 1/n,
+     * the cutoff (1-topp)/(n-1) above it when topp < 1/n): then nothing was
+     * dropped for good reason, so all stay. llama2.c reads candidates[-1] here. */
+    if (n == 0)
+        for (int i = 0; i < s->vocab_size; i++) s->candidates[n++] = (ProbIndex){ probs[i], i };
     qsort(s->candidates, (size_t)n, sizeof(ProbIndex), by_probability_desc);
     if (s->topk > 0 && s->topk < n) n = s->topk;
     float cumulative = 0.0f;
@@ -115,12 +142,12 @@ static int select_candidates(Sampler *s, const float *probs, float *mass) {
 int sample(Sampler *s, float *logits, SampleInfo *info) {
     SampleInfo local;
     if (!info) info = &local;
-    if (s->temperature == 0.0f) {
-        int next = argmax(logits, s->vocab_size);
-        *info = (SampleInfo){ SAMPLE_GREEDY, 1, 0.0f, 1.0f };
-        return next;
-    }
+    if (logits_check(logits, s->vocab_size) >= 0) return -1;
+    if (s->temperature == 0.0f) return greedy(logits, s->vocab_size, info);
     for (int i = 0; i < s->vocab_size; i++) logits[i] /= s->temperature;
+    /* A temperature so small that the largest logit divided by it overflows
+     * is the limit T -> 0: greedy (softmax would give inf - inf = NaN). */
+    if (isinf(logits[argmax(logits, s->vocab_size)])) return greedy(logits, s->vocab_size, info);
     softmax(logits, s->vocab_size);
     float coin = random_f32(&s->rng_state);
     if ((s->topp <= 0.0f || s->topp >= 1.0f) && s->topk <= 0) {

@@ -9,10 +9,12 @@
  */
 #include "tokenizer.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                   */
@@ -55,17 +57,19 @@ static void index_vocabulary(Tokenizer *t) {
     }
 }
 
-/* Entries in a tokenizer section, for a tokenizer.bin used without a model. */
+/* Entries in a tokenizer section, for a tokenizer.bin used without a model.
+ * A malformed entry counts too, so that loading reaches it and says what is
+ * wrong with it. */
 static int count_entries(const unsigned char *data, size_t n) {
     Reader r = { data + 4, data + n };
     int count = 0;
     int32_t len;
     float score;
     while (r.p < r.end) {
-        if (read_bytes(&r, &score, 4) || read_bytes(&r, &len, 4) || len < 0 || (size_t)(r.end - r.p) < (size_t)len)
-            return -1;
-        r.p += len;
         count++;
+        if (read_bytes(&r, &score, 4) || read_bytes(&r, &len, 4) || len < 0 || (size_t)(r.end - r.p) < (size_t)len)
+            break;
+        r.p += len;
     }
     return count;
 }
@@ -77,6 +81,13 @@ int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int 
     t->eos_id = 2;
     if (vocab_size < 0 && n >= 4) vocab_size = count_entries(data, n);
     if (vocab_size <= 0) return fail(t, err, err_len, "tokenizer: empty or malformed");
+    /* encode() falls back to id 0, and BOS and EOS are 1 and 2 unless a qkv
+     * header says otherwise (checked against the vocabulary at load) */
+    if (vocab_size < 3) {
+        snprintf(err, err_len, "tokenizer: %d entries; the engine needs at least 3 (<unk>, <s>, </s>)", vocab_size);
+        tokenizer_free(t);
+        return -1;
+    }
     Reader r = { data, data + n };
     int32_t max_len;
     if (read_bytes(&r, &max_len, 4) || max_len <= 0 || max_len > (1 << 16))
@@ -93,7 +104,13 @@ int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int 
         int32_t len;
         if (read_bytes(&r, &t->scores[i], 4) || read_bytes(&r, &len, 4))
             return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
-        if (len < 0 || len > max_len) return fail(t, err, err_len, "tokenizer: a piece is longer than max_token_length");
+        if (len < 0 || len > max_len) {
+            snprintf(err, err_len, len < 0 ? "tokenizer: piece %d has a negative length (%d)"
+                                           : "tokenizer: piece %d has %d bytes, more than max_token_length",
+                     i, (int)len);
+            tokenizer_free(t);
+            return -1;
+        }
         if (!(t->vocab[i] = malloc((size_t)len + 1))) return fail(t, err, err_len, "tokenizer: out of memory");
         if (read_bytes(&r, t->vocab[i], (size_t)len))
             return fail(t, err, err_len, "tokenizer: truncated inside a piece");
@@ -106,24 +123,37 @@ int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int 
     return 0;
 }
 
+/* The largest tokenizer.bin read: Llama 2's is 434 KB, and a vocabulary of
+ * QKV's largest (2^20 entries) with long pieces fits. */
+#define MAX_TOKENIZER_BYTES (64u << 20)
+
 int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len) {
+    memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, err_len, "cannot open tokenizer %s", path);
+        snprintf(err, err_len, "cannot open tokenizer %s: %s", path, strerror(errno));
         return -1;
     }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *data = size > 0 ? malloc((size_t)size) : NULL;
-    int ok = data && fread(data, 1, (size_t)size, f) == (size_t)size;
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) why = "is not a regular file";
+    else if (st.st_size == 0) why = "is empty";
+    else if (st.st_size > (off_t)MAX_TOKENIZER_BYTES) why = "is larger than 64 MiB";
+    if (why) {
+        fclose(f);
+        snprintf(err, err_len, "tokenizer %s %s", path, why);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *data = malloc(size);
+    int ok = data && fread(data, 1, size, f) == size;
     fclose(f);
     if (!ok) {
         free(data);
         snprintf(err, err_len, "cannot read tokenizer %s", path);
         return -1;
     }
-    int rc = tokenizer_load_bytes(t, data, (size_t)size, vocab_size, err, err_len);
+    int rc = tokenizer_load_bytes(t, data, size, vocab_size, err, err_len);
     free(data);
     return rc;
 }

@@ -53,12 +53,12 @@ void capture_free(Capture *cap) {
     cap->scores = cap->weights = NULL;
 }
 
-/* The ForwardObserver callback: row h of the run state is at h*seq_len. */
+/* The ForwardObserver callback: row h of the run state is at h*capacity. */
 void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     Capture *cap = ctx;
     (void)pos;
     for (int h = 0; h < cap->n_heads; h++) {
-        size_t from = (size_t)h * cap->seq_len;
+        size_t from = (size_t)h * s->kv_cache.capacity;
         size_t to = ((size_t)layer * cap->n_heads + h) * cap->seq_len;
         memcpy(cap->scores + to, s->attention_scores + from, (size_t)n_visible * sizeof(float));
         memcpy(cap->weights + to, s->attention_weights + from, (size_t)n_visible * sizeof(float));
@@ -643,6 +643,34 @@ static FILE *open_output(const char *path, const char *what, char *err, size_t e
     return f;
 }
 
+/* The page is written to a temporary name beside it and renamed when
+ * complete, so a run that fails (a bad --compare model, an error while
+ * generating) leaves neither a page nor an empty file behind. */
+static int open_html(Tracer *tr, char *err, size_t err_len) {
+    size_t n = strlen(tr->opt.html_path) + sizeof ".part";
+    if (!(tr->html_tmp = malloc(n))) {
+        snprintf(err, err_len, "out of memory for the tracer");
+        return 1;
+    }
+    snprintf(tr->html_tmp, n, "%s.part", tr->opt.html_path);
+    tr->html = open_output(tr->html_tmp, "HTML page", err, err_len);
+    return tr->html == NULL;
+}
+
+static int finish_html(Tracer *tr, char *err, size_t err_len) {
+    int rc = write_html(tr, err, err_len);
+    if (rc == 0) {
+        int closed = fclose(tr->html);
+        tr->html = NULL;
+        if (closed != 0 || rename(tr->html_tmp, tr->opt.html_path) != 0) {
+            snprintf(err, err_len, "cannot write %s: %s", tr->opt.html_path, strerror(errno));
+            remove(tr->html_tmp);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
 static int check_selection(const char *flag, int value, int count, const char *noun, char *err, size_t err_len) {
     if (value < count) return 0;
     snprintf(err, err_len, "%s %d: the model has %d %s (0..%d)", flag, value, count, noun, count - 1);
@@ -669,7 +697,11 @@ static void tracer_free(Tracer *tr) {
     if (tr->raw_keys) keys_restore();
     if (tr->text && tr->text != stderr) fclose(tr->text);
     if (tr->json) fclose(tr->json);
-    if (tr->html) fclose(tr->html);
+    if (tr->html) { /* still open: the page was never completed */
+        fclose(tr->html);
+        remove(tr->html_tmp);
+    }
+    free(tr->html_tmp);
     if (tr->has_compare) model_free(&tr->compare);
     capture_free(&tr->capture);
     recording_free(&tr->run);
@@ -706,7 +738,7 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
     failed |= text && !tr->text;
     if (!failed && o->json_path) failed |= !(tr->json = open_output(o->json_path, "trace JSON", err, err_len));
-    if (!failed && o->html_path) failed |= !(tr->html = open_output(o->html_path, "HTML page", err, err_len));
+    if (!failed && o->html_path) failed |= open_html(tr, err, err_len);
     if (!failed && o->compare_path) failed |= load_compare(tr, err, err_len) != 0;
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
@@ -765,6 +797,10 @@ void tracer_step(Tracer *tr, int pos, int token, const float *logits, int next, 
     release_written(tr);
 }
 
+void tracer_discard(Tracer *tr) {
+    if (tr) tracer_free(tr);
+}
+
 int tracer_close(Tracer *tr, char *err, size_t err_len) {
     if (!tr) return 0;
     if (err_len) err[0] = '\0';
@@ -777,7 +813,7 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
         snprintf(err, err_len, "out of memory writing the trace");
         rc = -1;
     }
-    if (rc == 0 && tr->html) rc = write_html(tr, err, err_len);
+    if (rc == 0 && tr->html) rc = finish_html(tr, err, err_len);
     if (rc == 0 && tr->json && (fflush(tr->json) || ferror(tr->json))) {
         snprintf(err, err_len, "cannot write %s", tr->opt.json_path);
         rc = -1;

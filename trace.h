@@ -57,6 +57,9 @@ int tracer_pause(Tracer *tr);
  * run over the same tokens). Returns 0, or -1 with err filled. */
 int tracer_close(Tracer *tr, char *err, size_t err_len);
 
+/* Frees the tracer after a failed run: the HTML page is not written. */
+void tracer_discard(Tracer *tr);
+
 /* One head's attention for one query, as the text trace prints it. Public so
  * a test can feed it any numbers (the worked example of the docs). */
 typedef struct {

@@ -48,7 +48,8 @@ struct Tracer {
     FILE *text;        /* text trace (stderr or --trace-out), or NULL */
     int colour;        /* ANSI heat colours in the text trace */
     FILE *json;        /* --trace-json, or NULL */
-    FILE *html;        /* --html, opened early so a bad path fails early */
+    FILE *html;        /* --html, opened early so a bad path fails early, */
+    char *html_tmp;    /*   as html_path + ".part", renamed when complete: a failed run leaves no page */
     Model compare;     /* --compare, loaded early for the same reason */
     int has_compare;
     Capture capture;

@@ -141,7 +141,7 @@ static int run_compare(Tracer *tr, Recording *out, Capture *cap, char *err, size
         return -1;
     }
     RunState s;
-    if (run_state_init(&s, c) || capture_init(cap, c)) {
+    if (run_state_init(&s, c, run->n) || capture_init(cap, c)) {
         run_state_free(&s);
         snprintf(err, err_len, "out of memory for the --compare model");
         return -1;

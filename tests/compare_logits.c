@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    if (a.config.vocab_size != b.config.vocab_size || run_state_init(&sa, &a.config) || run_state_init(&sb, &b.config)) {
+    if (a.config.vocab_size != b.config.vocab_size || run_state_init(&sa, &a.config, 0) || run_state_init(&sb, &b.config, 0)) {
         fprintf(stderr, "error: the vocabularies differ, or out of memory\n");
         return 1;
     }

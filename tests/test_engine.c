@@ -8,6 +8,8 @@
 #define QKV_MODEL_IMPLEMENTATION
 #include "../model.h"
 #include "../tokenizer.h"
+#define QKV_SAMPLER_IMPLEMENTATION
+#include "../sampler.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -410,11 +412,10 @@ typedef struct {
 static void check_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     AttentionCheck *ac = ctx;
     const Golden *g = ac->golden;
-    int seq_len = g->config[7];
     for (int i = 0; i < g->n_attn; i++) {
         if (g->attn[i].pos != pos || g->attn[i].layer != layer) continue;
-        const float *w = s->attention_weights + (size_t)g->attn[i].head * seq_len;
-        const float *sc = s->attention_scores + (size_t)g->attn[i].head * seq_len;
+        const float *w = s->attention_weights + (size_t)g->attn[i].head * s->kv_cache.capacity;
+        const float *sc = s->attention_scores + (size_t)g->attn[i].head * s->kv_cache.capacity;
         double sum = 0;
         for (int t = 0; t < n_visible; t++) {
             double dw = fabs(w[t] - g->attn[i].weights[t]);
@@ -450,7 +451,7 @@ static void test_golden_checkpoint(const Golden *g, const char *path) {
     if (model_load(&m, path, err, sizeof err)) { report(0, name, "%s", err); return; }
     report(config_matches(&m.config, g), name, "config differs from the golden file");
     RunState s;
-    run_state_init(&s, &m.config);
+    run_state_init(&s, &m.config, 0);
     AttentionCheck ac = { g, 0, 0, 0, 0 };
     ForwardObserver obs = { &ac, check_attention, NULL };
     double worst = 0;
@@ -477,7 +478,7 @@ static void test_golden_checkpoint(const Golden *g, const char *path) {
 
     /* the prompt path (many positions in one call) gives the same logits */
     run_state_free(&s);
-    run_state_init(&s, &m.config);
+    run_state_init(&s, &m.config, 0);
     float *batched = forward_tokens(&m, &s, g->tokens, last + 1, 0, NULL);
     snprintf(name, sizeof name, "%s: forward_tokens equals step-by-step forward", path);
     report(memcmp(batched, stepped, (size_t)m.config.vocab_size * sizeof(float)) == 0, name, "logits differ");
@@ -495,13 +496,13 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
     if (model_load(&m, path, err, sizeof err)) return;
     int V = m.config.vocab_size, n = g->n_tokens < m.config.seq_len ? g->n_tokens : m.config.seq_len;
     RunState cached;
-    run_state_init(&cached, &m.config);
+    run_state_init(&cached, &m.config, 0);
     float *incremental = malloc((size_t)V * sizeof(float));
     double worst = 0;
     for (int pos = 0; pos < n; pos++) {
         memcpy(incremental, forward(&m, &cached, g->tokens[pos], pos, NULL), (size_t)V * sizeof(float));
         RunState fresh;
-        run_state_init(&fresh, &m.config);
+        run_state_init(&fresh, &m.config, 0);
         float *recomputed = forward_tokens(&m, &fresh, g->tokens, pos + 1, 0, NULL);
         double e = logits_error(incremental, recomputed, V);
         if (e > worst) worst = e;
@@ -528,8 +529,8 @@ static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType 
     for (int i = 0; i < n; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
     float *stepped = malloc((size_t)n * V * sizeof(float));
     RunState one, many;
-    run_state_init_kv(&one, &m->config, kv_type);
-    run_state_init_kv(&many, &m->config, kv_type);
+    run_state_init_kv(&one, &m->config, 0, kv_type);
+    run_state_init_kv(&many, &m->config, 0, kv_type);
     for (int pos = 0; pos < n; pos++)
         memcpy(stepped + (size_t)pos * V, forward(m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
     int rows_equal = 1;
@@ -542,7 +543,7 @@ static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType 
              path, kv_type_name(kv_type), n, QKV_CHUNK);
     report(rows_equal, name, "logits differ");
     run_state_free(&many);
-    run_state_init_kv(&many, &m->config, kv_type);
+    run_state_init_kv(&many, &m->config, 0, kv_type);
     float *last = forward_tokens(m, &many, tokens, n, 0, NULL);
     size_t cache = kv_cache_bytes(&one.kv_cache) / 2;
     int same = memcmp(last, stepped + (size_t)(n - 1) * V, (size_t)V * sizeof(float)) == 0 &&
@@ -807,6 +808,150 @@ static void test_tokenizer(void) {
     tokenizer_free(&t);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Hostile input (issue 10): the sampler, small tokenizers, the loader       */
+
+/* A sampler whose candidates array has a sentinel slot in front of it: a
+ * read of candidates[-1] returns the sentinel's id, which no vocabulary has. */
+static ProbIndex sentinel_candidates[1 + 1024];
+
+static void sampler_with_sentinel(Sampler *s, int vocab, float temperature, float topp, int topk) {
+    sampler_init(s, vocab, temperature, topp, topk, 42);
+    free(s->candidates);
+    sentinel_candidates[0] = (ProbIndex){ 1.0f, -12345 };
+    s->candidates = sentinel_candidates + 1;
+}
+
+static void test_sampler_hostile(void) {
+    enum { V = 582 };
+    float logits[V];
+    Sampler s;
+    /* top-p below 1/V on a flat distribution: every token under the cutoff */
+    for (int i = 0; i < V; i++) logits[i] = 1e-30f * (float)(i % 3);
+    sampler_with_sentinel(&s, V, 1e30f, 1e-6f, 0);
+    int id = sample(&s, logits, NULL);
+    report(id >= 0 && id < V, "sampler: top-p that keeps no candidate still returns a token",
+           "got id %d (candidates[-1]?)", id);
+    /* a temperature whose 1/T overflows the largest logit: the greedy limit */
+    for (int i = 0; i < V; i++) logits[i] = (float)(i % 7) + (i == 300 ? 10.0f : 0.0f);
+    sampler_with_sentinel(&s, V, 2e-38f, 0.9f, 0);
+    SampleInfo info;
+    id = sample(&s, logits, &info);
+    report(id == 300, "sampler: a temperature of 2e-38 takes the largest logit", "got id %d", id);
+    /* non-finite logits: no distribution, an error */
+    int errors = 0;
+    const float bad[] = { NAN, INFINITY, -INFINITY };
+    for (size_t b = 0; b < 3; b++)
+        for (float t = 0.0f; t <= 1.0f; t += 1.0f) {
+            for (int i = 0; i < V; i++) logits[i] = (float)i;
+            logits[17] = bad[b];
+            sampler_with_sentinel(&s, V, t, 0.9f, 0);
+            errors += sample(&s, logits, NULL) == -1 && logits_check(logits, V) >= 0;
+        }
+    report(errors == 6, "sampler: NaN or infinite logits return -1 (greedy and sampled)", "%d of 6", errors);
+    for (int i = 0; i < V; i++) logits[i] = 0.0f;
+    logits[5] = NAN;
+    report(logits_check(logits, V) == 5, "logits_check finds the first non-finite logit", "got %d", logits_check(logits, V));
+    /* random extremes: always a token in range */
+    uint64_t rng = 7;
+    int in_range = 1;
+    for (int round = 0; round < 2000 && in_range; round++) {
+        int n = 1 + (int)(random_u32(&rng) % 1024);
+        for (int i = 0; i < n; i++) {
+            uint32_t bits = random_u32(&rng);
+            float x;
+            memcpy(&x, &bits, 4);
+            logits[i % V] = isfinite(x) ? x : 0.0f;
+        }
+        if (n > V) n = V;
+        float t = (float)(random_u32(&rng) % 5) * 0.5f, p = (float)(random_u32(&rng) % 11) / 10.0f;
+        if (random_u32(&rng) % 4 == 0) t = 1e-38f;
+        if (p == 0.0f) p = 1e-7f;
+        sampler_with_sentinel(&s, n, t, p, (int)(random_u32(&rng) % 4));
+        id = sample(&s, logits, NULL);
+        in_range = id >= 0 && id < n;
+    }
+    report(in_range, "sampler: 2000 random logit vectors, temperatures and cutoffs give a token in range",
+           "got id %d", id);
+    Sampler bad_s;
+    report(sampler_init(&bad_s, 0, 1.0f, 0.9f, 0, 1) != 0 && sampler_init(&bad_s, 10, -1.0f, 0.9f, 0, 1) != 0 &&
+           sampler_init(&bad_s, 10, INFINITY, 0.9f, 0, 1) != 0 && sampler_init(&bad_s, 10, NAN, 0.9f, 0, 1) != 0,
+           "sampler_init refuses vocab 0 and negative, infinite or NaN temperatures", "one was accepted");
+}
+
+/* tokenizer.bin bytes of n one-byte pieces */
+static size_t small_tokenizer(unsigned char *buf, int n) {
+    int32_t max_len = 4, len = 1;
+    float score = 0;
+    memcpy(buf, &max_len, 4);
+    size_t at = 4;
+    for (int i = 0; i < n; i++) {
+        memcpy(buf + at, &score, 4);
+        memcpy(buf + at + 4, &len, 4);
+        buf[at + 8] = (unsigned char)('a' + i);
+        at += 9;
+    }
+    return at;
+}
+
+static void test_small_tokenizers(void) {
+    unsigned char buf[64];
+    char err[256];
+    Tokenizer t;
+    int refused = 0;
+    for (int n = 0; n < 3; n++) {
+        size_t bytes = small_tokenizer(buf, n);
+        refused += tokenizer_load_bytes(&t, buf, bytes, -1, err, sizeof err) != 0;
+        refused += tokenizer_load_bytes(&t, buf, bytes, n, err, sizeof err) != 0;
+    }
+    report(refused == 6, "tokenizers of 0, 1, 2 entries are refused (ids 0, 1, 2 are used)", "%d of 6", refused);
+    size_t bytes = small_tokenizer(buf, 3);
+    int ok3 = tokenizer_load_bytes(&t, buf, bytes, -1, err, sizeof err) == 0;
+    int ids[16], n = ok3 ? tokenizer_encode(&t, "abz", 1, 1, ids) : -1;
+    int in_range = n > 0;
+    for (int i = 0; i < n; i++) in_range &= ids[i] >= 0 && ids[i] < 3;
+    report(in_range, "a 3-entry tokenizer encodes any text to ids in its vocabulary", "%s", ok3 ? "id out of range" : err);
+    if (ok3) tokenizer_free(&t);
+}
+
+/* Loads path from memory, with extra bytes appended: only 0 may load. */
+static int load_with_extra(const char *path, size_t extra, char *err, size_t err_len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -2;
+    fseek(f, 0, SEEK_END);
+    size_t size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *data = calloc(size + extra, 1);
+    int rc = -2;
+    if (data && fread(data, 1, size, f) == size) {
+        Model m;
+        rc = model_load_memory(&m, data, size + extra, err, err_len);
+        if (rc == 0) model_free(&m);
+    }
+    fclose(f);
+    free(data);
+    return rc;
+}
+
+static void test_loader_hostile(void) {
+    const char *files[] = { "tests/data/gqa.qkv", "tests/data/sepcls.legacy.bin", "tests/data/gqa.legacy.bin",
+                            "tests/data/mqa.v1.bin", "tests/data/sepcls.v1.bin" };
+    char err[256], name[160];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int whole = load_with_extra(files[i], 0, err, sizeof err);
+        int longer = load_with_extra(files[i], 4, err, sizeof err);
+        snprintf(name, sizeof name, "model_load_memory: %s loads, and 4 bytes more are refused", files[i]);
+        report(whole == 0 && longer == -1, name, "whole %d, longer %d", whole, longer);
+    }
+    /* a legacy header whose vocab_size is INT_MIN: refused without negating it */
+    int32_t header[7] = { 8, 16, 1, 2, 2, INT32_MIN, 8 };
+    unsigned char file[28 + 64] = { 0 };
+    memcpy(file, header, sizeof header);
+    Model m;
+    int rc = model_load_memory(&m, file, sizeof file, err, sizeof err);
+    report(rc == -1 && strstr(err, "vocab_size"), "legacy vocab_size INT_MIN is refused", "rc %d: %s", rc, err);
+}
+
 int main(void) {
     test_worked_example();
     test_kernels();
@@ -817,5 +962,8 @@ int main(void) {
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
+    test_sampler_hostile();
+    test_small_tokenizers();
+    test_loader_hostile();
     return failures ? 1 : 0;
 }

@@ -1,0 +1,60 @@
+"""Writes the fuzzers' seed corpus (tests/fuzz/corpus/), committed: tiny
+valid inputs for each target, so fuzzing starts from files that load.
+
+    /usr/bin/python3 tests/fuzz/make_seeds.py      (numpy; deterministic)
+"""
+import os
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "export"))
+import qkvfile  # noqa: E402
+
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def tokenizer():
+    pieces = [(b"<unk>", 0.0), (b"<s>", 0.0), (b"</s>", 0.0), (b" ", -1.0), (b"a", -2.0), (b" a", 0.5)]
+    return qkvfile.Tokenizer(pieces, max(len(p) for p, _ in pieces))
+
+
+def tensors(config, seed):
+    rng = np.random.default_rng(seed)
+    return {name: (rng.standard_normal(shape) * 0.5 + (1.0 if len(shape) == 1 else 0.0)).astype(np.float32)
+            for name, shape in qkvfile.tensor_shapes(config)}
+
+
+def main():
+    tok = tokenizer()
+    for shared in (1, 0):
+        c = qkvfile.default_config(dim=4, hidden_dim=4, n_layers=1, n_heads=2, n_kv_heads=1,
+                                   vocab_size=len(tok.pieces), seq_len=4, shared_classifier=shared)
+        t = tensors(c, 7 + shared)
+        tag = "tied" if shared else "sepcls"
+        d = os.path.join(CORPUS, "checkpoint")
+        qkvfile.write_qkv(os.path.join(d, tag + ".qkv"), c, t, tok, alignment=16)
+        qkvfile.write_llama2c_legacy(os.path.join(d, tag + ".legacy.bin"), c, t)
+        qkvfile.write_llama2c_v1(os.path.join(d, tag + ".v1.bin"), c, t)
+        c16 = dict(c, weight_type=qkvfile.WEIGHT_F16)
+        qkvfile.write_qkv(os.path.join(d, tag + ".f16.qkv"), c16, t, tok, alignment=16)
+    # tokenizer target: u16 text length, tokenizer.bin bytes, then the text
+    tok_bytes = qkvfile.tokenizer_to_bytes(tok)
+    for i, text in enumerate([b"a a aa", "caf\u00e9 \U0001F642".encode(), b"\xc3\x28 \xff"]):
+        with open(os.path.join(CORPUS, "tokenizer", "seed%d" % i), "wb") as f:
+            f.write(struct.pack("<H", len(text)) + tok_bytes + text)
+    # sampler target: u16 vocab, f32 temperature, f32 top-p, u16 top-k, u64 seed, then f32 logits
+    for i, (temp, topp, topk) in enumerate([(1.0, 0.9, 0), (0.0, 1.0, 0), (0.8, 0.5, 3), (1e30, 1e-6, 0)]):
+        logits = np.random.default_rng(i).standard_normal(16).astype(np.float32)
+        with open(os.path.join(CORPUS, "sampler", "seed%d" % i), "wb") as f:
+            f.write(struct.pack("<HffHQ", 16, temp, topp, topk, i + 1) + logits.tobytes())
+    # prompt target: the prompt's bytes
+    for i, text in enumerate([b"the cat sat on the mat", b"", "\u00e9t\u00e9 \U0001F642 <s>".encode()]):
+        with open(os.path.join(CORPUS, "prompt", "seed%d" % i), "wb") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Hostile files, generated at test time by tests/make_hostile.c from the
+# fixtures (see its header for the battery). Every run must end in time with
+# one "error: ..." line on stderr, nothing on stdout and exit 1; where a field
+# value may happen to be valid ("01"), a normal run is also accepted. Then the
+# issue-10 regressions that need a command line: top-p and temperature
+# extremes, -m ppl on devices, a huge claimed context, a damaged tokenizer in
+# every mode, the --compare page, the messages. Prints ok / FAIL / skip lines.
+set -u
+cd "$(dirname "$0")/.."
+RUN=${QKV_RUN:-./run}
+CC=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# run_case EXPECT PATTERN ARGS...: prints nothing if the run behaved, else why
+run_case() {
+    local expect=$1 pattern=$2; shift 2
+    timeout 20 "$RUN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    local rc=$? lines first
+    lines=$(wc -l <"$tmp/err")
+    first=$(head -n 1 "$tmp/err")
+    if [ "$rc" -eq 124 ]; then echo "hung (killed after 20 s)"
+    elif [ "$rc" -eq 0 ] && [[ "$expect" == *0* ]]; then
+        [ -s "$tmp/out" ] || echo "exit 0 but nothing on stdout"
+    elif [ "$rc" -ne 1 ]; then echo "exit $rc ($first)"
+    elif [[ "$expect" != *1* ]]; then echo "exit 1, expected a normal run ($first)"
+    elif [ "$lines" -ne 1 ]; then echo "$lines stderr lines, expected one ($first)"
+    elif [[ "$first" != error:* ]]; then echo "'$first' is not an error line"
+    elif ! grep -qiE -- "$pattern" <<<"$first"; then echo "message '$first' lacks /$pattern/"
+    elif [ -s "$tmp/out" ]; then echo "printed on stdout"
+    fi
+}
+
+# ---- the generated battery ---------------------------------------------------
+mkdir -p build "$tmp/files"
+if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2} -o build/make_hostile tests/make_hostile.c -lm; then
+    fail "build tests/make_hostile.c" "compiler error"
+elif ! ./build/make_hostile "$tmp/files" >"$tmp/cases.tsv"; then
+    fail "tests/make_hostile" "could not write the battery"
+else
+    declare -A count bad
+    order=()
+    while IFS=$'\t' read -r -a f; do
+        group=${f[0]} name=${f[1]}
+        [ -n "${count[$group]+x}" ] || { order+=("$group"); count[$group]=0; bad[$group]=0; }
+        count[$group]=$((count[$group] + 1))
+        why=$(run_case "${f[2]}" "${f[3]}" "${f[@]:4}")
+        if [ -n "$why" ]; then
+            fail "hostile $name" "$why"
+            bad[$group]=$((bad[$group] + 1))
+        fi
+    done <"$tmp/cases.tsv"
+    for group in "${order[@]}"; do
+        [ "${bad[$group]}" -eq 0 ] && ok "hostile: $group (${count[$group]} runs)"
+    done
+fi
+
+# expect NAME EXPECT PATTERN ARGS...: one run_case as its own check
+expect() {
+    local name=$1; shift
+    local why
+    why=$(run_case "$@")
+    if [ -n "$why" ]; then fail "$name" "$why"; else ok "$name"; fi
+}
+
+# ---- sampling at the extremes (candidates[-1] before) -------------------------
+for flags in "-t 2e-38" "-t 1e30 -p 1e-6" "-t 1e30 -k 1" "-t 1e-30 -p 1e-6"; do
+    # shellcheck disable=SC2086
+    expect "sampling with $flags gives text, exit 0" 0 . models/grammar.bin -i "the cat" -n 8 -s 1 $flags
+done
+
+# ---- -m ppl reads only a regular file, of bounded size -----------------------
+expect "ppl -f /dev/zero is refused at once" 1 "/dev/zero is not a regular file" models/grammar.bin -m ppl -f /dev/zero
+expect "ppl -f /dev/urandom is refused at once" 1 "not a regular file" models/grammar.bin -m ppl -f /dev/urandom
+expect "ppl -f a directory says it is not a file" 1 "/tmp is not a regular file" models/grammar.bin -m ppl -f /tmp
+truncate -s 17M "$tmp/big.txt"
+expect "ppl of a 17 MiB file states the 16 MiB limit" 1 "more than the 16 MiB" models/grammar.bin -m ppl -f "$tmp/big.txt"
+: >"$tmp/empty.txt"
+expect "ppl of an empty file" 1 "is empty" models/grammar.bin -m ppl -f "$tmp/empty.txt"
+
+# ---- messages ------------------------------------------------------------------
+expect "-z a directory says why" 1 "tokenizer /tmp is not a regular file" tests/data/gqa.legacy.bin -z /tmp -n 4
+expect "-z /dev/zero is refused" 1 "not a regular file" -m tokenize -z /dev/zero -i a
+
+# ---- a damaged tokenizer section is refused in every mode --------------------
+for f in tests/data/bad/tokenizer-*.qkv; do
+    for mode in "info" "bench --ctx 2 --repeats 1" "tokenize" "generate"; do
+        # shellcheck disable=SC2086
+        expect "$(basename "$f") refused by -m ${mode%% *}" 1 "tokenizer" "$f" -m $mode
+    done
+done
+
+# ---- a header claiming a context of 2^20 positions ---------------------------
+# The KV cache is sized by what the run needs: under a 1 GiB address-space
+# limit the runs work, where a cache for the claimed context (2.3 GiB) could
+# not be reserved. AddressSanitizer reserves terabytes of address space, so
+# the limit is only set without it.
+cp models/grammar.bin "$tmp/long.bin"
+printf '\x00\x00\x10\x00' | dd of="$tmp/long.bin" bs=1 seek=36 conv=notrunc status=none
+limit="ulimit -v 1048576;"
+if ldd "$RUN" 2>/dev/null | grep -q libasan; then
+    limit=""
+    echo "skip claimed context under a memory limit: AddressSanitizer build (the runs go on without the limit)"
+fi
+for mode in "-n 16 -t 0 -i the" "-m bench --ctx 16 --repeats 1" "-m ppl -f tests/data/grammar-sample.txt" "-n 8 -t 0 --trace-json $tmp/t.json"; do
+    if bash -c "$limit OMP_NUM_THREADS=1 timeout 60 $RUN $tmp/long.bin $mode" >"$tmp/out" 2>"$tmp/err" && [ -s "$tmp/out" ]; then
+        ok "seq_len 1048576 claimed, the run needs little: ${mode%% -f*}"
+    else fail "seq_len 1048576 claimed: $mode" "$(head -n 1 "$tmp/err")"; fi
+done
+
+# ---- a failed --compare leaves no page behind ---------------------------------
+expect "--html with a failing --compare" 1 "compare" tests/data/gqa.qkv -t 0 -n 4 --html "$tmp/page.html" --compare "$tmp/nope.bin"
+if ls "$tmp"/page.html* >/dev/null 2>&1; then fail "failed --compare leaves no file" "$(ls "$tmp"/page.html*)"
+else ok "failed --compare leaves no file"; fi
+head -c 20000 models/grammar.bin >"$tmp/cut.bin"
+expect "--html with a truncated --compare" 1 "compare" tests/data/gqa.qkv -t 0 -n 4 --html "$tmp/page.html" --compare "$tmp/cut.bin"
+$RUN tests/data/gqa.qkv -t 0 -n 4 --html "$tmp/page.html" >/dev/null 2>&1
+if [ -s "$tmp/page.html" ] && ! ls "$tmp"/page.html.part >/dev/null 2>&1; then ok "--html still writes the page, and no .part file"
+else fail "--html page" "$(ls "$tmp")"; fi
