@@ -389,14 +389,15 @@ static void matmul_q4_portable(float *out, int os, const Activations *a, const v
 /* ------------------------------------------------------------------------ */
 /* x86-64 kernels: AVX2 and AVX-512, chosen at run time                      */
 
-/* Tiles: ROWS weight rows at a time (each row's bytes stream in parallel,
+/* Tiles: R weight rows at a time (each row's bytes stream in parallel,
  * which is what keeps the memory system busy in a decode step), times up to
  * P positions (each weight vector loaded once for all of them: the prompt's
- * matrix multiply). One accumulator per (row, position); the four rows'
- * accumulators are summed across lanes together at the end. */
+ * matrix multiply). One accumulator per (row, position); four rows'
+ * accumulators are summed across lanes together at the end. TILE_ROWS is
+ * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
 /* Software prefetch: while a tile streams its rows, the same bytes of the
- * rows PREFETCH_ROWS further on are requested, so the memory system always
+ * rows QKV_PF further on are requested, so the memory system always
  * has several rows in flight (measured: 2.3x on Q8_0 decode of a 44 MB
  * model, where the hardware prefetchers alone left the core waiting). A
  * prefetch never faults, so past the matrix's end it is harmless. */
