@@ -51,7 +51,7 @@ bench: all
 # libFuzzer targets (tests/fuzz/): clang with AddressSanitizer and
 # UndefinedBehaviorSanitizer, on the plain C kernels (clang 14 has no
 # __builtin_cpu_supports("f16c"); the AVX2 kernels are tested by make test).
-FUZZ_TARGETS = checkpoint tokenizer sampler prompt
+FUZZ_TARGETS = checkpoint tokenizer sampler prompt gguf
 FUZZ_CC ?= clang
 FUZZ_SANITIZE = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -Wno-unknown-pragmas \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined

@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
 mkdir -p build
-for t in checkpoint tokenizer sampler prompt; do
+for t in checkpoint tokenizer sampler prompt gguf; do
     inputs=(tests/fuzz/corpus/"$t"/* tests/fuzz/regressions/"$t"/*)
     [ "$t" = checkpoint ] && inputs+=(tests/data/*.qkv tests/data/*.bin tests/data/bad/*)
     extra=()

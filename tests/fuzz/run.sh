@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
-targets=${*:-checkpoint tokenizer sampler prompt}
+targets=${*:-checkpoint tokenizer sampler prompt gguf}
 make -s fuzz || exit 1
 mkdir -p build/fuzz-crashes
 failed=0
