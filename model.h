@@ -340,19 +340,42 @@ static Activations activations(RunState *s, const float *x, int n, int stride, i
     return a;
 }
 
-/* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
- * blocks of weight rows are split across threads. A quantized matrix
- * quantizes x first (once: the matrices that share x share it). */
-static void matmul_rows(float *out, int out_stride, Activations *x, const Matrix *w) {
-    const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
-    if (weight_traits(w->type)->quantized) activations_quantize(x);
-    int rows = w->rows, cols = w->cols;
-    int n_blocks = (rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, b;
-#pragma omp parallel for schedule(static) if ((long)rows * cols * x->n >= QKV_PARALLEL_MIN_WORK)
-    for (b = 0; b < n_blocks; b++) {
-        int begin = b * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < rows ? begin + QKV_ROWS_PER_TASK : rows;
-        k->run(out, out_stride, x, w->data, cols, begin, end);
+/* One product of a group: out[t, :rows] = W[rows, cols] @ x[t, :cols]. */
+typedef struct {
+    float *out;
+    int out_stride;
+    const Matrix *w;
+} Product;
+
+/* The products of matrices that read the same input x (wq, wk, wv; w1, w3),
+ * in one parallel loop over all their blocks of rows: the threads meet once
+ * for the group, not once a matrix. A quantized matrix quantizes x first
+ * (once: the matrices that share x share it). */
+static void matmul_group(Activations *x, const Product *p, int n_products) {
+    int n_blocks = 0, b;
+    long work = 0;
+    for (int i = 0; i < n_products; i++) {
+        if (weight_traits(p[i].w->type)->quantized) activations_quantize(x);
+        n_blocks += (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK;
+        work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
+#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
+    for (b = 0; b < n_blocks; b++) {
+        int i = 0, block = b;
+        while (block >= (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK)
+            block -= (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, i++;
+        const Matrix *w = p[i].w;
+        const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
+        int begin = block * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < w->rows ? begin + QKV_ROWS_PER_TASK : w->rows;
+        k->run(p[i].out, p[i].out_stride, x, w->data, w->cols, begin, end);
+    }
+}
+
+/* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
+ * blocks of weight rows are split across threads. */
+static void matmul_rows(float *out, int out_stride, Activations *x, const Matrix *w) {
+    Product p = { out, out_stride, w };
+    matmul_group(x, &p, 1);
 }
 
 /* out[rows] = W[rows, cols] @ x[cols] (for tests and one-off products; a
@@ -499,9 +522,8 @@ static void rmsnorm_rows(float *out, int out_stride, const float *x, const float
 static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int layer, int pos, int n) {
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
     Activations normed = activations(s, s->xb, n, s->width, c->dim);
-    matmul_rows(s->q, q_dim, &normed, &w->wq);
-    matmul_rows(s->k, kv_dim, &normed, &w->wk);
-    matmul_rows(s->v, kv_dim, &normed, &w->wv);
+    Product qkv[] = { { s->q, q_dim, &w->wq }, { s->k, kv_dim, &w->wk }, { s->v, kv_dim, &w->wv } };
+    matmul_group(&normed, qkv, 3);
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * kv_dim, *v = s->v + (size_t)t * kv_dim;
         const float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
@@ -536,8 +558,8 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
 
     rmsnorm_rows(s->xb, s->width, s->x, w->ffn_norm, n, dim, c->norm_eps);
     Activations normed = activations(s, s->xb, n, s->width, dim);
-    matmul_rows(s->hb, hidden, &normed, &w->w1);
-    matmul_rows(s->hb2, hidden, &normed, &w->w3);
+    Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
+    matmul_group(&normed, gate_up, 2);
     swiglu(s->hb, s->hb2, n * hidden);
     Activations gated = activations(s, s->hb, n, hidden, hidden);
     matmul_rows(s->xb2, dim, &gated, &w->w2);
