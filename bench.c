@@ -199,6 +199,7 @@ typedef struct {
     LineFit attention_fit;   /* cached attention_ms against position */
     double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
     Roofline roofline;       /* what the machine can do at most */
+    size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
 } Bench;
 
 /* Least squares line through (x[i], y[i]). */
@@ -434,7 +435,7 @@ static void print_report(const Bench *b) {
     print_slopes(b);
     print_prefill_decode(b);
     print_roofline(b);
-    size_t rss = peak_resident_bytes();
+    size_t rss = b->peak_rss;
     printf("\npeak resident memory  %zu bytes (%.1f MiB)\n", rss, mib(rss));
 }
 
@@ -878,6 +879,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
         rc = measure_all(&b, &s, tokens);
+        b.peak_rss = peak_resident_bytes();
         fprintf(stderr, "bench: probing read bandwidth and FMA peak\n");
         roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
         run_state_free(&s);

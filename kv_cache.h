@@ -236,7 +236,15 @@ __attribute__((target("avx2,fma"))) static float q8_row_dot_avx2(const unsigned 
     return sum * scale;
 }
 
-/* out += w * (values row as floats), for float16 and int8 rows */
+/* out += w * (values row as floats), for each row type */
+__attribute__((target("avx2,fma"))) static void axpy_f32_avx2(float *out, float w, const float *v, int n) {
+    __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
+    for (; i < n; i++) out[i] += w * v[i];
+}
+
+
 __attribute__((target("avx2,fma,f16c"))) static void axpy_f16_avx2(float *out, float w, const unsigned char *row,
                                                                     int n) {
     __m256 wv = _mm256_set1_ps(w);
@@ -289,6 +297,12 @@ static void axpy_row(const KVCache *kv, float *out, float w, const unsigned char
     int n = kv->head_size;
     if (kv->type == KV_F32) {
         const float *v = (const float *)row;
+#ifdef KV_X86
+        if (kv->isa >= ISA_AVX2) {
+            axpy_f32_avx2(out, w, v, n);
+            return;
+        }
+#endif
         for (int i = 0; i < n; i++) out[i] += w * v[i];
         return;
     }
