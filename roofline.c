@@ -48,29 +48,24 @@ static float fma_portable(long iterations) {
 #include <immintrin.h>
 #define PROBE_X86 1
 
-__attribute__((target("avx2,fma"))) static float sum_avx2(const float *a, size_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < n; i += 32) {
-        s0 = _mm256_add_ps(s0, _mm256_loadu_ps(a + i));
-        s1 = _mm256_add_ps(s1, _mm256_loadu_ps(a + i + 8));
-        s2 = _mm256_add_ps(s2, _mm256_loadu_ps(a + i + 16));
-        s3 = _mm256_add_ps(s3, _mm256_loadu_ps(a + i + 24));
+/* Four vectors of sums over n floats (n a multiple of 4 vectors). */
+#define SUM_PROBE(NAME, TARGET, VEC, ZERO, LOAD, ADD, STORE, LANES)              \
+    __attribute__((target(TARGET))) static float NAME(const float *a, size_t n) { \
+        VEC s0 = ZERO(), s1 = s0, s2 = s0, s3 = s0;                               \
+        for (size_t i = 0; i < n; i += 4 * LANES) {                               \
+            s0 = ADD(s0, LOAD(a + i));                                            \
+            s1 = ADD(s1, LOAD(a + i + LANES));                                    \
+            s2 = ADD(s2, LOAD(a + i + 2 * LANES));                                \
+            s3 = ADD(s3, LOAD(a + i + 3 * LANES));                                \
+        }                                                                         \
+        float out[LANES], s = 0;                                                  \
+        STORE(out, ADD(ADD(s0, s1), ADD(s2, s3)));                                \
+        for (int l = 0; l < LANES; l++) s += out[l];                              \
+        return s;                                                                 \
     }
-    float out[8];
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
 
-__attribute__((target("avx512f"))) static float sum_avx512(const float *a, size_t n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (size_t i = 0; i < n; i += 64) {
-        s0 = _mm512_add_ps(s0, _mm512_loadu_ps(a + i));
-        s1 = _mm512_add_ps(s1, _mm512_loadu_ps(a + i + 16));
-        s2 = _mm512_add_ps(s2, _mm512_loadu_ps(a + i + 32));
-        s3 = _mm512_add_ps(s3, _mm512_loadu_ps(a + i + 48));
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
+SUM_PROBE(sum_avx2, "avx2,fma", __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
+SUM_PROBE(sum_avx512, "avx512f", __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_add_ps, _mm512_storeu_ps, 16)
 
 /* FMA_CHAINS vectors of chains; the compiler keeps them in registers. */
 #define FMA_PROBE(NAME, TARGET, VEC, SET1, FMADD, STORE, LANES)                  \
