@@ -359,6 +359,7 @@ static void matmul_group(Activations *x, const Product *p, int n_products) {
         n_blocks += (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
+    (void)work; /* read only by OpenMP's if clause */
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int i = 0, block = b;

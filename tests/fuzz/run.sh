@@ -18,11 +18,14 @@ mkdir -p build/fuzz-crashes
 failed=0
 for t in $targets; do
     mkdir -p "build/fuzz-corpus/$t"
-    seeds=("tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t")
+    seeds=()
+    for d in "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t"; do [ -d "$d" ] && seeds+=("$d"); done
     [ "$t" = checkpoint ] && seeds+=(tests/data tests/data/bad)
+    max_len=8192
+    [ "$t" = gguf ] && max_len=65536 # a GGUF with its tokenizer is larger
     echo "== fuzz $t for ${seconds} s"
     # -close_fd_mask=1: the tokenizer target prints decoded text to stdout
-    if ./build/fuzz_"$t" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    if ./build/fuzz_"$t" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
         -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="build/fuzz-crashes/$t-" \
         "build/fuzz-corpus/$t" "${seeds[@]}" >"build/fuzz-$t.log" 2>&1; then
         grep -E '^(Done|stat::(number_of_executed_units|peak_rss_mb))' "build/fuzz-$t.log"
