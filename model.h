@@ -633,7 +633,7 @@ size_t weight_bytes_per_token(const Model *m) {
 }
 
 size_t kv_cache_bytes_per_token(const Config *c) {
-    return 2 * (size_t)c->n_layers * c->n_kv_heads * c->head_size * sizeof(float);
+    return kv_bytes_per_position(KV_F32, c->n_layers, c->n_kv_heads, c->head_size);
 }
 
 #endif /* QKV_MODEL_IMPLEMENTED */
