@@ -484,25 +484,20 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
         store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
 }
 
-TARGET_AVX2 INLINE void matmul_float_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                          int begin, int end, int half) {
-    size_t row_bytes = (size_t)cols * (half ? 2 : 4);
-    for (int i = begin; i < end; i += TILE_ROWS) {
-        int t = 0;
-        for (; t + 2 <= a->n; t += 2) tile_float_avx2(out, os, a, w, row_bytes, cols, i, end, t, 2, half);
-        for (; t < a->n; t++) tile_float_avx2(out, os, a, w, row_bytes, cols, i, end, t, 1, half);
+/* An AVX2 kernel: four rows a tile, positions two at a time then one. */
+#define AVX2_MATMUL(NAME, TILE, TYPE, FLAG)                                                                    \
+    TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
+                                 int end) {                                                                    \
+        size_t row_bytes = weight_row_bytes(TYPE, cols);                                                       \
+        for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
+            int t = 0;                                                                                         \
+            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, 2, FLAG);             \
+            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 1, FLAG);                     \
+        }                                                                                                      \
     }
-}
 
-TARGET_AVX2 static void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                        int begin, int end) {
-    matmul_float_avx2(out, os, a, w, cols, begin, end, 0);
-}
-
-TARGET_AVX2 static void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                        int begin, int end) {
-    matmul_float_avx2(out, os, a, w, cols, begin, end, 1);
-}
+AVX2_MATMUL(matmul_f32_avx2, tile_float_avx2, WEIGHT_F32, 0)
+AVX2_MATMUL(matmul_f16_avx2, tile_float_avx2, WEIGHT_F16, 1)
 
 /* 32 int8 weights of a block (Q4_0: nibbles unpacked, minus 8). */
 TARGET_AVX2 INLINE __m256i block_q8_256(const unsigned char *blk) {
@@ -557,25 +552,8 @@ TARGET_AVX2 INLINE void tile_quant_avx2(float *out, int os, const Activations *a
         store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
 }
 
-TARGET_AVX2 INLINE void matmul_quant_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                          int begin, int end, int q4) {
-    size_t row_bytes = weight_row_bytes(q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);
-    for (int i = begin; i < end; i += TILE_ROWS) {
-        int t = 0;
-        for (; t + 2 <= a->n; t += 2) tile_quant_avx2(out, os, a, w, row_bytes, cols, i, end, t, 2, q4);
-        for (; t < a->n; t++) tile_quant_avx2(out, os, a, w, row_bytes, cols, i, end, t, 1, q4);
-    }
-}
-
-TARGET_AVX2 static void matmul_q8_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                       int begin, int end) {
-    matmul_quant_avx2(out, os, a, w, cols, begin, end, 0);
-}
-
-TARGET_AVX2 static void matmul_q4_avx2(float *out, int os, const Activations *a, const void *w, int cols,
-                                       int begin, int end) {
-    matmul_quant_avx2(out, os, a, w, cols, begin, end, 1);
-}
+AVX2_MATMUL(matmul_q8_avx2, tile_quant_avx2, WEIGHT_Q8_0, 0)
+AVX2_MATMUL(matmul_q4_avx2, tile_quant_avx2, WEIGHT_Q4_0, 1)
 
 /* ---- AVX-512 (16 floats a vector) ---- */
 
