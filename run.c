@@ -15,7 +15,9 @@
 #include "stepper.h"
 #include "bench.h"
 #include "quantize.h"
+#include "progress.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -370,13 +372,17 @@ static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
 }
 
 /* Encodes a whole text (a prompt or a file) with BOS first; exits on bad input. */
-static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n) {
+static void check_utf8(const char *text, const char *what) {
     size_t bad = utf8_invalid_at(text);
     if (bad) {
         char msg[128];
         snprintf(msg, sizeof msg, "%%s is not valid UTF-8 (bad byte at offset %zu)", bad - 1);
         die(msg, what);
     }
+}
+
+static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n) {
+    check_utf8(text, what);
     int *tokens = malloc((strlen(text) + 3) * sizeof(int));
     if (!tokens || (*n = tokenizer_encode(t, text, 1, 0, tokens)) < 0) die("out of memory encoding %s", what);
     return tokens;
@@ -649,47 +655,116 @@ static double negative_log_likelihood(const float *logits, int n, int target) {
     return max + log(sum) - logits[target];
 }
 
-/* Mean loss over non-overlapping windows of seq_len: window w runs tokens
- * w*T..w*T+T-1 from position 0 and predicts the token after each. */
+/* A text for -m ppl may hold several documents, in TinyStories' layout: a
+ * line that reads <|endoftext|> between two stories. */
+#define DOCUMENT_SEPARATOR "<|endoftext|>"
+
+/* The end of the document that starts at text: the start of its separator
+ * line, or the end of the text. *next is where the next document starts. */
+static const char *document_end(const char *text, const char **next) {
+    size_t sep = strlen(DOCUMENT_SEPARATOR);
+    for (const char *line = text; *line; ) {
+        const char *eol = strchr(line, '\n');
+        const char *stop = eol ? eol : line + strlen(line);
+        const char *end = line + sep;
+        if (stop - line >= (ptrdiff_t)sep && memcmp(line, DOCUMENT_SEPARATOR, sep) == 0) {
+            while (end < stop && isspace((unsigned char)*end)) end++;
+            if (end == stop) {
+                *next = eol ? eol + 1 : stop;
+                return line;
+            }
+        }
+        line = eol ? eol + 1 : stop;
+    }
+    *next = text + strlen(text);
+    return *next;
+}
+
+/* The tokens of every document of text, each BOS + its tokens (without the
+ * line break before a separator line), one after another:
+ * the BOS that starts a document is what the model predicts at the end of
+ * the one before, so the separators' bytes are scored too. starts[d] is the
+ * index of document d's BOS, starts[*n_docs] = *n. */
+static int *encode_documents(const Tokenizer *t, char *text, const char *what, int *n, int **starts,
+                             int *n_docs) {
+    size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
+    int *tokens = malloc((len + 3 * max_docs) * sizeof(int));
+    *starts = malloc((max_docs + 1) * sizeof(int));
+    if (!tokens || !*starts) die("out of memory encoding %s", what);
+    check_utf8(text, what);
+    *n = *n_docs = 0;
+    for (char *doc = text; *doc; ) {
+        const char *next;
+        char *end = (char *)document_end(doc, &next);
+        int at_separator = end != next;
+        if (at_separator && end > doc && end[-1] == '\n') end--;
+        if (at_separator && end > doc && end[-1] == '\r') end--;
+        if (end > doc) {
+            char saved = *end;
+            *end = '\0';
+            int k = tokenizer_encode(t, doc, 1, 0, tokens + *n);
+            *end = saved;
+            if (k < 0) die("out of memory encoding %s", what);
+            (*starts)[(*n_docs)++] = *n;
+            *n += k;
+        }
+        doc = (char *)next;
+    }
+    (*starts)[*n_docs] = *n;
+    return tokens;
+}
+
+/* Mean loss of each document over non-overlapping windows of seq_len: window
+ * w of a document runs its tokens w*T..w*T+T-1 from position 0 and predicts
+ * the token after each (the last window of a document predicts the next
+ * document's BOS). A text without separators is one document. */
 /* Returns the exit status: 0, or 1 after one error line. */
 static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
-    int n;
-    int *tokens = bytes ? encode_text(t, text, o->text_file, &n) : NULL;
+    int n = 0, n_docs = 0, *starts = NULL;
+    int *tokens = bytes ? encode_documents(t, text, o->text_file, &n, &starts, &n_docs) : NULL;
     if (!tokens || n < 2) {
         fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
         free(tokens);
+        free(starts);
         free(text);
         return 1;
     }
-    int T = m->config.seq_len, V = m->config.vocab_size, windows = (n - 1 + T - 1) / T, show = isatty(2);
+    int T = m->config.seq_len, V = m->config.vocab_size;
+    Progress progress = progress_start("ppl");
     RunState s;
     /* a window is at most T positions, and no more than the text has */
     if (run_state_init_kv(&s, &m->config, n - 1 < T ? n - 1 : T, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
     double total = 0;
     int rc = 0;
-    for (int w = 0; w < windows && rc == 0; w++) {
-        int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
-        for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
-            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
-            float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
-            for (int j = 0; j < chunk && rc == 0; j++) {
-                if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
-                else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+    for (int d = 0; d < n_docs && rc == 0; d++) {
+        int doc_end = starts[d + 1] < n - 1 ? starts[d + 1] : n - 1; /* the last token predicts nothing */
+        for (int start = starts[d]; start < doc_end && rc == 0; start += T) {
+            int len = doc_end - start < T ? doc_end - start : T;
+            for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
+                int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
+                float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
+                for (int j = 0; j < chunk && rc == 0; j++) {
+                    if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
+                    else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
+                }
             }
         }
-        if (show) fprintf(stderr, "\rwindow %d/%d", w + 1, windows);
+        char what[64];
+        snprintf(what, sizeof what, "document %d/%d", d + 1, n_docs);
+        progress_update(&progress, starts[d + 1], n, what);
     }
-    if (show) fprintf(stderr, "\n");
+    progress_end(&progress);
     if (rc == 0) {
         int predicted = n - 1;
-        printf("tokens %d  bytes %zu\n", predicted, bytes);
+        printf("tokens %d  bytes %zu  documents %d\n", predicted, bytes, n_docs);
         printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
                exp(total / predicted), total / log(2.0) / bytes);
     }
     run_state_free(&s);
     free(tokens);
+    free(starts);
     free(text);
     return rc;
 }

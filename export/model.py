@@ -114,11 +114,12 @@ class Block(nn.Module):
         self.attention = Attention(a)
         self.ffn_norm = RMSNorm(a.dim, a.norm_eps)
         self.feed_forward = FeedForward(a)
+        self.dropout = 0.0  # training only: dropout on each branch before it joins the residual
 
     def forward(self, x, cos, sin, mask, return_att=False):
         h, att = self.attention(self.attention_norm(x), cos, sin, mask, return_att)
-        x = x + h
-        x = x + self.feed_forward(self.ffn_norm(x))
+        x = x + F.dropout(h, self.dropout, self.training)
+        x = x + F.dropout(self.feed_forward(self.ffn_norm(x)), self.dropout, self.training)
         return x, att
 
 
@@ -169,6 +170,10 @@ class Transformer(nn.Module):
         if return_att:
             return logits, loss, atts
         return logits, loss
+
+    def set_dropout(self, p):
+        for layer in self.layers:
+            layer.dropout = p
 
     def n_params(self):
         return sum(p.numel() for p in self.parameters())  # shared weight counted once

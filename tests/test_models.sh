@@ -62,6 +62,20 @@ check_ppl() {
     else fail "ppl of $model" "engine '$got', PyTorch '$want'"; fi
 }
 check_ppl models/grammar.bin tests/data/grammar-sample.txt tests/golden/models/grammar-ppl.txt
+check_ppl models/grammar.bin tests/data/grammar-two-docs.txt tests/golden/models/grammar-docs-ppl.txt
+
+# ---- perplexity mode: documents and the progress bar ------------------------
+# three documents (one of them empty between two separator lines) and a
+# separator that is not alone on its line (it stays text)
+printf 'a cat sits .\n<|endoftext|>\n<|endoftext|> \nthe dog ran . <|endoftext|> x\n<|endoftext|>\n' >"$tmp/docs.txt"
+got=$($RUN models/grammar.bin -m ppl -f "$tmp/docs.txt" 2>"$tmp/err" | sed -n 's/.*documents \([0-9]*\).*/\1/p')
+if [ "$got" = 2 ] && [ ! -s "$tmp/err" ]; then ok "ppl: <|endoftext|> lines split documents (2 here), no progress bar on a pipe"
+else fail "ppl documents" "documents '$got', stderr: $(head -c 200 "$tmp/err")"; fi
+if command -v script >/dev/null; then
+    script -qc "$RUN models/grammar.bin -m ppl -f tests/data/grammar-sample.txt" /dev/null >"$tmp/tty" 2>&1
+    if grep -q 'ppl \[#*\.*\] *[0-9]*%' "$tmp/tty" && grep -q "bits/byte" "$tmp/tty"; then ok "ppl: a progress bar on a terminal"
+    else fail "ppl progress bar" "$(head -c 300 "$tmp/tty" | cat -v)"; fi
+else echo "skip ppl progress bar: script(1) is missing"; fi
 if [ -r ../shared/data/tinystories.txt ]; then
     printf '%s' "$(head -n 5 ../shared/data/tinystories.txt)" >"$tmp/story0.txt"   # story 0: held out from training
     check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt
