@@ -77,6 +77,8 @@ models:
 	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin
 	$(PYTHON) export/train.py --config stories
 	$(PYTHON) export/export.py out/stories/ckpt.pt models/stories.bin --dtype f16
+	$(PYTHON) export/train.py --config induction
+	$(PYTHON) export/export.py out/induction/ckpt.pt models/induction.bin
 
 clean:
 	rm -rf build run

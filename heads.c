@@ -95,7 +95,7 @@ static double normalized_entropy(const float *w, int n_visible) {
 
 /* The text probes' roles, from query 2 on (where self, previous and first
  * are three different keys). */
-static void tally_text(Tally *t, double *sum, const float *w, int pos, int n_visible) {
+static void tally_text(double *sum, const float *w, int pos, int n_visible) {
     sum[ROLE_SELF] += weight_at(w, pos, n_visible, pos);
     sum[ROLE_PREVIOUS] += weight_at(w, pos, n_visible, pos - 1);
     sum[ROLE_FIRST] += weight_at(w, pos, n_visible, 0);
@@ -104,9 +104,9 @@ static void tally_text(Tally *t, double *sum, const float *w, int pos, int n_vis
 
 /* The repeat probes' roles, over the second copy (positions L+1..2L): the
  * token at pos first occurred at pos-L, followed by the one at pos-L+1. */
-static void tally_repeat(Tally *t, double *sum, const float *w, int pos, int n_visible) {
-    sum[ROLE_INDUCTION] += weight_at(w, pos, n_visible, pos - t->block_len + 1);
-    sum[ROLE_DUPLICATE] += weight_at(w, pos, n_visible, pos - t->block_len);
+static void tally_repeat(double *sum, const float *w, int pos, int n_visible, int block_len) {
+    sum[ROLE_INDUCTION] += weight_at(w, pos, n_visible, pos - block_len + 1);
+    sum[ROLE_DUPLICATE] += weight_at(w, pos, n_visible, pos - block_len);
 }
 
 static void count_query(Tally *t, int pos, int n_visible) {
@@ -133,8 +133,8 @@ static void observe_attention(void *ctx, int layer, int pos, int n_visible, cons
     for (int h = 0; h < c->n_heads; h++) {
         const float *w = s->attention_weights + (size_t)h * s->kv_cache.capacity;
         double *sum = t->sum + ((size_t)layer * c->n_heads + h) * N_ROLES;
-        if (t->kind == PROBE_TEXT) tally_text(t, sum, w, pos, n_visible);
-        else tally_repeat(t, sum, w, pos, n_visible);
+        if (t->kind == PROBE_TEXT) tally_text(sum, w, pos, n_visible);
+        else tally_repeat(sum, w, pos, n_visible, t->block_len);
     }
 }
 

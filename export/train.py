@@ -72,7 +72,7 @@ CONFIGS = {
         dim=96, hidden_dim=224, n_layers=2, n_heads=4, n_kv_heads=4,
         seq_len=128, shared_classifier=True,
         batch_size=32, grad_accum=1,
-        lr=3e-3, min_lr=1e-4, warmup_iters=100, max_iters=2000,
+        lr=3e-3, min_lr=1e-4, warmup_iters=100, max_iters=1200,
         weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
         eval_interval=100, eval_tokens=65_536,
         seed=1337, out_dir="out/induction",

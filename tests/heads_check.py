@@ -13,6 +13,9 @@
         role definitions written out again here (README: What each head does).
     heads_check.py formats STDOUT CSV JSON SVG
         the four outputs parse and agree with each other.
+    heads_check.py readme README.md
+        every fenced block of the README that starts with "$ ./run ... -m heads"
+        is what that command prints now.
 
 Prints one "ok NAME" or "FAIL NAME: why" line per check.
 """
@@ -158,6 +161,19 @@ def formats(stdout_path, csv_path, json_path, svg_path):
            "%d rects" % len(rects))
 
 
+def readme(path):
+    import shlex
+    import subprocess
+    blocks = re.findall(r"```\n(\$ \./run [^\n]*-m heads[^\n]*)\n(.*?)```", open(path).read(), re.S)
+    report("README has -m heads output blocks to check (%d)" % len(blocks), len(blocks) > 0)
+    for command, shown in blocks:
+        args = shlex.split(command[2:])
+        out = subprocess.run([os.path.join(ROOT, "run")] + args[1:], cwd=ROOT, capture_output=True, text=True)
+        same = out.returncode == 0 and out.stdout == shown
+        first = next((a for a, b in zip(out.stdout.splitlines(), shown.splitlines()) if a != b), "")
+        report("README: %s prints what the README shows" % command[2:], same, "first differing line: " + first)
+
+
 def main():
     what = sys.argv[1]
     if what == "closed-form":
@@ -166,8 +182,11 @@ def main():
         oracle(sys.argv[2], sys.argv[3])
     elif what == "formats":
         formats(*sys.argv[2:6])
+    elif what == "readme":
+        readme(sys.argv[2])
     else:
-        sys.exit("usage: heads_check.py closed-form JSON | oracle MODEL JSON | formats STDOUT CSV JSON SVG")
+        sys.exit("usage: heads_check.py closed-form JSON | oracle MODEL JSON | formats STDOUT CSV JSON SVG"
+                 " | readme README.md")
 
 
 if __name__ == "__main__":

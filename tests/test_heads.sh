@@ -69,6 +69,9 @@ if $RUN models/grammar-random.bin -m heads --csv "$tmp/rand.csv" >/dev/null 2>&1
     ok "models/grammar-random.bin: none of its 12 heads has a role (random weights attend evenly)"
 else fail "grammar-random roles" "$(awk -F, 'NR > 1 && $9 != "none"' "$tmp/rand.csv" | head -n 2)"; fi
 
+# The README's -m heads figures are what the commands beside them print.
+$PY tests/heads_check.py readme README.md
+
 # ---- --probe induction: the explorer page over a repeat probe ----------------
 model=models/induction.bin
 [ -r $model ] || model=tests/data/gqa.qkv
