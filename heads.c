@@ -24,6 +24,9 @@ const char *const HEAD_ROLE_NAMES[N_ROLES] = { "self", "previous", "first", "ind
 
 typedef enum { PROBE_TEXT, PROBE_REPEAT } ProbeKind;
 
+/* What can stop the probes: memory, or weights that break down. */
+enum { OUT_OF_MEMORY = -1, BAD_LOGITS = -2 };
+
 /* Sums of the observer, for the probe kind being run. */
 typedef struct {
     const Config *config;
@@ -160,7 +163,7 @@ static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *
         if (pos + 1 == len) break;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         tokens[pos + 1] = sample(sampler, probs, NULL);
-        if (tokens[pos + 1] < 0) return -1; /* NaN or infinite logits */
+        if (tokens[pos + 1] < 0) return BAD_LOGITS;
     }
     return 0;
 }
@@ -177,7 +180,7 @@ static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int 
         for (int t = 0; t < n; t++) {
             int pos = done + t;
             const float *row = logits + (size_t)t * c->vocab_size;
-            if (logits_check(row, c->vocab_size) >= 0) return -1;
+            if (logits_check(row, c->vocab_size) >= 0) return BAD_LOGITS;
             if (pos >= 1 && pos < block_len) *loss_first += token_loss(row, c->vocab_size, tokens[pos + 1]);
             if (pos > block_len && pos < 2 * block_len) *loss_second += token_loss(row, c->vocab_size, tokens[pos + 1]);
         }
@@ -192,14 +195,14 @@ static int run_probes(const Model *m, HeadsReport *r, Tally *t) {
     Sampler sampler;
     float *probs = malloc((size_t)c->vocab_size * sizeof(float));
     uint64_t rng = heads_repeat_rng(r->seed);
-    int rc = !probs || run_state_init(&s, c, r->probe_len) ? -1 : 0;
+    int rc = !probs || run_state_init(&s, c, r->probe_len) ? OUT_OF_MEMORY : 0;
     if (rc == 0 && sampler_init(&sampler, c->vocab_size, 1.0f, 1.0f, 0, r->seed ? r->seed : 1)) {
         run_state_free(&s);
-        rc = -1;
+        rc = OUT_OF_MEMORY;
     }
     if (rc) {
         free(probs);
-        return -1;
+        return rc;
     }
     ForwardObserver obs = { t, observe_attention, NULL };
     for (int p = 0; p < r->n_probes && rc == 0; p++) {
@@ -246,7 +249,7 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
     r->scores = malloc(n_scores * sizeof(double));
     r->text_tokens = malloc(n_tokens * sizeof(int));
     r->repeat_tokens = malloc(n_tokens * sizeof(int));
-    int rc = t.sum && r->scores && r->text_tokens && r->repeat_tokens ? run_probes(m, r, &t) : -1;
+    int rc = t.sum && r->scores && r->text_tokens && r->repeat_tokens ? run_probes(m, r, &t) : OUT_OF_MEMORY;
     if (rc == 0) {
         for (size_t i = 0; i < n_scores; i++) r->scores[i] = t.sum[i] / t.count[i % N_ROLES];
         for (int k = 0; k < N_ROLES; k++) r->chance[k] = t.chance[k] / t.count[k];
@@ -254,7 +257,8 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
         r->loss_first /= per_copy;
         r->loss_second /= per_copy;
     } else {
-        snprintf(err, err_len, "out of memory, or NaN or infinite logits, running the head probes");
+        snprintf(err, err_len, rc == BAD_LOGITS ? "the model produced NaN or infinite logits on a head probe"
+                                                : "out of memory for the head probes");
         heads_report_free(r);
     }
     free(t.sum);
@@ -373,36 +377,48 @@ static void write_json(FILE *f, const HeadsReport *r, const char *model_path) {
 
 /* The heatmap: one row per role, one column per head (layer by layer);
  * darker is more; each head's dominant role is outlined. */
-enum { CELL = 44, SVG_LEFT = 86, SVG_TOP = 64 };
+enum { CELL = 44, SVG_LEFT = 86, SVG_TOP = 78, SVG_MIN_WIDTH = 560 };
 
-static void write_svg(FILE *f, const HeadsReport *r, const char *model_path) {
-    int cols = r->n_layers * r->n_heads;
-    int width = SVG_LEFT + cols * CELL + 20, height = SVG_TOP + N_ROLES * CELL + 40;
+static void svg_header(FILE *f, const HeadsReport *r, const char *model_path, int width, int height) {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
             width, height, width, height);
     fputs("<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">head roles: ", f);
     write_escaped(f, model_path, 1);
-    fprintf(f, "</text>\n<text x=\"10\" y=\"38\" fill=\"#555\">mean attention weight on each role's key (entropy: "
-               "0 focused, 1 uniform); %d probes of %d tokens, seed %llu; outlined: the head's role (&#8805; %.2f)</text>\n",
+    fprintf(f, "</text>\n<text x=\"10\" y=\"38\" fill=\"#555\">mean attention weight on each role's key "
+               "(entropy: 0 focused, 1 uniform)</text>\n<text x=\"10\" y=\"53\" fill=\"#555\">%d probes of %d "
+               "tokens, seed %llu; outlined: the head's role (largest, &#8805; %.2f)</text>\n",
             r->n_probes, r->probe_len, r->seed, HEADS_THRESHOLD);
     for (int k = 0; k < N_ROLES; k++)
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", SVG_LEFT - 6,
                 SVG_TOP + k * CELL + CELL / 2 + 4, HEAD_ROLE_NAMES[k]);
-    for (int col = 0; col < cols; col++) {
-        int l = col / r->n_heads, h = col % r->n_heads, x = SVG_LEFT + col * CELL;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">L%dH%d</text>\n", x + CELL / 2, SVG_TOP - 6, l, h);
+}
+
+/* One head's column of cells, labelled L<layer>H<head>. */
+static void svg_column(FILE *f, const HeadsReport *r, int l, int h, int x) {
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">L%dH%d</text>\n", x + CELL / 2, SVG_TOP - 6, l, h);
+    for (int k = 0; k < N_ROLES; k++) {
+        double v = head_scores(r, l, h)[k];
+        int shade = (int)lround(255 * (1 - (v < 0 ? 0 : v > 1 ? 1 : v)));
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,255)\" stroke=\"#fff\"/>"
+                   "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%.2f</text>\n",
+                x, SVG_TOP + k * CELL, CELL, CELL, shade, shade, x + CELL / 2, SVG_TOP + k * CELL + CELL / 2 + 4,
+                v > 0.55 ? "#fff" : "#000", v);
+    }
+}
+
+static void write_svg(FILE *f, const HeadsReport *r, const char *model_path) {
+    int cols = r->n_layers * r->n_heads;
+    int width = SVG_LEFT + cols * CELL + 20, height = SVG_TOP + N_ROLES * CELL + 40;
+    if (width < SVG_MIN_WIDTH) width = SVG_MIN_WIDTH;
+    svg_header(f, r, model_path, width, height);
+    for (int col = 0; col < cols; col++) svg_column(f, r, col / r->n_heads, col % r->n_heads, SVG_LEFT + col * CELL);
+    for (int col = 0; col < cols; col++) { /* outlines last, so no neighbour covers them */
         double score;
-        int role = heads_dominant(r, l, h, &score);
-        for (int k = 0; k < N_ROLES; k++) {
-            double v = head_scores(r, l, h)[k];
-            int shade = (int)lround(255 * (1 - (v < 0 ? 0 : v > 1 ? 1 : v)));
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,255)\"%s/>"
-                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%.2f</text>\n",
-                    x, SVG_TOP + k * CELL, CELL, CELL, shade, shade,
-                    k == role ? " stroke=\"#d00\" stroke-width=\"3\"" : " stroke=\"#fff\"",
-                    x + CELL / 2, SVG_TOP + k * CELL + CELL / 2 + 4, v > 0.55 ? "#fff" : "#000", v);
-        }
+        int role = heads_dominant(r, col / r->n_heads, col % r->n_heads, &score);
+        if (role >= 0)
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#d00\" "
+                       "stroke-width=\"3\"/>\n", SVG_LEFT + col * CELL, SVG_TOP + role * CELL, CELL, CELL);
     }
     fprintf(f, "<text x=\"10\" y=\"%d\" fill=\"#555\">in-context learning: loss %.2f nats/token on the first copy, "
                "%.2f on the second (uniform guess %.2f)</text>\n</svg>\n",

@@ -157,8 +157,11 @@ def formats(stdout_path, csv_path, json_path, svg_path):
     report("the table on stdout agrees with the JSON", table_ok)
     svg = ET.parse(svg_path).getroot()
     rects = svg.findall("{http://www.w3.org/2000/svg}rect")
-    report("SVG parses: one cell per role and head", len(rects) == 1 + len(ROLES) * len(d["heads"]),
-           "%d rects" % len(rects))
+    cells = [r for r in rects if r.get("fill", "").startswith("rgb(")]
+    outlines = [r for r in rects if r.get("fill") == "none"]
+    report("SVG parses: one cell per role and head, one outline per head with a role",
+           len(cells) == len(ROLES) * len(d["heads"]) and len(outlines) == sum(1 for h in d["heads"] if h["role"]),
+           "%d cells, %d outlines" % (len(cells), len(outlines)))
 
 
 def readme(path):

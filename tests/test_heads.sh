@@ -51,7 +51,7 @@ else fail "-m heads reproducible" "$(diff "$tmp/a" "$tmp/b" | head -n 3)"; fi
 role_of() { awk -F, -v l="$2" -v h="$3" '$1 == l && $2 == h { print $(NF-1) "," $NF }' "$1"; }
 if [ -r models/induction.bin ]; then
     $RUN models/induction.bin -m heads --csv "$tmp/ind.csv" --json "$tmp/ind.json" >/dev/null 2>&1
-    best=$(awk -F, 'NR > 1 && $5 > best { best = $5; at = "layer " $1 " head " $2 } END { print best, at }' "$tmp/ind.csv")
+    best=$(awk -F, 'NR > 1 && $6 > best { best = $6; at = "layer " $1 " head " $2 } END { print best, at }' "$tmp/ind.csv")
     score=${best%% *}
     if awk -v s="${score:-0}" 'BEGIN { exit !(s >= 0.5) }' && grep -q ',induction,' "$tmp/ind.csv"; then
         ok "models/induction.bin has an induction head: $best (>= 0.5, its dominant role)"
