@@ -112,6 +112,8 @@ static void tally_repeat(double *sum, const float *w, int pos, int n_visible, in
     sum[ROLE_DUPLICATE] += weight_at(w, pos, n_visible, pos - block_len);
 }
 
+/* Counts a query once for each role it is scored on (from layer 0's call:
+ * every head sees the same queries), and what uniform weights would add. */
 static void count_query(Tally *t, int pos, int n_visible) {
     static const HeadRole text[] = { ROLE_SELF, ROLE_PREVIOUS, ROLE_FIRST };
     static const HeadRole repeat[] = { ROLE_INDUCTION, ROLE_DUPLICATE };
