@@ -9,8 +9,8 @@ CFLAGS ?= -O3 -ffp-contract=fast
 OPENMP ?= -fopenmp
 QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
-SOURCES = run.c tokenizer.c trace.c trace_json.c stepper.c bench.c quantize.c roofline.c
-HEADERS = progress.h model.h kernels.h kv_cache.h checkpoint.h gguf.h tokenizer.h sampler.h trace.h trace_internal.h stepper.h bench.h quantize.h roofline.h
+SOURCES = run.c tokenizer.c trace.c trace_json.c stepper.c bench.c quantize.c roofline.c heads.c
+HEADERS = progress.h model.h kernels.h kv_cache.h checkpoint.h gguf.h tokenizer.h sampler.h trace.h trace_internal.h stepper.h bench.h quantize.h roofline.h heads.h
 
 .PHONY: all run test bench clean models fuzz
 
@@ -77,6 +77,8 @@ models:
 	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin
 	$(PYTHON) export/train.py --config stories
 	$(PYTHON) export/export.py out/stories/ckpt.pt models/stories.bin --dtype f16
+	$(PYTHON) export/train.py --config induction
+	$(PYTHON) export/export.py out/induction/ckpt.pt models/induction.bin
 
 clean:
 	rm -rf build run

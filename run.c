@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "quantize.h"
 #include "progress.h"
+#include "heads.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,8 +38,8 @@
 /* Options                                                                   */
 
 /* The modes, as bits, so a flag can say which modes read it. */
-enum { GENERATE = 1, TOKENIZE = 2, INFO = 4, PPL = 8, BENCH = 16, QUANTIZE = 32, ALL_MODES = 63 };
-static const char *const MODE_NAMES[] = { "generate", "tokenize", "info", "ppl", "bench", "quantize" };
+enum { GENERATE = 1, TOKENIZE = 2, INFO = 4, PPL = 8, BENCH = 16, QUANTIZE = 32, HEADS = 64, ALL_MODES = 127 };
+static const char *const MODE_NAMES[] = { "generate", "tokenize", "info", "ppl", "bench", "quantize", "heads" };
 #define N_MODES ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
 
 typedef struct {
@@ -57,6 +58,8 @@ typedef struct {
     unsigned long long seed;
     TraceOptions trace;
     BenchOptions bench;
+    HeadsOptions heads;      /* its --csv and --svg are bench's fields */
+    const char *probe;       /* --probe: the prompt is a probe sequence (with --html) */
 } Options;
 
 /* What a flag's value is, so one parser can read and check every flag. */
@@ -91,7 +94,7 @@ typedef struct {
  * modes change. */
 static const Flag FLAGS[] = {
     { "-m", ARG_TEXT, "MODE", 0, 0, 0, ALL_MODES, AT(mode_name), "generate",
-      "generate tokenize info ppl bench quantize" },
+      "generate tokenize info ppl bench quantize heads" },
     { "--threads", ARG_INT, "N", 1, 1024, 0, ALL_MODES, AT(threads), "all cores", "OpenMP threads (or OMP_NUM_THREADS)" },
     { "-h", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "this help, on stdout" },
     { "--help", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "the same" },
@@ -104,7 +107,7 @@ static const Flag FLAGS[] = {
     { "-t", ARG_FLOAT, "TEMP", 0, 3.4e38, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
     { "-p", ARG_FLOAT, "TOPP", 0, 1, 1, GENERATE, AT(topp), "0.9", "top-p in (0, 1]; 1 = off" },
     { "-k", ARG_INT, "TOPK", 0, BIG, 0, GENERATE, AT(topk), "0", "keep the k most likely tokens; 0 = off" },
-    { "-s", ARG_SEED, "SEED", 0, 9223372036854775807.0, 0, GENERATE, AT(seed), "clock",
+    { "-s", ARG_SEED, "SEED", 0, 9223372036854775807.0, 0, GENERATE | HEADS, AT(seed), "clock; heads: 1",
       "random seed; 0 = from the clock (printed)" },
     { "--trace", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace), "off", "text trace of each token, to stderr" },
     { "--trace-prompt", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace_prompt), "off",
@@ -124,13 +127,19 @@ static const Flag FLAGS[] = {
     { "--compare", ARG_TEXT, "MODEL", 0, 0, 0, GENERATE, AT(trace.compare_path), "none",
       "with --html: MODEL side by side" },
     { "--step", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.step), "off", "pause after each token (keys below)" },
+    { "--probe", ARG_TEXT, "KIND", 0, 0, 0, GENERATE, AT(probe), "none",
+      "induction: -m heads' repeat probe as prompt" },
     { "-f", ARG_TEXT, "FILE", 0, 0, 0, PPL, AT(text_file), "required", "the text file to score" },
     { "--ctx", ARG_INT, "N", 1, QKV_MAX_SEQ_LEN, 0, INFO | BENCH, AT(bench.ctx), "context",
       "FLOPs at N (info); 1..N (bench)" },
     { "--no-cache", ARG_SWITCH, NULL, 0, 0, 0, BENCH, AT(bench.no_cache), "off", "also time recomputing the prefix" },
     { "--repeats", ARG_INT, "N", 1, 1000, 0, BENCH, AT(bench.repeats), "3", "median over N runs" },
-    { "--csv", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.csv_path), "none", "every position's times" },
-    { "--svg", ARG_TEXT, "FILE", 0, 0, 0, BENCH, AT(bench.svg_path), "none", "the latency chart" },
+    { "--csv", ARG_TEXT, "FILE", 0, 0, 0, BENCH | HEADS, AT(bench.csv_path), "none",
+      "times (bench); every head's scores (heads)" },
+    { "--svg", ARG_TEXT, "FILE", 0, 0, 0, BENCH | HEADS, AT(bench.svg_path), "none",
+      "latency chart (bench); heatmap (heads)" },
+    { "--probes", ARG_INT, "N", 1, 1000, 0, HEADS, AT(heads.n_probes), "8", "probe sequences of each kind" },
+    { "--json", ARG_TEXT, "FILE", 0, 0, 0, HEADS, AT(heads.json_path), "none", "the scores and probes as JSON" },
     { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the file to write (GGUF if .gguf)" },
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
@@ -175,7 +184,8 @@ static void print_help(void) {
            "  ./run models/stories.bin -m info --ctx 128\n"
            "  ./run models/grammar.bin -m ppl -f tests/data/grammar-sample.txt\n"
            "  ./run models/stories.bin -m bench --repeats 1 --svg bench.svg\n"
-           "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n", STEP_KEYS_HELP);
+           "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n"
+           "  ./run models/induction.bin -m heads --svg heads.svg\n", STEP_KEYS_HELP);
     exit(0);
 }
 
@@ -269,6 +279,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->trace.pos[1] = QKV_MAX_SEQ_LEN; /* every position */
     o->trace.top_logits = 10;
     o->bench.repeats = 3;
+    o->heads.n_probes = HEADS_DEFAULT_PROBES;
     o->dtype = WEIGHT_Q8_0;
     int given[N_FLAGS] = { 0 };
     int i = 1;
@@ -295,10 +306,12 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (o->help) print_help();
     for (int m = 0; m < N_MODES; m++)
         if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;
-    if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench or quantize");
+    if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench, quantize or heads");
     check_modes(o, given);
     if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
     if (o->mode == PPL && !o->text_file) usage("-m ppl needs -f FILE");
+    if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
+    if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
     /* the flags that narrow a trace do nothing without one */
     const TraceOptions *tr = &o->trace;
@@ -421,11 +434,26 @@ static int check_logits(const float *logits, int n, int pos) {
     return -1;
 }
 
+/* --probe induction: the prompt is -m heads' first repeat probe (BOS, a
+ * block of random tokens, the block again) for the same seed, so the
+ * explorer shows the induction stripe. */
+static int *probe_prompt(const Config *c, const Options *o, int *n) {
+    int block_len = heads_block_length(c);
+    if (!block_len) die("%s", "--probe induction: the context or vocabulary is too small for a probe");
+    int *tokens = malloc((2 * (size_t)block_len + 1) * sizeof(int));
+    if (!tokens) die("%s", "out of memory");
+    uint64_t rng = heads_repeat_rng(o->seed ? o->seed : HEADS_DEFAULT_SEED);
+    heads_repeat_probe(tokens, c, block_len, &rng);
+    *n = 2 * block_len + 1;
+    return tokens;
+}
+
 /* Returns the exit status: 0, or 1 after one error line (bad logits). */
 static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
     int n_prompt;
-    int *prompt = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
+    int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
+                           : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
     if (n_prompt > c->seq_len) {
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
@@ -827,7 +855,7 @@ int main(int argc, char **argv) {
     if (model_load(&m, path, err, sizeof err)) die("%s", err);
     /* Every mode reads the whole file: info and bench need no tokenizer, but
      * a checkpoint whose tokenizer is damaged is refused in all of them. */
-    int text_mode = o.mode != INFO && o.mode != BENCH;
+    int text_mode = o.mode != INFO && o.mode != BENCH && o.mode != HEADS;
     int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
     if (has_tokenizer) load_tokenizer(&t, &o, &m);
     int status = 0;
@@ -842,6 +870,15 @@ int main(int argc, char **argv) {
         o.bench.model_path = path;
         o.bench.kv_type = o.kv_type;
         if (bench_run(&m, &o.bench, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (o.mode == HEADS) {
+        o.heads.seed = o.seed ? o.seed : HEADS_DEFAULT_SEED;
+        o.heads.csv_path = o.bench.csv_path;
+        o.heads.svg_path = o.bench.svg_path;
+        o.heads.model_path = path;
+        if (heads_run(&m, &o.heads, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             status = 1;
         }

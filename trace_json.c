@@ -2,6 +2,7 @@
  * per position, and the HTML attention explorer (--html), which embeds the
  * same objects in explorer.html. See trace.c for how steps are recorded. */
 #include "trace_internal.h"
+#include "heads.h"
 #include "explorer_html.h" /* EXPLORER_HTML: explorer.html as a C string, made by the Makefile */
 
 #include <math.h>
@@ -161,10 +162,35 @@ static int run_compare(Tracer *tr, Recording *out, Capture *cap, char *err, size
     return rc;
 }
 
+/* Each head's dominant role and score by -m heads' probes (default count
+ * and seed), for the thumbnails: "roles":[[{"role":..,"score":..}|null per
+ * head] per layer], or null when the model is too small for the probes. */
+static void html_roles(FILE *f, const Model *m) {
+    HeadsReport r;
+    char err[256];
+    if (heads_measure(m, HEADS_DEFAULT_PROBES, HEADS_DEFAULT_SEED, &r, err, sizeof err)) {
+        fputs(",\"roles\":null", f);
+        return;
+    }
+    fputs(",\"roles\":[", f);
+    for (int l = 0; l < r.n_layers; l++)
+        for (int h = 0; h < r.n_heads; h++) {
+            double score;
+            int role = heads_dominant(&r, l, h, &score);
+            fputs(h ? "," : l ? "],[" : "[", f);
+            if (role >= 0) fprintf(f, "{\"role\":\"%s\",\"score\":%.3f}", HEAD_ROLE_NAMES[role], score);
+            else fputs("null", f);
+        }
+    fputs("]]", f);
+    heads_report_free(&r);
+}
+
 static void html_run(const Json *j, const Tracer *tr, const char *name, const Recording *rec,
-                     const Capture *cap, const Config *c) {
+                     const Capture *cap, const Model *m) {
+    const Config *c = &m->config;
     fputs("{\"name\":", j->f);
     json_string(j, name, (int)strlen(name));
+    html_roles(j->f, m);
     fprintf(j->f, ",\"n_layers\":%d,\"n_heads\":%d,\"n_kv_heads\":%d,\"head_size\":%d,\"steps\":[\n",
             c->n_layers, c->n_heads, c->n_kv_heads, c->head_size);
     Selection all = { -1, -1 };
@@ -191,10 +217,10 @@ static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const
         fputc('}', f);
     }
     fputs("],\"runs\":[\n", f);
-    html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, &tr->model->config);
+    html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, tr->model);
     if (compare) {
         fputs(",\n", f);
-        html_run(&j, tr, tr->opt.compare_path, compare, compare_cap, &tr->compare.config);
+        html_run(&j, tr, tr->opt.compare_path, compare, compare_cap, &tr->compare);
     }
     fputs("]}", f);
 }

@@ -20,6 +20,8 @@ Written by the default mode:
   tests/data/q8.qkv    Q8_0 matrices, dim 64, hidden_dim 96, n_heads 4, n_kv_heads 2, shared classifier
   tests/data/q4.qkv    Q4_0 matrices, dim 64, hidden_dim 160, n_heads 4, n_kv_heads 2, separate classifier
       both: n_layers 2, head_size 16, seq_len 32, vocab_size 300 (every width a multiple of 32)
+  tests/data/heads.qkv, heads.legacy.bin   one layer, heads built by hand: self, previous token,
+                                    first token, uniform (dim 32, head_size 8, seq_len 80)
   tests/data/bad/*                  hostile files the loader must reject (listed in README.txt)
   tests/golden/{gqa,mqa,sepcls,f16}.txt reference.py's logits/scores/weights (see reference.py)
   tests/golden/{q8,q4}.txt          the same with the matrix inputs quantized as the engine's int8
@@ -400,6 +402,8 @@ def write_all():
         print("tests/golden/%s.txt: logits std %.2f range [%.2f, %.2f]; attention max weight median %.2f"
               % (name, lg.std(), lg.min(), lg.max(), float(np.median(top))))
 
+    write_heads_fixture(tok)
+
     for old in os.listdir(BAD):
         os.remove(os.path.join(BAD, old))
     bad = make_bad_files(tok)
@@ -423,6 +427,57 @@ def write_all():
         f.write("\n".join(lines) + "\n")
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(DATA) for f in fs)
     print("tests/data total: %d bytes" % total)
+
+
+# One layer whose four heads are built by hand (tests/test_heads.sh):
+# head 0 attends to its own position, head 1 to the previous one, head 2 to
+# position 0 (BOS), head 3 spreads evenly. Every token but BOS has the same
+# embedding, so queries and keys are the same vectors at every position and
+# only RoPE tells positions apart: with key pair (1, 0) and query pair
+# (cos f, -sin f) for a pair turning f radians a position, q.k at distance d
+# is the sum over pairs of cos((d - 1) f), largest at d = 1 (and with query
+# pair (1, 0) at d = 0). The first-token head's keys read the one dimension
+# where BOS differs. Scaled so every other key is at least SCORE_GAP below.
+HEADS_SHAPE = dict(dim=32, hidden_dim=8, n_layers=1, n_heads=4, n_kv_heads=4, seq_len=80)
+SCORE_GAP = 40.0  # in units of q.k / sqrt(head_size): other keys get < e^-40 of the weight
+
+
+def heads_fixture_tensors(config):
+    c = qkvfile.complete_config(config)
+    d, hs, theta = c["dim"], c["head_size"], c["rope_theta"]
+    t = {name: np.zeros(shape, dtype=np.float64) for name, shape in qkvfile.tensor_shapes(c)}
+    for name in t:
+        if name.endswith("norm"):
+            t[name][:] = 1.0
+    t["tok_embeddings"][:, 0:2] = 1.0                     # every token: (1, 1, 0, ...)
+    t["tok_embeddings"][c["bos_id"], 1] = -1.0            # BOS: (1, -1, 0, ...), the same norm
+    a = 1.0 / np.sqrt(2.0 / d + c["norm_eps"])            # x[0] after rmsnorm, at every position
+    freqs = theta ** (-2.0 * np.arange(hs // 2) / hs)
+    dists = np.arange(c["seq_len"])
+    wq, wk = t["layers.0.attention.wq"], t["layers.0.attention.wk"]
+    for head, peak in ((0, 0), (1, 1)):
+        score = np.cos(np.outer(dists - peak, freqs)).sum(1)  # q.k per unit scale, by distance
+        gap = score[peak] - np.delete(score, peak).max()
+        scale = SCORE_GAP * np.sqrt(hs) / gap              # q.k scale: |q| |k| per pair
+        for i, f in enumerate(freqs):
+            row = head * hs + 2 * i
+            wk[row, 0] = 1.0 / a                           # key pair (1, 0)
+            wq[row, 0] = scale * np.cos(peak * f) / a      # query pair turned back by peak positions
+            wq[row + 1, 0] = -scale * np.sin(peak * f) / a
+    slow = 2 * hs + 2 * (hs // 2 - 1)                      # head 2's slowest pair: under 0.1 rad over the context
+    wq[slow, 0] = SCORE_GAP * np.sqrt(hs) / a              # query (s, 0); key +1 at BOS, -1 elsewhere
+    wk[slow, 1] = -1.0 / a
+    t["output"][c["bos_id"], 0] = -100.0                   # sampled text: any token but BOS, evenly
+    return {n: v.astype(np.float32) for n, v in t.items()}  # head 3: no query, so uniform weights
+
+
+def write_heads_fixture(tok):
+    config = qkvfile.default_config(vocab_size=len(tok.pieces), shared_classifier=0, **HEADS_SHAPE)
+    tensors = heads_fixture_tensors(config)
+    for fmt in ("qkv", "legacy.bin"):
+        path = os.path.join(DATA, "heads." + fmt)
+        write_model(path, fmt, config, tensors, tok)
+        print("tests/data/heads.%s: %d bytes" % (fmt, os.path.getsize(path)))
 
 
 def write_random_legacy(args):

@@ -5,6 +5,7 @@
     python3 export/train.py --config stories            # models/stories.bin's run
     python3 export/train.py --config grammar --init-only   # untrained init (grammar-random)
     python3 export/train.py --config stories --resume      # continue from out/stories/ckpt.pt
+    python3 export/train.py --config induction          # models/induction.bin's run (1 thread)
 
 Everything (tokenizer, data split, init, batch order) is derived from the
 config's seed, so a run is reproducible.  Writes into out_dir:
@@ -66,6 +67,25 @@ CONFIGS = {
         eval_interval=300, eval_tokens=1_000_000,   # eval = the whole held-out split of each file
         seed=1337, out_dir="out/stories",
         threads=1,  # one thread: with other work on the machine, two OpenMP threads ran 4x slower than one
+    ),
+    # Two layers on grammar text mixed with rows of random tokens repeated
+    # (A B C ... A B C ...): the repeats can only be predicted by copying
+    # from earlier in the row, which is what an induction head does.
+    "induction": dict(
+        data="induction",
+        grammar_sentences=300_000,
+        grammar_seed=4321,
+        repeat_fraction=0.5,         # share of rows that are repeated random tokens
+        repeat_min=6, repeat_max=40,  # length of the repeated block, uniform
+        dim=96, hidden_dim=224, n_layers=2, n_heads=4, n_kv_heads=4,
+        seq_len=128, shared_classifier=True,
+        batch_size=32, grad_accum=1,
+        lr=3e-3, min_lr=1e-4, warmup_iters=100, max_iters=1200,
+        weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0,
+        eval_interval=100, eval_tokens=65_536,
+        seed=1337, out_dir="out/induction",
+        threads=1,
+        keep_checkpoints=True,       # ckpt_NNNNN.pt at every eval: the induction score's curve
     ),
 }
 
@@ -160,6 +180,32 @@ def prepare_grammar(cfg, out_dir):
     train = grammar_rows(tok, sents[n_val:], cfg["seq_len"])
     val = grammar_rows(tok, sents[:n_val], cfg["seq_len"])
     return tok, train, val
+
+
+def repeat_rows(n, vocab_size, cfg, rng):
+    """Rows of seq_len+1 ids: BOS, then one block of random tokens (ids 3 and
+    up, no id twice in a block) repeated until the row is full."""
+    width = cfg["seq_len"] + 1
+    rows = np.empty((n, width), dtype=np.int64)
+    for r in range(n):
+        length = int(rng.integers(cfg["repeat_min"], cfg["repeat_max"] + 1))
+        block = rng.choice(np.arange(3, vocab_size), size=length, replace=False)
+        rows[r, 0] = tt.BOS_ID
+        rows[r, 1:] = np.resize(block, width - 1)
+    return rows
+
+
+def prepare_induction(cfg, out_dir):
+    """Grammar rows and as many repeated-random-token rows times
+    repeat_fraction / (1 - repeat_fraction), shuffled together."""
+    tok, train, val = prepare_grammar(cfg, out_dir)
+    rng = np.random.default_rng(cfg["seed"])
+    share = cfg["repeat_fraction"] / (1 - cfg["repeat_fraction"])
+    mixed = []
+    for rows in (train, val):
+        both = np.concatenate([rows, repeat_rows(int(len(rows) * share), tok.vocab_size, cfg, rng)])
+        mixed.append(both[rng.permutation(len(both))])
+    return tok, mixed[0], mixed[1]
 
 
 class Batches:
@@ -260,6 +306,9 @@ def main():
     t0 = time.time()
     if cfg["data"] == "stories":
         tok, train, vals = prepare_stories(cfg, out_dir)
+    elif cfg["data"] == "induction":
+        tok, train, val = prepare_induction(cfg, out_dir)
+        vals = [("eval", val)]
     else:
         tok, train, val = prepare_grammar(cfg, out_dir)
         vals = [("eval", val)]
@@ -322,6 +371,8 @@ def main():
             save(ck_path, model, opt, cfg, it, tok, best_val, history)
             if vl == best_val:  # the checkpoint with the lowest held-out loss so far
                 save(os.path.join(out_dir, "best.pt"), model, None, cfg, it, tok, best_val, history)
+            if cfg.get("keep_checkpoints"):
+                save(os.path.join(out_dir, "ckpt_%05d.pt" % it), model, None, cfg, it, tok, best_val, history)
         if last:
             break
         lr = lr_at(it, cfg)

@@ -7,8 +7,9 @@
 # into view), draws every layer and head, counts the heatmap cells (visible
 # and hatched), checks every row sums to 1, hovers a cell, drives the
 # keyboard (arrows, Enter on a token reached by Tab), checks the address
-# follows the view and the page does not scroll sideways, and records any
-# script error into <pre id="selftest" data-test-status="ok|fail">.
+# follows the view, the page does not scroll sideways and each head's
+# thumbnail names its role (-m heads), and records any script error into
+# <pre id="selftest" data-test-status="ok|fail">.
 # Also saves a screenshot, build/explorer.png. Prints "ok" / "FAIL" lines.
 set -u
 cd "$(dirname "$0")/.."
@@ -78,6 +79,14 @@ else fail "--html --compare" "$(head -n 1 "$tmp/err")"; fi
 if $RUN $MODEL -i "$PROMPT" -t 0.9 -s 1 -n 40 --html "$tmp/long.html" >/dev/null 2>"$tmp/err"; then
     check_page "explorer of a sampled run, one model, opened on #pos=36" "$tmp/long.html" 1 "pos=36&layer=1&head=0"
 else fail "--html" "$(head -n 1 "$tmp/err")"; fi
+
+# The induction probe (a random block, then the same block again): the page
+# of the shipped induction model, whose thumbnails name each head's role.
+PROBE_MODEL=models/induction.bin
+[ -r $PROBE_MODEL ] || PROBE_MODEL=$MODEL
+if $RUN $PROBE_MODEL --probe induction -s 1 -t 0 -n 70 --html "$tmp/probe.html" >/dev/null 2>"$tmp/err"; then
+    check_page "explorer of $PROBE_MODEL over --probe induction, opened on #pos=50" "$tmp/probe.html" 1 "pos=50&layer=1&head=0"
+else fail "--probe induction --html" "$(head -n 1 "$tmp/err")"; fi
 
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
 # "</script": the page must still parse its data and draw.

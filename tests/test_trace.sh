@@ -29,7 +29,7 @@ fi
 
 # ---- the row printer on the docs' worked example ---------------------------
 if ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wextra -Wno-unused-parameter ${TEST_CFLAGS:--O2} \
-        -Ibuild -o build/test_trace_format tests/test_trace_format.c trace.c trace_json.c stepper.c tokenizer.c -lm; then
+        -Ibuild -o build/test_trace_format tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c -lm; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"

@@ -4,9 +4,11 @@
  * The attention is computed by model.h's own attention_head() from the
  * article's Q, K and V (d_k = 2), then printed by the tracer's row printer,
  * trace_print_attention(). Prints "ok NAME" / "FAIL NAME: why" lines.
- * Built by tests/test_trace.sh with trace.c and tokenizer.c. */
+ * Built by tests/test_trace.sh with trace.c, heads.c and tokenizer.c. */
 #define QKV_MODEL_IMPLEMENTATION
 #include "../model.h"
+#define QKV_SAMPLER_IMPLEMENTATION /* heads.c (the explorer's roles) samples its text probes */
+#include "../sampler.h"
 #include "../trace.h"
 
 #include <math.h>
