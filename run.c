@@ -50,6 +50,8 @@ typedef struct {
     const char *output;      /* -o, for quantize */
     int dtype;               /* --dtype, for quantize: a WeightType */
     int kv_type;             /* --kv-type: a KVType */
+    int window, sinks;       /* --window W --sinks S (kv_window.h); window 0: off; sinks -1: not given */
+    int recompute;           /* --recompute: ppl recomputes the window for every token */
     float temperature, topp;
     int topk, steps, threads, help;
     unsigned long long seed;
@@ -133,6 +135,12 @@ static const Flag FLAGS[] = {
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
       "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
+    { "--window", ARG_INT, "W", 1, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(window), "off",
+      "keep S sinks + W-S recent positions; run past the context" },
+    { "--sinks", ARG_INT, "S", 0, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(sinks), "0",
+      "with --window: the first S positions are never evicted" },
+    { "--recompute", ARG_SWITCH, NULL, 0, 0, 0, PPL, AT(recompute), "off",
+      "with --window: each token from scratch over its window" },
 };
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -268,6 +276,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->trace.top_logits = 10;
     o->bench.repeats = 3;
     o->dtype = WEIGHT_Q8_0;
+    o->sinks = -1;
     int given[N_FLAGS] = { 0 };
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->checkpoint = argv[i++];
@@ -314,6 +323,9 @@ static void parse_options(Options *o, int argc, char **argv) {
         usage("--step reads its keys from stdin, so the prompt cannot come from stdin too");
     if (o->trace.level_name && trace_level_parse(o->trace.level_name) < 0)
         usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
+    if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
+    if (o->recompute && !o->window) usage("--recompute needs --window W");
+    if (o->sinks < 0) o->sinks = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -324,6 +336,20 @@ static void die(const char *fmt, const char *detail) {
     fprintf(stderr, fmt, detail);
     fprintf(stderr, "\n");
     exit(1);
+}
+
+/* --window and --sinks against the model: a usage error, like any flag. */
+static void check_window(const Options *o, const Config *c) {
+    char msg[256];
+    if (kv_window_check(o->window, o->sinks, c->seq_len, msg, sizeof msg)) usage(msg);
+}
+
+/* A run state for the run's positions: capacity of them, or with --window
+ * W positions however long the run (positions past it evict). */
+static void run_state_for(RunState *s, const Config *c, int capacity, const Options *o) {
+    if (o->window) capacity = o->window;
+    if (run_state_init_kv(s, c, capacity, (KVType)o->kv_type) || kv_window_init(&s->kv_cache, o->sinks))
+        die("%s", "out of memory for the run state");
 }
 
 /* A seed from the clock when -s is absent or 0 (as in llama2.c, where 0 would
@@ -427,7 +453,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
         return 1;
     }
     int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
-    if (steps > c->seq_len) {
+    if (steps > c->seq_len && !o->window) { /* a window runs on past the context */
         fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
         steps = c->seq_len;
     }
@@ -443,8 +469,8 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     unsigned long long seed = o->seed ? o->seed : clock_seed();
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
-    if (run_state_init_kv(&s, c, steps, (KVType)o->kv_type) ||
-        sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+    run_state_for(&s, c, steps, o);
+    if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
@@ -649,9 +675,71 @@ static double negative_log_likelihood(const float *logits, int n, int target) {
     return max + log(sum) - logits[target];
 }
 
-/* Mean loss over non-overlapping windows of seq_len: window w runs tokens
- * w*T..w*T+T-1 from position 0 and predicts the token after each. */
-/* Returns the exit status: 0, or 1 after one error line. */
+/* Adds -log p(tokens[at + j + 1]) for the n rows j of logits (positions
+ * at..at+n-1). Returns 0, or -1 after one error line (bad logits). */
+static int add_losses(const float *logits, int n, int V, const int *tokens, int at, double *total) {
+    for (int j = 0; j < n; j++) {
+        if (check_logits(logits + (size_t)j * V, V, at + j)) return -1;
+        *total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[at + j + 1]);
+    }
+    return 0;
+}
+
+/* Positions from..to-1 of one stream, as chunks that never pass the
+ * cache's capacity (a window evicts one position a token beyond it). */
+static int score_stream(const Model *m, RunState *s, const int *tokens, int from, int to, double *total) {
+    int V = m->config.vocab_size, show = isatty(2);
+    for (int pos = from; pos < to;) {
+        int chunk = to - pos < QKV_CHUNK ? to - pos : QKV_CHUNK, room = s->kv_cache.capacity - pos;
+        if (chunk > room) chunk = room > 1 ? room : 1;
+        float *logits = forward_logits(m, s, tokens + pos, chunk, pos, NULL);
+        if (add_losses(logits, chunk, V, tokens, pos, total)) return -1;
+        pos += chunk;
+        if (show && (pos % 256 < chunk || pos == to)) fprintf(stderr, "\rtoken %d/%d", pos, to);
+    }
+    return 0;
+}
+
+/* Without --window, restart when full: non-overlapping windows of seq_len,
+ * window w runs tokens w*T..w*T+T-1 from position 0 and predicts the token
+ * after each. */
+static int score_restarting(const Model *m, RunState *s, const int *tokens, int n, double *total) {
+    int T = m->config.seq_len, windows = (n - 1 + T - 1) / T;
+    for (int w = 0; w < windows; w++) {
+        int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
+        if (score_stream(m, s, tokens + start, 0, len, total)) return -1;
+    }
+    return 0;
+}
+
+/* --window W --recompute: each position p past the window runs from scratch
+ * over what a sliding cache would hold, the S sinks and the W-S tokens up
+ * to p, at positions 0..W-1 (StreamingLLM's "sliding window with
+ * re-computation", the quality reference); positions inside the window are
+ * one stream. */
+static int score_recomputing(const Model *m, RunState *s, const int *tokens, int n, int W, int S,
+                             double *total) {
+    int V = m->config.vocab_size, first = n - 1 < W ? n - 1 : W, show = isatty(2);
+    if (score_stream(m, s, tokens, 0, first, total)) return -1;
+    int *view = malloc((size_t)W * sizeof(int));
+    if (!view) die("%s", "out of memory");
+    int rc = 0;
+    for (int p = first; p < n - 1 && rc == 0; p++) {
+        memcpy(view, tokens, (size_t)S * sizeof(int));
+        memcpy(view + S, tokens + p - (W - S) + 1, (size_t)(W - S) * sizeof(int));
+        float *logits = forward_tokens(m, s, view, W, 0, NULL);
+        if (check_logits(logits, V, p)) rc = -1;
+        else *total += negative_log_likelihood(logits, V, tokens[p + 1]);
+        if (show && (p % 16 == 0 || p == n - 2)) fprintf(stderr, "\rtoken %d/%d", p + 1, n - 1);
+    }
+    free(view);
+    return rc;
+}
+
+/* Mean loss of predicting each token of the file from the ones before it:
+ * restarting every context (the default), through one stream with a
+ * sliding window (--window, --sinks), or recomputing each window
+ * (--recompute). Returns the exit status: 0, or 1 after one error line. */
 static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
@@ -663,35 +751,27 @@ static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
         free(text);
         return 1;
     }
-    int T = m->config.seq_len, V = m->config.vocab_size, windows = (n - 1 + T - 1) / T, show = isatty(2);
+    int T = m->config.seq_len;
     RunState s;
     /* a window is at most T positions, and no more than the text has */
-    if (run_state_init_kv(&s, &m->config, n - 1 < T ? n - 1 : T, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
-    double total = 0;
-    int rc = 0;
-    for (int w = 0; w < windows && rc == 0; w++) {
-        int start = w * T, len = n - 1 - start < T ? n - 1 - start : T;
-        for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
-            int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
-            float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
-            for (int j = 0; j < chunk && rc == 0; j++) {
-                if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
-                else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
-            }
-        }
-        if (show) fprintf(stderr, "\rwindow %d/%d", w + 1, windows);
-    }
-    if (show) fprintf(stderr, "\n");
+    run_state_for(&s, &m->config, n - 1 < T ? n - 1 : T, o);
+    double total = 0, start = now_seconds();
+    int rc;
+    if (o->recompute) rc = score_recomputing(m, &s, tokens, n, o->window, o->sinks, &total);
+    else if (o->window) rc = score_stream(m, &s, tokens, 0, n - 1, &total);
+    else rc = score_restarting(m, &s, tokens, n, &total);
+    double seconds = now_seconds() - start;
+    if (isatty(2)) fprintf(stderr, "\n");
     if (rc == 0) {
         int predicted = n - 1;
-        printf("tokens %d  bytes %zu\n", predicted, bytes);
+        printf("tokens %d  bytes %zu  %.1f tok/s\n", predicted, bytes, predicted / (seconds + 1e-9));
         printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
                exp(total / predicted), total / log(2.0) / bytes);
     }
     run_state_free(&s);
     free(tokens);
     free(text);
-    return rc;
+    return rc ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -755,6 +835,7 @@ int main(int argc, char **argv) {
     int text_mode = o.mode != INFO && o.mode != BENCH;
     int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
     if (has_tokenizer) load_tokenizer(&t, &o, &m);
+    check_window(&o, &m.config);
     int status = 0;
     if (o.mode == INFO) {
         int ctx = o.bench.ctx ? o.bench.ctx : m.config.seq_len;
