@@ -136,11 +136,11 @@ static const Flag FLAGS[] = {
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
       "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
     { "--window", ARG_INT, "W", 1, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(window), "off",
-      "keep S sinks + W-S recent positions; run past the context" },
+      "keep W positions (S sinks, W-S recent); run past ctx" },
     { "--sinks", ARG_INT, "S", 0, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(sinks), "0",
       "with --window: the first S positions are never evicted" },
     { "--recompute", ARG_SWITCH, NULL, 0, 0, 0, PPL, AT(recompute), "off",
-      "with --window: each token from scratch over its window" },
+      "with --window: each token from scratch over it" },
 };
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -326,6 +326,8 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
     if (o->recompute && !o->window) usage("--recompute needs --window W");
     if (o->sinks < 0) o->sinks = 0;
+    if (o->bench.no_cache && o->window)
+        usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -847,6 +849,8 @@ int main(int argc, char **argv) {
     } else if (o.mode == BENCH) {
         o.bench.model_path = path;
         o.bench.kv_type = o.kv_type;
+        o.bench.window = o.window;
+        o.bench.sinks = o.sinks;
         if (bench_run(&m, &o.bench, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             status = 1;
