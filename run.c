@@ -448,7 +448,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
     int n_prompt;
     int *prompt = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
-    if (n_prompt > c->seq_len) {
+    if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
         free(prompt);
@@ -816,6 +816,8 @@ int main(int argc, char **argv) {
 #else
     o.bench.threads = 1;
 #endif
+    o.trace.window = o.window; /* the trace marks the sinks and the window */
+    o.trace.sinks = o.sinks;
     char *owned_prompt = NULL;
     if (o.mode & (GENERATE | TOKENIZE)) o.prompt = read_prompt(&o, &owned_prompt);
     Tokenizer t;

@@ -51,7 +51,7 @@ check_page_at() {
     status=$(grep -o 'data-test-status="[a-z]*"' <<<"$report" | head -n 1)
     if [ "$status" = 'data-test-status="ok"' ] && grep -q "^heatmaps $runs$" <<<"$report" \
         && grep -q "^errors 0" <<<"$report"; then
-        ok "$name: $(grep -E '^(visible|masked) cells' <<<"$report" | cut -d'(' -f1 | tr '\n' ';' | sed 's/ *;/;/g')"
+        ok "$name: $(grep -E '^(visible|masked|evicted) cells' <<<"$report" | cut -d'(' -f1 | tr '\n' ';' | sed 's/ *;/;/g')"
     else
         fail "$name" "$(sed 's/<[^>]*>//g' <<<"$report" | tr '\n' ' ' | head -c 400)"
     fi
@@ -78,6 +78,12 @@ else fail "--html --compare" "$(head -n 1 "$tmp/err")"; fi
 if $RUN $MODEL -i "$PROMPT" -t 0.9 -s 1 -n 40 --html "$tmp/long.html" >/dev/null 2>"$tmp/err"; then
     check_page "explorer of a sampled run, one model, opened on #pos=36" "$tmp/long.html" 1 "pos=36&layer=1&head=0"
 else fail "--html" "$(head -n 1 "$tmp/err")"; fi
+
+# A sliding window with sinks, beside a full-cache model: evicted cells
+# hatched, the sinks banded, the window's mask drawn next to the causal one.
+if $RUN $MODEL -i "$PROMPT" -t 0 -n 24 --window 8 --sinks 2 --html "$tmp/window.html" --compare $OTHER >/dev/null 2>"$tmp/err"; then
+    check_page "explorer with --window 8 --sinks 2 and --compare" "$tmp/window.html" 2 "pos=20&layer=0&head=1"
+else fail "--html --window" "$(head -n 1 "$tmp/err")"; fi
 
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
 # "</script": the page must still parse its data and draw.
