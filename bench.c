@@ -150,6 +150,10 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
         free(total); free(attention); free(spread);
         return -1;
     }
+    /* touched now, not page by page as the positions advance: the resident
+     * memory sampled during the run is then the engine's alone */
+    memset(total, 0, samples * sizeof(double));
+    memset(attention, 0, samples * sizeof(double));
     for (int r = 0; r < repeats; r++) {
         fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
                 c->positions[0], c->positions[c->n - 1]);

@@ -334,8 +334,9 @@ static void print_key_lines(FILE *out, const AttentionRow *row, int first, int l
     put_row_label(out, "cache");
     for (int t = first; t < last; t++) {
         int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
-        put_cell(out, t < row->sinks ? "sink" : after_gap || (t == 0 && row_position(row, 0) > 0) ? "window>" : "",
-                 CELL_WIDTH);
+        int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
+        if (t >= row->sinks && !window_start) break; /* nothing more to mark on this line */
+        put_cell(out, t < row->sinks ? "sink" : "window>", CELL_WIDTH);
     }
     fputc('\n', out);
 }

@@ -9,7 +9,10 @@
 # keyboard (arrows, Enter on a token reached by Tab), checks the address
 # follows the view and the page does not scroll sideways, and records any
 # script error into <pre id="selftest" data-test-status="ok|fail">.
-# Also saves a screenshot, build/explorer.png. Prints "ok" / "FAIL" lines.
+# A page of a run with --window and --sinks must also draw the sliding
+# window's mask beside the causal one, hatch exactly the evicted cells and
+# band the sinks. Also saves a screenshot, build/explorer.png. Prints "ok" /
+# "FAIL" lines.
 set -u
 cd "$(dirname "$0")/.."
 RUN=./run
