@@ -39,11 +39,14 @@
 
 /* NULL if --window window --sinks sinks can run on a model of context
  * seq_len (window 0: no window; then sinks must be 0), else why not, in
- * buf. */
+ * buf. Every model qkv loads turns keys by RoPE, which is what lets the
+ * window run past the context; a model with learned absolute positions
+ * (GPT-2) could not, and must be refused before this. */
 const char *kv_window_check(int window, int sinks, int seq_len, char *buf, size_t cap);
 
 /* Makes the cache keep its first sinks positions (kv's capacity is the
- * window). Returns 0, or -1 out of memory. */
+ * window). Returns 0, or -1 out of memory or when sinks leaves the ring no
+ * slot (sinks >= capacity). */
 int kv_window_init(KVCache *kv, int sinks);
 
 /* Keys a query at pos sees: positions 0..pos, less the evicted ones. */
@@ -93,6 +96,7 @@ const char *kv_window_check(int window, int sinks, int seq_len, char *buf, size_
 }
 
 int kv_window_init(KVCache *kv, int sinks) {
+    if (sinks < 0 || sinks >= kv->capacity) return -1; /* the ring needs a slot */
     kv->sinks = sinks;
     if (sinks == 0) return 0;
     /* the copies, then two rows of scratch for kv_window_after_store */

@@ -169,8 +169,9 @@ typedef struct {
      * state's attention_scores and attention_weights (pointed at this
      * position's rows) hold row h at h*s->kv_cache.capacity, entries 0..n_visible-1
      * by slot: entry kv_slot(kv, p) is the key of position p, for the
-     * n_visible positions kv_view_position lists (0..pos without a window). forward_tokens calls it for
-     * every position of a chunk in layer 0, then in layer 1, and so on. */
+     * n_visible positions kv_view_position lists (0..pos without a
+     * window). forward_tokens calls it for every position of a chunk in
+     * layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
     /* Called at stage boundaries (for timing): around the attention of
      * each layer (of all the positions computed together). */
