@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The FLOP rate that predicts the slope is measured where attention is
  * negligible: over the first SMALL_CONTEXT positions. */
@@ -87,6 +88,9 @@ typedef struct {
     double *attention_ms; /* [n] median over repeats */
     double spread;        /* median over positions of (max - min) / median of
                              the total: how noisy the machine was */
+    size_t *rss;          /* resident bytes at positions rss_every, 2*rss_every, ...
+                             (first run), or NULL */
+    int rss_every;
 } Curve;
 
 static int curve_init(Curve *c, const int *positions, int n) {
@@ -100,7 +104,7 @@ static int curve_init(Curve *c, const int *positions, int n) {
 }
 
 static void curve_free(Curve *c) {
-    free(c->positions); free(c->total_ms); free(c->attention_ms);
+    free(c->positions); free(c->total_ms); free(c->attention_ms); free(c->rss);
     memset(c, 0, sizeof *c);
 }
 
@@ -123,6 +127,15 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Resident memory now (not the peak): /proc/self/statm's second field. */
+static size_t resident_bytes(void) {
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%*s %ld", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Times every position of the curve, repeats times over, and keeps medians.
  * With the cache (recompute = 0) the positions must be 1..n in order: each
  * step appends the key and value the next step reads. With recompute = 1,
@@ -137,6 +150,10 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
         free(total); free(attention); free(spread);
         return -1;
     }
+    /* touched now, not page by page as the positions advance: the resident
+     * memory sampled during the run is then the engine's alone */
+    memset(total, 0, samples * sizeof(double));
+    memset(attention, 0, samples * sizeof(double));
     for (int r = 0; r < repeats; r++) {
         fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
                 c->positions[0], c->positions[c->n - 1]);
@@ -144,6 +161,8 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
             int position = c->positions[i];
             StepTime t = recompute ? timed_forward(m, s, tokens, 0, position)
                                    : timed_forward(m, s, tokens, position - 1, 1);
+            if (c->rss && r == 0 && position % c->rss_every == 0)
+                c->rss[position / c->rss_every - 1] = resident_bytes();
             total[(size_t)i * repeats + r] = t.total * 1e3;
             attention[(size_t)i * repeats + r] = t.attention * 1e3;
         }
@@ -195,6 +214,8 @@ typedef struct {
     Curve cached;            /* every position 1..ctx, with the KV cache */
     Curve recomputed;        /* prefix recomputed: the log positions with
                                 --no-cache, else only the prefill lengths */
+    Curve full;              /* with --window: the full cache over 1..min(ctx, seq_len), beside it */
+    int fit_from;            /* the fits are over positions fit_from..ctx */
     LineFit total_fit;       /* cached total_ms against position */
     LineFit attention_fit;   /* cached attention_ms against position */
     double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
@@ -219,10 +240,12 @@ static LineFit fit_line(const int *x, const double *y, int n) {
     return f;
 }
 
-/* Theoretical FLOPs of the step at a position: attention reads position keys;
+/* Theoretical FLOPs of the step at a position: attention reads position keys
+ * (a window: at most W);
  * the rest (projections, MLP, classifier) is the same at every position. */
-static double attention_flops(const Config *c, int position) {
-    return flops_attention_per_token(c, position);
+static double attention_flops(const Bench *b, int position) {
+    int window = b->options->window, keys = window && position > window ? window : position;
+    return flops_attention_per_token(&b->model->config, keys);
 }
 
 static double other_flops(const Config *c) { return flops_weights_per_token(c); }
@@ -233,7 +256,7 @@ static double small_context_flop_rate(const Bench *b) {
     int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     double flops = 0, seconds = 0;
     for (int i = 0; i < n; i++) {
-        flops += attention_flops(c, b->cached.positions[i]) + other_flops(c);
+        flops += attention_flops(b, b->cached.positions[i]) + other_flops(c);
         seconds += b->cached.total_ms[i] * 1e-3;
     }
     return seconds > 0 ? flops / seconds : 0;
@@ -249,6 +272,25 @@ static void fill_tokens(int *tokens, int n, int vocab_size) {
     }
 }
 
+/* With --window: the full cache over the positions it can hold, to draw
+ * beside the window (after the window's curve, so its memory is not in the
+ * window's samples). */
+static int measure_full_cache(Bench *b, const int *tokens) {
+    int n = b->ctx < b->model->config.seq_len ? b->ctx : b->model->config.seq_len;
+    int *positions = malloc((size_t)n * sizeof(int));
+    RunState full;
+    if (!positions || run_state_init_kv(&full, &b->model->config, n, (KVType)b->options->kv_type)) {
+        free(positions);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) positions[i] = i + 1;
+    int rc = curve_init(&b->full, positions, n) ||
+             measure_curve(b->model, &full, tokens, &b->full, b->repeats, 0, "the full cache, beside the window");
+    free(positions);
+    run_state_free(&full);
+    return rc ? -1 : 0;
+}
+
 /* Decodes 1..ctx with the cache, then recomputes prefixes. */
 static int measure_all(Bench *b, RunState *s, const int *tokens) {
     const BenchOptions *o = b->options;
@@ -261,6 +303,11 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
              curve_init(&b->recomputed, recomputed, n_recomputed);
     free(positions);
     if (rc) return -1;
+    if (o->window) { /* memory, sampled once a context: constant when the window holds */
+        b->cached.rss_every = b->model->config.seq_len;
+        b->cached.rss = calloc((size_t)(b->ctx / b->cached.rss_every + 1), sizeof(size_t));
+        if (!b->cached.rss) return -1;
+    }
 
     /* one untimed step first: it faults the mapped weights into memory */
     timed_forward(b->model, s, tokens, 0, 1);
@@ -269,8 +316,12 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
                       o->no_cache ? "no cache: recompute the prefix" : "prefill"))
         return -1;
 
-    b->total_fit = fit_line(b->cached.positions, b->cached.total_ms, b->ctx);
-    b->attention_fit = fit_line(b->cached.positions, b->cached.attention_ms, b->ctx);
+    if (o->window && measure_full_cache(b, tokens)) return -1;
+    /* a window's cost stops growing at W: its slope is the one beyond */
+    b->fit_from = o->window && b->ctx > o->window + 1 ? o->window + 1 : 1;
+    int from = b->fit_from - 1, n = b->ctx - from;
+    b->total_fit = fit_line(b->cached.positions + from, b->cached.total_ms + from, n);
+    b->attention_fit = fit_line(b->cached.positions + from, b->cached.attention_ms + from, n);
     b->small_flop_rate = small_context_flop_rate(b);
     return 0;
 }
@@ -301,8 +352,9 @@ static void print_header(const Bench *b) {
     printf("  threads %d, median of %d runs, positions 1..%d\n", b->options->threads, b->repeats, b->ctx);
     printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
            mib(b->model->weight_bytes), b->model->n_params);
+    int held = b->options->window ? b->options->window : b->ctx; /* a window holds W positions */
     printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
-           kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)b->ctx, mib((double)kv * b->ctx), b->ctx);
+           kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)held, mib((double)kv * held), held);
 }
 
 /* The table at the log-spaced positions: the measurement next to the
@@ -319,7 +371,7 @@ static void print_table(const Bench *b) {
         int i = log_pos[k] - 1, j = curve_find(&b->recomputed, log_pos[k]);
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         printf("%9d %10.3f %10.3f %10.3f %6.1f %12.4g %12.4g", log_pos[k], total, attention,
-               total - attention, 100.0 * attention / total, attention_flops(c, log_pos[k]) * 1e-6,
+               total - attention, 100.0 * attention / total, attention_flops(b, log_pos[k]) * 1e-6,
                other_flops(c) * 1e-6);
         if (b->options->no_cache && j >= 0)
             printf(" %12.3f %9.2f", b->recomputed.total_ms[j], b->recomputed.total_ms[j] / total);
@@ -344,10 +396,10 @@ static int slope_unit(int ctx) {
 static void print_slopes(const Bench *b) {
     const Config *c = &b->model->config;
     int unit = slope_unit(b->ctx);
-    double predicted_flops = attention_flops(c, unit);
+    double predicted_flops = flops_attention_per_token(c, unit);
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
     double last_attention_s = b->cached.attention_ms[b->ctx - 1] * 1e-3;
-    printf("\nslope (least squares over positions 1..%d)\n", b->ctx);
+    printf("\nslope (least squares over positions %d..%d)\n", b->fit_from, b->ctx);
     if (b->ctx < 2) {
         printf("  needs at least two positions\n");
         return;
@@ -364,7 +416,7 @@ static void print_slopes(const Bench *b) {
         printf("  measured / predicted: %.2f\n", b->total_fit.slope * unit / predicted_ms);
     if (last_attention_s > 0)
         printf("  attention itself runs at %.3g GFLOP/s at position %d\n",
-               attention_flops(c, b->ctx) / last_attention_s * 1e-9, b->ctx);
+               attention_flops(b, b->ctx) / last_attention_s * 1e-9, b->ctx);
 }
 
 /* Prefill (forward_tokens over the prompt: chunks of positions through the
@@ -403,7 +455,7 @@ static void roofline_figures(const Bench *b, double *decode_tok_s, double *decod
     int lengths[N_PREFILL_LENGTHS], k = prefill_lengths(b->ctx, lengths) - 1;
     int j = curve_find(&b->recomputed, lengths[k]);
     double seconds = b->recomputed.total_ms[j] * 1e-3, classifier = 2.0 * c->vocab_size * c->dim, flops = classifier;
-    for (int pos = 1; pos <= lengths[k]; pos++) flops += flops_weights_per_token(c) - classifier + attention_flops(c, pos);
+    for (int pos = 1; pos <= lengths[k]; pos++) flops += flops_weights_per_token(c) - classifier + attention_flops(b, pos);
     *prompt = lengths[k];
     *prefill_tok_s = lengths[k] / seconds;
     *prefill_gflops = flops / seconds * 1e-9;
@@ -429,8 +481,43 @@ static void print_roofline(const Bench *b) {
            100 * prefill_gflops / r->fma_gflops);
 }
 
+/* Median of the cached curve's totals over positions from..to (1-based). */
+static double median_total(const Curve *c, int from, int to, double *scratch) {
+    memcpy(scratch, c->total_ms + from - 1, (size_t)(to - from + 1) * sizeof(double));
+    return median(scratch, to - from + 1);
+}
+
+/* --window: latency before and after the window fills, against the full
+ * cache, and resident memory once a context. */
+static void print_window(const Bench *b) {
+    const BenchOptions *o = b->options;
+    int W = o->window, unit = slope_unit(b->ctx);
+    double *scratch = malloc((size_t)b->ctx * sizeof(double));
+    if (!scratch) return;
+    printf("\nsliding window: --window %d --sinks %d (the KV cache holds %d positions)\n", W, o->sinks, W);
+    printf("  median ms per token: positions 1..%d %.3f", W, median_total(&b->cached, 1, W, scratch));
+    if (b->ctx > W) printf("; %d..%d %.3f", W + 1, b->ctx, median_total(&b->cached, W + 1, b->ctx, scratch));
+    if (b->ctx > 2 * W) printf("; last %d (%d..%d) %.3f", W, b->ctx - W + 1, b->ctx,
+                                median_total(&b->cached, b->ctx - W + 1, b->ctx, scratch));
+    printf("\n");
+    if (b->fit_from > 1)
+        printf("  beyond the window (least squares over %d..%d): %.4f ms per %d tokens (flat: each token reads %d keys)\n",
+               b->fit_from, b->ctx, b->total_fit.slope * unit, unit, W);
+    if (b->full.n)
+        printf("  full cache, no window: positions 1..%d %.3f ms median, at %d %.3f ms (median of the last %d)\n",
+               b->full.n, median_total(&b->full, 1, b->full.n, scratch), b->full.n,
+               median_total(&b->full, b->full.n > 16 ? b->full.n - 15 : 1, b->full.n, scratch), 16);
+    printf("  resident memory (MiB) at positions");
+    for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %d", (k + 1) * b->cached.rss_every);
+    printf(":");
+    for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %.2f", mib((double)b->cached.rss[k]));
+    printf("\n");
+    free(scratch);
+}
+
 static void print_report(const Bench *b) {
     print_header(b);
+    if (b->options->window) print_window(b);
     print_table(b);
     print_slopes(b);
     print_prefill_decode(b);
@@ -469,7 +556,7 @@ static void write_csv(const Bench *b, FILE *f) {
         int j = b->options->no_cache ? curve_find(&b->recomputed, position) : -1;
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         fprintf(f, "%d,%.6f,%.6f,%.6f,%.0f,%.0f,", position, total, attention, total - attention,
-                attention_flops(c, position), other_flops(c));
+                attention_flops(b, position), other_flops(c));
         if (j >= 0)
             fprintf(f, "%.6f,%.6f,%.4f\n", b->recomputed.total_ms[j], b->recomputed.attention_ms[j],
                     b->recomputed.total_ms[j] / total);
@@ -712,12 +799,13 @@ typedef struct {
     double *block;                         /* one allocation for all below */
     double *other_ms, *time_share, *flop_share; /* shares in percent */
     double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
+    double *full_smooth;                   /* the full cache beside a window */
 } Derived;
 
 static int derive(const Bench *b, Derived *d) {
     const Config *c = &b->model->config;
     size_t n = (size_t)b->ctx;
-    d->block = malloc(8 * n * sizeof(double));
+    d->block = malloc(9 * n * sizeof(double));
     if (!d->block) return -1;
     d->other_ms = d->block;
     d->time_share = d->block + n;
@@ -726,9 +814,10 @@ static int derive(const Bench *b, Derived *d) {
     d->attention_smooth = d->block + 4 * n;
     d->other_smooth = d->block + 5 * n;
     d->share_smooth = d->block + 6 * n;
+    d->full_smooth = d->block + 8 * n;
     double *scratch = d->block + 7 * n;
     for (size_t i = 0; i < n; i++) {
-        double a = attention_flops(c, b->cached.positions[i]);
+        double a = attention_flops(b, b->cached.positions[i]);
         d->other_ms[i] = b->cached.total_ms[i] - b->cached.attention_ms[i];
         d->time_share[i] = 100.0 * b->cached.attention_ms[i] / b->cached.total_ms[i];
         d->flop_share[i] = 100.0 * a / (a + other_flops(c));
@@ -737,6 +826,7 @@ static int derive(const Bench *b, Derived *d) {
     running_median(b->cached.attention_ms, b->ctx, d->attention_smooth, scratch);
     running_median(d->other_ms, b->ctx, d->other_smooth, scratch);
     running_median(d->time_share, b->ctx, d->share_smooth, scratch);
+    if (b->full.n) running_median(b->full.total_ms, b->full.n, d->full_smooth, scratch);
     return 0;
 }
 
@@ -745,6 +835,7 @@ static int derive(const Bench *b, Derived *d) {
 #define COLOR_OTHER "#7f7f7f"
 #define COLOR_NO_CACHE "#d62728"
 #define COLOR_THEORY "#7b4fbf"
+#define COLOR_FULL "#2ca02c"
 
 /* Panel A: log-log, so the linear (cached) and quadratic (recomputed) costs
  * and a thousandfold range fit in one picture. */
@@ -753,11 +844,13 @@ static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top
     Series s[5] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
         raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
-        line_series(cc, "with KV cache: total", COLOR_TOTAL, 0, d->total_smooth),
+        line_series(cc, b->options->window ? "sliding window: total" : "with KV cache: total", COLOR_TOTAL, 0,
+                    d->total_smooth),
         line_series(cc, "with KV cache: attention", COLOR_ATTENTION, 0, d->attention_smooth),
         { "no cache: recompute prefix", COLOR_NO_CACHE, 0, 1, 0, rc->n, rc->positions, rc->total_ms },
     };
     int n = b->options->no_cache ? 5 : 4;
+    if (b->options->window) s[n++] = line_series(&b->full, "full cache (its context)", COLOR_FULL, 1, d->full_smooth);
     double lo = HUGE_VAL, hi = 0;
     for (int i = 0; i < n; i++) {
         lo = min_positive(s[i].y, s[i].n, lo);
@@ -775,13 +868,14 @@ static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top
 static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top) {
     const Curve *cc = &b->cached;
     int fit_x[2] = { 1, b->ctx };
-    double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope,
+    fit_x[0] = b->fit_from;
+    double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope * b->fit_from,
                         b->total_fit.intercept + b->total_fit.slope * b->ctx };
     char title[128];
     int unit = slope_unit(b->ctx);
     snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
              b->total_fit.slope * unit, unit, 100 * b->cached.spread);
-    Series s[7] = {
+    Series s[8] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
         raw_series(cc, COLOR_OTHER, d->other_ms),
         raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
@@ -789,12 +883,13 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
         line_series(cc, "other (weights, MLP, ...)", COLOR_OTHER, 0, d->other_smooth),
         line_series(cc, "attention", COLOR_ATTENTION, 0, d->attention_smooth),
         { "least-squares line", "#000", 1, 0, 0, 2, fit_x, fit_y },
+        line_series(&b->full, "full cache (its context)", COLOR_FULL, 1, d->full_smooth),
     };
     Axis x, y;
     linear_range(&x, b->ctx);
     x.hi = b->ctx; /* the data ends at ctx: no empty margin on the right */
     linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, max_of(fit_y, 2, 0)));
-    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, 7);
+    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, b->options->window ? 8 : 7);
 }
 
 /* Panel C: attention's share of the step, measured time against FLOPs. */
@@ -854,14 +949,15 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     b.model = m;
     b.options = o;
     b.repeats = o->repeats > 0 ? o->repeats : 1;
-    b.ctx = o->ctx > 0 ? o->ctx : c->seq_len;
+    /* a window runs on past the context: by default ten of them */
+    b.ctx = o->ctx > 0 ? o->ctx : o->window ? 10 * c->seq_len : c->seq_len;
     if (o->ctx <= 0 && b.ctx > BENCH_DEFAULT_MAX_CTX) {
         /* a header's claim is not a reason to decode a million positions */
         fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
                 c->seq_len, BENCH_DEFAULT_MAX_CTX);
         b.ctx = BENCH_DEFAULT_MAX_CTX;
     }
-    if (b.ctx > c->seq_len) {
+    if (b.ctx > c->seq_len && !o->window) {
         fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", b.ctx, c->seq_len);
         b.ctx = c->seq_len;
     }
@@ -875,7 +971,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     }
     RunState s;
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
-    int rc = !tokens || run_state_init_kv(&s, c, b.ctx, (KVType)o->kv_type) ? -1 : 0;
+    int rc = !tokens || run_state_init_kv(&s, c, o->window ? o->window : b.ctx, (KVType)o->kv_type) ||
+                     kv_window_init(&s.kv_cache, o->sinks) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
         rc = measure_all(&b, &s, tokens);
@@ -894,6 +991,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     if (svg && close_output(svg, o->svg_path, err, err_len)) rc = -1;
     curve_free(&b.cached);
     curve_free(&b.recomputed);
+    curve_free(&b.full);
     free(tokens);
     return rc;
 }

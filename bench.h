@@ -11,6 +11,7 @@ typedef struct {
     int repeats;          /* --repeats N: median over N runs (default 3) */
     int threads;          /* threads in use (reported) */
     int kv_type;          /* --kv-type: a KVType */
+    int window, sinks;    /* --window W --sinks S (0: the full cache) */
     const char *csv_path; /* --csv FILE */
     const char *svg_path; /* --svg FILE */
     const char *model_path;

@@ -27,10 +27,15 @@ int kv_type_parse(const char *name);
 
 /* Keys and values of every layer for every position seen so far, stored
  * per key/value head so that one head's keys are contiguous: a query row
- * streams through them in order. A position lives in slot pos % capacity. */
+ * streams through them in order. Positions 0..sinks-1 keep their slots;
+ * the others take turns in the ring of slots after them (kv_slot): with
+ * sinks 0 and a run shorter than the capacity, slot = position. What a
+ * query sees of it (--window, --sinks) is kv_window.h's. */
 typedef struct {
     KVType type;
     int n_layers, n_kv_heads, capacity, head_size;
+    int sinks;            /* positions that are never evicted (kv_window.h) */
+    float *sink_keys;     /* [n_layers, n_kv_heads, sinks, head_size] their keys, float32, and scratch (kv_window.h) */
     size_t row_bytes;     /* one key or value row of one head, as stored */
     unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */
     unsigned char *values;
@@ -44,6 +49,9 @@ void kv_cache_free(KVCache *kv);
 size_t kv_cache_bytes(const KVCache *kv);
 /* Bytes one position adds: keys and values of every layer and kv head. */
 size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size);
+
+/* The slot that holds position pos (kv_cache_store's). */
+int kv_slot(const KVCache *kv, int pos);
 
 /* Stores position pos's keys and values of every kv head of a layer:
  * k, v [n_kv_heads * head_size] floats. */
@@ -123,7 +131,9 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
 void kv_cache_free(KVCache *kv) {
     free(kv->keys);
     free(kv->values);
+    free(kv->sink_keys);
     kv->keys = kv->values = NULL;
+    kv->sink_keys = NULL;
 }
 
 size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size) {
@@ -134,10 +144,16 @@ size_t kv_cache_bytes(const KVCache *kv) {
     return 2 * (size_t)kv->n_layers * kv->n_kv_heads * kv->capacity * kv->row_bytes;
 }
 
+/* The slot of position pos: a sink keeps its own; the others go round the
+ * ring after the sinks, evicting the oldest. */
+int kv_slot(const KVCache *kv, int pos) {
+    return pos < kv->sinks ? pos : kv->sinks + (pos - kv->sinks) % (kv->capacity - kv->sinks);
+}
+
 /* Where position pos of one key/value head of one layer lives. */
 static size_t kv_offset(const KVCache *kv, int layer, int kv_head, int pos) {
     size_t head = (size_t)layer * kv->n_kv_heads + (size_t)kv_head;
-    return (head * kv->capacity + (size_t)(pos % kv->capacity)) * kv->row_bytes;
+    return (head * kv->capacity + (size_t)kv_slot(kv, pos)) * kv->row_bytes;
 }
 
 const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head) {

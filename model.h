@@ -16,6 +16,7 @@
 
 #include "kernels.h"
 #include "kv_cache.h"
+#include "kv_window.h"
 
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */
@@ -146,8 +147,9 @@ typedef struct {
 /* A run state whose KV cache holds capacity positions (0..capacity-1):
  * what the run needs (-n, --ctx, a ppl window), so a header that claims a
  * context of a million positions costs nothing until a run asks for them.
- * capacity < 1 or beyond seq_len means seq_len. forward() must not be given
- * a position at or beyond the capacity. Returns 0, or -1 out of memory. */
+ * capacity < 1 or beyond seq_len means seq_len. A position at or beyond
+ * the capacity evicts the oldest (kv_window.h: --window, --sinks); without
+ * a window no run goes there. Returns 0, or -1 out of memory. */
 int run_state_init(RunState *s, const Config *c, int capacity);
 /* The same with a KV cache of kv_type rows (float32 above). */
 int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type);
@@ -166,8 +168,10 @@ typedef struct {
     /* Called once per layer and position after its attention: the run
      * state's attention_scores and attention_weights (pointed at this
      * position's rows) hold row h at h*s->kv_cache.capacity, entries 0..n_visible-1
-     * (keys of positions pos-n_visible+1..pos). forward_tokens calls it for
-     * every position of a chunk in layer 0, then in layer 1, and so on. */
+     * by slot: entry kv_slot(kv, p) is the key of position p, for the
+     * n_visible positions kv_view_position lists (0..pos without a
+     * window). forward_tokens calls it for every position of a chunk in
+     * layer 0, then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
     /* Called at stage boundaries (for timing): around the attention of
      * each layer (of all the positions computed together). */
@@ -205,7 +209,9 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
 
 /* Runs n tokens, 1 <= n <= QKV_CHUNK, at positions pos..pos+n-1 as one
  * matrix and returns the logits of every one: row t at t * vocab_size
- * (inside s). The numbers are those of n forward() calls. */
+ * (inside s). The numbers are those of n forward() calls. With n > 1,
+ * pos + n must not pass the KV cache's capacity (a chunk must not evict
+ * keys its own rows see). */
 float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
@@ -233,6 +239,8 @@ size_t weight_bytes_per_token(const Model *m);
 #include "kernels.h"
 #define QKV_KV_CACHE_IMPLEMENTATION
 #include "kv_cache.h"
+#define QKV_KV_WINDOW_IMPLEMENTATION
+#include "kv_window.h"
 #include "checkpoint.h"
 #include "gguf.h"
 
@@ -486,7 +494,7 @@ static void notify_attention(const ForwardObserver *o, int layer, int pos, RunSt
     size_t block = (size_t)s->attention_block * t;
     s->attention_scores = s->chunk_scores + block;
     s->attention_weights = s->chunk_weights + block;
-    o->attention(o->ctx, layer, pos, pos + 1, s);
+    o->attention(o->ctx, layer, pos, kv_visible(&s->kv_cache, pos), s);
 #endif
 }
 
@@ -504,10 +512,11 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
     for (h = 0; h < c->n_heads; h++) {
         const unsigned char *keys = kv_keys(kv, layer, h / heads_per_kv), *values = kv_values(kv, layer, h / heads_per_kv);
         float *scores = s->chunk_scores + (size_t)h * kv->capacity, *weights = s->chunk_weights + (size_t)h * kv->capacity;
-        kv_scores(kv, keys, s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, pos + n, scores, block);
+        kv_scores(kv, keys, s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, kv_visible(kv, pos + n - 1),
+                  scores, block);
         for (int t = 0; t < n; t++)
             attend(kv, s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,
-                   weights + (size_t)t * block, values, pos + t + 1);
+                   weights + (size_t)t * block, values, kv_visible(kv, pos + t));
     }
 }
 
@@ -531,6 +540,7 @@ static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int
         rope_apply(q, c->n_heads, c->head_size, cos_t, sin_t);
         rope_apply(k, c->n_kv_heads, c->head_size, cos_t, sin_t);
         kv_cache_store(&s->kv_cache, layer, pos + t, k, v);
+        kv_window_after_store(&s->kv_cache, layer, pos + t, k, c->rope_theta);
     }
 }
 
@@ -573,8 +583,9 @@ static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n,
     const Config *c = &m->config;
     for (int t = 0; t < n; t++) {
         matrix_row(s->x + (size_t)t * c->dim, &m->weights.token_embedding, tokens[t]);
-        rope_angles(s->rope_cos + (size_t)t * (c->head_size / 2), s->rope_sin + (size_t)t * (c->head_size / 2),
-                    c->head_size, pos + t, c->rope_theta);
+        float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
+        if (pos + t < c->seq_len) rope_angles(cos_t, sin_t, c->head_size, pos + t, c->rope_theta);
+        else rope_angles_exact(cos_t, sin_t, c->head_size, pos + t, c->rope_theta); /* only with a window */
     }
     for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, n, o);
 }
@@ -605,6 +616,9 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
     int done = 0, len = 0;
     while (done < n) {
         len = n - done < QKV_CHUNK ? n - done : QKV_CHUNK;
+        /* a chunk must not evict keys its own earlier rows still see */
+        int room = s->kv_cache.capacity - (pos + done);
+        if (len > room) len = room > 1 ? room : 1;
         forward_chunk(m, s, tokens + done, len, pos + done, observer);
         done += len;
     }

@@ -53,6 +53,8 @@ typedef struct {
     const char *output;      /* -o, for quantize */
     int dtype;               /* --dtype, for quantize: a WeightType */
     int kv_type;             /* --kv-type: a KVType */
+    int window, sinks;       /* --window W --sinks S (kv_window.h); window 0: off; sinks -1: not given */
+    int recompute;           /* --recompute: ppl recomputes the window for every token */
     float temperature, topp;
     int topk, steps, threads, help;
     unsigned long long seed;
@@ -144,6 +146,12 @@ static const Flag FLAGS[] = {
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
       "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
+    { "--window", ARG_INT, "W", 1, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(window), "off",
+      "keep W positions (S sinks, W-S recent); run past ctx" },
+    { "--sinks", ARG_INT, "S", 0, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(sinks), "0",
+      "with --window: the first S positions are never evicted" },
+    { "--recompute", ARG_SWITCH, NULL, 0, 0, 0, PPL, AT(recompute), "off",
+      "with --window: each token from scratch over it" },
 };
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -281,6 +289,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->bench.repeats = 3;
     o->heads.n_probes = HEADS_DEFAULT_PROBES;
     o->dtype = WEIGHT_Q8_0;
+    o->sinks = -1;
     int given[N_FLAGS] = { 0 };
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->checkpoint = argv[i++];
@@ -329,6 +338,11 @@ static void parse_options(Options *o, int argc, char **argv) {
         usage("--step reads its keys from stdin, so the prompt cannot come from stdin too");
     if (o->trace.level_name && trace_level_parse(o->trace.level_name) < 0)
         usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
+    if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
+    if (o->recompute && !o->window) usage("--recompute needs --window W");
+    if (o->sinks < 0) o->sinks = 0;
+    if (o->bench.no_cache && o->window)
+        usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -339,6 +353,20 @@ static void die(const char *fmt, const char *detail) {
     fprintf(stderr, fmt, detail);
     fprintf(stderr, "\n");
     exit(1);
+}
+
+/* --window and --sinks against the model: a usage error, like any flag. */
+static void check_window(const Options *o, const Config *c) {
+    char msg[256];
+    if (kv_window_check(o->window, o->sinks, c->seq_len, msg, sizeof msg)) usage(msg);
+}
+
+/* A run state for the run's positions: capacity of them, or with --window
+ * W positions however long the run (positions past it evict). */
+static void run_state_for(RunState *s, const Config *c, int capacity, const Options *o) {
+    if (o->window) capacity = o->window;
+    if (run_state_init_kv(s, c, capacity, (KVType)o->kv_type) || kv_window_init(&s->kv_cache, o->sinks))
+        die("%s", "out of memory for the run state");
 }
 
 /* A seed from the clock when -s is absent or 0 (as in llama2.c, where 0 would
@@ -454,14 +482,14 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     int n_prompt;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
                            : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
-    if (n_prompt > c->seq_len) {
+    if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
         free(prompt);
         return 1;
     }
     int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
-    if (steps > c->seq_len) {
+    if (steps > c->seq_len && !o->window) { /* a window runs on past the context */
         fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
         steps = c->seq_len;
     }
@@ -477,8 +505,8 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     unsigned long long seed = o->seed ? o->seed : clock_seed();
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
-    if (run_state_init_kv(&s, c, steps, (KVType)o->kv_type) ||
-        sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+    run_state_for(&s, c, steps, o);
+    if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
@@ -742,11 +770,90 @@ static int *encode_documents(const Tokenizer *t, char *text, const char *what, i
     return tokens;
 }
 
-/* Mean loss of each document over non-overlapping windows of seq_len: window
- * w of a document runs its tokens w*T..w*T+T-1 from position 0 and predicts
- * the token after each (the last window of a document predicts the next
- * document's BOS). A text without separators is one document. */
-/* Returns the exit status: 0, or 1 after one error line. */
+/* What -m ppl carries through its scoring loops. */
+typedef struct {
+    const Model *m;
+    RunState *s;
+    const int *tokens;  /* the text's n tokens */
+    int n;
+    double total;       /* the sum of -log p(next token) so far, in nats */
+    Progress progress;
+} Scoring;
+
+/* Adds -log p(next token) for the rows of logits that predict the tokens
+ * after at..at+rows-1. Returns 0, or -1 after one error line (bad logits). */
+static int add_losses(Scoring *sc, const float *logits, int rows, int at) {
+    int V = sc->m->config.vocab_size;
+    for (int j = 0; j < rows; j++) {
+        if (check_logits(logits + (size_t)j * V, V, at + j)) return -1;
+        sc->total += negative_log_likelihood(logits + (size_t)j * V, V, sc->tokens[at + j + 1]);
+    }
+    return 0;
+}
+
+static void show_scoring(Scoring *sc, int done) {
+    char what[48];
+    snprintf(what, sizeof what, "token %d/%d", done, sc->n - 1);
+    progress_update(&sc->progress, done, sc->n - 1, what);
+}
+
+/* Tokens first+from..first+to-1 of the text at positions from..to-1 of one
+ * stream, as chunks that never pass the cache's capacity (a window evicts
+ * one position a token beyond it). */
+static int score_stream(Scoring *sc, int first, int from, int to) {
+    for (int pos = from; pos < to;) {
+        int chunk = to - pos < QKV_CHUNK ? to - pos : QKV_CHUNK, room = sc->s->kv_cache.capacity - pos;
+        if (chunk > room) chunk = room > 1 ? room : 1;
+        float *logits = forward_logits(sc->m, sc->s, sc->tokens + first + pos, chunk, pos, NULL);
+        if (add_losses(sc, logits, chunk, first + pos)) return -1;
+        pos += chunk;
+        show_scoring(sc, first + pos);
+    }
+    return 0;
+}
+
+/* Without --window, each document from BOS at position 0, restarting when
+ * full: window w of a document runs its tokens w*T..w*T+T-1 from position 0
+ * and predicts the token after each (the last window of a document predicts
+ * the next document's BOS). A text without separators is one document. */
+static int score_restarting(Scoring *sc, const int *starts, int n_docs) {
+    int T = sc->m->config.seq_len;
+    for (int d = 0; d < n_docs; d++) {
+        int end = starts[d + 1] < sc->n - 1 ? starts[d + 1] : sc->n - 1; /* the last token predicts nothing */
+        for (int start = starts[d]; start < end; start += T)
+            if (score_stream(sc, start, 0, end - start < T ? end - start : T)) return -1;
+    }
+    return 0;
+}
+
+/* --window W --recompute: each position p past the window runs from scratch
+ * over what a sliding cache would hold, the S sinks and the W-S tokens up
+ * to p, at positions 0..W-1 (StreamingLLM's "sliding window with
+ * re-computation", the quality reference); positions inside the window are
+ * one stream. */
+static int score_recomputing(Scoring *sc, int W, int S) {
+    int V = sc->m->config.vocab_size, n = sc->n, first = n - 1 < W ? n - 1 : W;
+    if (score_stream(sc, 0, 0, first)) return -1;
+    int *view = malloc((size_t)W * sizeof(int));
+    if (!view) die("%s", "out of memory");
+    int rc = 0;
+    for (int p = first; p < n - 1 && rc == 0; p++) {
+        memcpy(view, sc->tokens, (size_t)S * sizeof(int));
+        memcpy(view + S, sc->tokens + p - (W - S) + 1, (size_t)(W - S) * sizeof(int));
+        float *logits = forward_tokens(sc->m, sc->s, view, W, 0, NULL);
+        if (check_logits(logits, V, p)) rc = -1;
+        else sc->total += negative_log_likelihood(logits, V, sc->tokens[p + 1]);
+        show_scoring(sc, p + 1);
+    }
+    free(view);
+    return rc;
+}
+
+/* Mean loss of predicting each token of the file from the ones before it:
+ * each document restarting every context (the default), the whole text
+ * through one stream with a sliding window (--window, --sinks), or
+ * recomputing each window (--recompute). Returns the exit status: 0, or 1
+ * after one error line. */
 static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
@@ -759,34 +866,23 @@ static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
         free(text);
         return 1;
     }
-    int T = m->config.seq_len, V = m->config.vocab_size;
-    Progress progress = progress_start("ppl");
+    int T = m->config.seq_len;
     RunState s;
     /* a window is at most T positions, and no more than the text has */
-    if (run_state_init_kv(&s, &m->config, n - 1 < T ? n - 1 : T, (KVType)o->kv_type)) die("%s", "out of memory for the run state");
-    double total = 0;
-    int rc = 0;
-    for (int d = 0; d < n_docs && rc == 0; d++) {
-        int doc_end = starts[d + 1] < n - 1 ? starts[d + 1] : n - 1; /* the last token predicts nothing */
-        for (int start = starts[d]; start < doc_end && rc == 0; start += T) {
-            int len = doc_end - start < T ? doc_end - start : T;
-            for (int i = 0; i < len && rc == 0; i += QKV_CHUNK) {
-                int chunk = len - i < QKV_CHUNK ? len - i : QKV_CHUNK;
-                float *logits = forward_logits(m, &s, tokens + start + i, chunk, i, NULL);
-                for (int j = 0; j < chunk && rc == 0; j++) {
-                    if (check_logits(logits + (size_t)j * V, V, i + j)) rc = 1;
-                    else total += negative_log_likelihood(logits + (size_t)j * V, V, tokens[start + i + j + 1]);
-                }
-            }
-        }
-        char what[64];
-        snprintf(what, sizeof what, "document %d/%d", d + 1, n_docs);
-        progress_update(&progress, starts[d + 1], n, what);
-    }
-    progress_end(&progress);
+    run_state_for(&s, &m->config, n - 1 < T ? n - 1 : T, o);
+    Scoring sc = { m, &s, tokens, n, 0, progress_start("ppl") };
+    double start = now_seconds();
+    int rc;
+    if (o->recompute) rc = score_recomputing(&sc, o->window, o->sinks);
+    else if (o->window) rc = score_stream(&sc, 0, 0, n - 1);
+    else rc = score_restarting(&sc, starts, n_docs);
+    double seconds = now_seconds() - start;
+    progress_end(&sc.progress);
     if (rc == 0) {
         int predicted = n - 1;
-        printf("tokens %d  bytes %zu  documents %d\n", predicted, bytes, n_docs);
+        double total = sc.total;
+        printf("tokens %d  bytes %zu  documents %d  %.1f tok/s\n", predicted, bytes, n_docs,
+               predicted / (seconds + 1e-9));
         printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
                exp(total / predicted), total / log(2.0) / bytes);
     }
@@ -794,7 +890,7 @@ static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     free(tokens);
     free(starts);
     free(text);
-    return rc;
+    return rc ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -837,6 +933,8 @@ int main(int argc, char **argv) {
 #else
     o.bench.threads = 1;
 #endif
+    o.trace.window = o.window; /* the trace marks the sinks and the window */
+    o.trace.sinks = o.sinks;
     char *owned_prompt = NULL;
     if (o.mode & (GENERATE | TOKENIZE)) o.prompt = read_prompt(&o, &owned_prompt);
     Tokenizer t;
@@ -858,6 +956,7 @@ int main(int argc, char **argv) {
     int text_mode = o.mode != INFO && o.mode != BENCH && o.mode != HEADS;
     int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
     if (has_tokenizer) load_tokenizer(&t, &o, &m);
+    check_window(&o, &m.config);
     int status = 0;
     if (o.mode == INFO) {
         int ctx = o.bench.ctx ? o.bench.ctx : m.config.seq_len;
@@ -869,6 +968,8 @@ int main(int argc, char **argv) {
     } else if (o.mode == BENCH) {
         o.bench.model_path = path;
         o.bench.kv_type = o.kv_type;
+        o.bench.window = o.window;
+        o.bench.sinks = o.sinks;
         if (bench_run(&m, &o.bench, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             status = 1;

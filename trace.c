@@ -53,17 +53,24 @@ void capture_free(Capture *cap) {
     cap->scores = cap->weights = NULL;
 }
 
-/* The ForwardObserver callback: row h of the run state is at h*capacity. */
+/* The ForwardObserver callback: row h of the run state is at h*capacity,
+ * by cache slot; the capture keeps the keys in order of position. */
 void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     Capture *cap = ctx;
-    (void)pos;
+    const KVCache *kv = &s->kv_cache;
     for (int h = 0; h < cap->n_heads; h++) {
-        size_t from = (size_t)h * s->kv_cache.capacity;
+        const float *scores = s->attention_scores + (size_t)h * kv->capacity;
+        const float *weights = s->attention_weights + (size_t)h * kv->capacity;
         size_t to = ((size_t)layer * cap->n_heads + h) * cap->seq_len;
-        memcpy(cap->scores + to, s->attention_scores + from, (size_t)n_visible * sizeof(float));
-        memcpy(cap->weights + to, s->attention_weights + from, (size_t)n_visible * sizeof(float));
+        for (int i = 0; i < n_visible; i++) {
+            int slot = kv_slot(kv, kv_view_position(kv, pos, i));
+            cap->scores[to + i] = scores[slot];
+            cap->weights[to + i] = weights[slot];
+        }
     }
     cap->n_visible = n_visible;
+    cap->sinks = kv->sinks < n_visible ? kv->sinks : n_visible;
+    cap->window_start = pos + 1 - (n_visible - cap->sinks); /* kv_window_start, or sinks while none is evicted */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -75,6 +82,15 @@ const float *step_scores(const Step *st, const Capture *cap, int layer, int head
 
 const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
     return step_scores(st, cap, layer, head) + (size_t)cap->n_layers * cap->n_heads * st->n_visible;
+}
+
+int step_key_position(const Step *st, int i) { return i < st->sinks ? i : st->window_start + i - st->sinks; }
+
+double step_sink_share(const Step *st, const Capture *cap, int layer, int head) {
+    const float *w = step_weights(st, cap, layer, head);
+    double share = 0;
+    for (int i = 0; i < st->sinks; i++) share += w[i];
+    return share;
 }
 
 /* The n largest logits, largest first, with their probabilities at
@@ -115,6 +131,8 @@ Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const 
     st->pos = pos;
     st->token = token;
     st->n_visible = cap->n_visible;
+    st->sinks = cap->sinks;
+    st->window_start = cap->window_start;
     if (n_top > vocab) n_top = vocab;
     size_t per_head = (size_t)cap->n_layers * cap->n_heads * st->n_visible;
     st->attention = malloc(2 * per_head * sizeof(float));
@@ -298,16 +316,28 @@ static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int
     fputc('\n', out);
 }
 
+static int row_position(const AttentionRow *row, int t) { return row->positions ? row->positions[t] : t; }
+
 static void print_key_lines(FILE *out, const AttentionRow *row, int first, int last) {
     char cell[32];
     put_row_label(out, "key pos");
     for (int t = first; t < last; t++) {
-        snprintf(cell, sizeof cell, "%d", t);
+        snprintf(cell, sizeof cell, "%d", row_position(row, t));
         put_cell(out, cell, CELL_WIDTH);
     }
     fputc('\n', out);
     put_row_label(out, "key");
     for (int t = first; t < last; t++) put_cell(out, row->labels[t], CELL_WIDTH);
+    fputc('\n', out);
+    if (!row->positions) return;
+    /* with a window: the sinks, and the first recent key after an eviction */
+    put_row_label(out, "cache");
+    for (int t = first; t < last; t++) {
+        int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
+        int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
+        if (t >= row->sinks && !window_start) break; /* nothing more to mark on this line */
+        put_cell(out, t < row->sinks ? "sink" : "window>", CELL_WIDTH);
+    }
     fputc('\n', out);
 }
 
@@ -357,8 +387,15 @@ static void print_row_summary(FILE *out, const AttentionRow *row) {
     wrap_put(&w, item);
     int best[TOP_ATTENDED], n = row->n_visible < TOP_ATTENDED ? row->n_visible : TOP_ATTENDED;
     most_attended(row->weights, row->n_visible, best, n);
+    double sinks = 0;
+    for (int t = 0; t < row->sinks; t++) sinks += row->weights[t];
+    if (row->sinks) {
+        snprintf(item, sizeof item, " sinks (pos 0..%d) %.3f;", row->sinks - 1, sinks);
+        wrap_put(&w, item);
+    }
     for (int k = 0; k < n; k++) {
-        snprintf(item, sizeof item, " %s (pos %d) %.3f%s", row->labels[best[k]], best[k], row->weights[best[k]],
+        snprintf(item, sizeof item, " %s (pos %d) %.3f%s", row->labels[best[k]], row_position(row, best[k]),
+                 row->weights[best[k]],
                  k + 1 < n ? "," : "");
         wrap_put(&w, item);
     }
@@ -414,7 +451,12 @@ static void print_step_header(FILE *out, const Tracer *tr, const Step *st) {
 
 /* What the mask did for this query, in words (lines fit 80 columns). */
 static void print_mask_note(FILE *out, const Step *st, int n_cols) {
-    if (n_cols > st->n_visible)
+    if (st->window_start > st->sinks)
+        fprintf(out, "  (sliding window: pos %d sees %s%d..%d and the window %d..%d; positions %d..%d\n"
+                     "   were evicted from the KV cache: never computed, as if masked)\n",
+                st->pos, st->sinks ? "the sinks " : "", 0, st->sinks - 1, st->window_start, st->pos, st->sinks,
+                st->window_start - 1);
+    else if (n_cols > st->n_visible)
         fprintf(out, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
                      "   to their scores; their weights are 0, and forward() never computes them)\n",
                 st->n_visible, n_cols - 1);
@@ -423,18 +465,22 @@ static void print_mask_note(FILE *out, const Step *st, int n_cols) {
                      "   so the mask has nothing to hide)\n", st->pos, st->n_visible - 1);
 }
 
-/* Each key's column label (the tokens of positions 0..n_cols-1). */
+/* Each key's column label (the tokens of the step's key positions: 0..n_cols-1
+ * without a window). */
 typedef struct {
     char (*text)[LABEL_BYTES];
     const char **ptrs;
+    int *positions; /* [n_cols] each column's key position */
 } Labels;
 
-static int labels_make(Labels *lb, const Tracer *tr, int n_cols) {
+static int labels_make(Labels *lb, const Tracer *tr, const Step *st, int n_cols) {
     lb->text = malloc((size_t)n_cols * sizeof *lb->text);
     lb->ptrs = malloc((size_t)n_cols * sizeof *lb->ptrs);
-    if (!lb->text || !lb->ptrs) return -1;
+    lb->positions = malloc((size_t)n_cols * sizeof *lb->positions);
+    if (!lb->text || !lb->ptrs || !lb->positions) return -1;
     for (int t = 0; t < n_cols; t++) {
-        key_label(lb->text[t], tr->tok, tr->run.steps[t].token);
+        lb->positions[t] = step_key_position(st, t);
+        key_label(lb->text[t], tr->tok, tr->run.steps[lb->positions[t]].token);
         lb->ptrs[t] = lb->text[t];
     }
     return 0;
@@ -443,6 +489,7 @@ static int labels_make(Labels *lb, const Tracer *tr, int n_cols) {
 static void labels_free(Labels *lb) {
     free(lb->text);
     free(lb->ptrs);
+    free(lb->positions);
 }
 
 /* One head's full table. */
@@ -451,8 +498,10 @@ static void print_head_table(FILE *out, const Tracer *tr, const Step *st, int l,
     const Config *c = &tr->model->config;
     fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
             h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
+    int window = tr->opt.window > 0; /* marks the sinks and the window */
     AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
-                         st->n_visible, n_cols, c->head_size, lb->ptrs, tr->width };
+                         st->n_visible, n_cols, c->head_size, lb->ptrs, tr->width,
+                         window ? lb->positions : NULL, window ? st->sinks : 0 };
     trace_print_attention(out, &row, colour);
 }
 
@@ -467,7 +516,11 @@ static void print_head_summary(FILE *out, const Tracer *tr, const Step *st, int 
     snprintf(item, sizeof item, "%s L%d H%-3d", mark ? ">" : " ", l, h);
     wrap_put(&wr, item);
     for (int k = 0; k < n; k++) {
-        snprintf(item, sizeof item, "  %s@%d %.3f", lb->ptrs[best[k]], best[k], w[best[k]]);
+        snprintf(item, sizeof item, "  %s@%d %.3f", lb->ptrs[best[k]], lb->positions[best[k]], w[best[k]]);
+        wrap_put(&wr, item);
+    }
+    if (tr->opt.window && st->sinks) {
+        snprintf(item, sizeof item, "  sinks %.3f", step_sink_share(st, &tr->capture, l, h));
         wrap_put(&wr, item);
     }
     wrap_end(&wr);
@@ -539,7 +592,7 @@ static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
     FILE *out = tr->text;
     const Config *c = &tr->model->config;
     Labels lb;
-    int rc = labels_make(&lb, tr, n_cols);
+    int rc = labels_make(&lb, tr, st, n_cols);
     if (rc == 0) {
         print_step_header(out, tr, st);
         for (int l = 0; l < c->n_layers; l++)
@@ -572,7 +625,9 @@ static int write_pending_text(Tracer *tr, int at_close) {
     for (; tr->n_text_done < tr->run.n; tr->n_text_done++) {
         const Step *st = &tr->run.steps[tr->n_text_done];
         if ((st->forced && !tr->opt.trace_prompt) || !pos_selected(tr, st->pos)) continue;
-        if (print_step_text(tr, st, st->forced ? n_cols_prompt : st->n_visible)) return -1;
+        /* a prompt row's masked columns are the later prompt positions */
+        if (print_step_text(tr, st, st->forced ? st->n_visible + n_cols_prompt - (st->pos + 1) : st->n_visible))
+            return -1;
     }
     fflush(tr->text);
     return 0;
@@ -587,7 +642,7 @@ static int print_step_view(Tracer *tr, const Step *st) {
     FILE *out = stderr;
     const Config *c = &tr->model->config;
     Labels lb;
-    int rc = labels_make(&lb, tr, st->n_visible);
+    int rc = labels_make(&lb, tr, st, st->n_visible);
     if (rc == 0) {
         print_step_header(out, tr, st);
         for (int l = 0; l < c->n_layers; l++)

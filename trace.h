@@ -24,6 +24,7 @@ typedef struct {
     int step;                 /* --step: pause after each token, show a view, read keys */
     int top_logits;           /* logits shown per step */
     const char *model_path;   /* the checkpoint, to name it on the HTML page */
+    int window, sinks;        /* --window W --sinks S of the run (0: none), to mark them */
 } TraceOptions;
 
 typedef enum { TRACE_FULL, TRACE_SUMMARY } TraceLevel;
@@ -70,6 +71,8 @@ typedef struct {
     int head_size;
     const char *const *labels; /* [n_cols] each key's token text, already escaped */
     int width;                 /* characters per line; 0: 106, 12 keys a block (files) */
+    const int *positions;      /* [n_cols] each key's position; NULL: 0..n_cols-1 */
+    int sinks;                 /* keys 0..sinks-1 are attention sinks (--window), marked */
 } AttentionRow;
 
 /* Prints key positions, key tokens, q·k, q·k/√d, the mask, the weights (with

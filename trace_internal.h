@@ -11,8 +11,9 @@
  * the run state right after forward() computed it. */
 typedef struct {
     int n_layers, n_heads, seq_len;
-    int n_visible;  /* keys 0..n_visible-1 */
-    float *scores;  /* [n_layers, n_heads, seq_len] raw q·k */
+    int n_visible;  /* keys seen: step_key_position gives their positions */
+    int sinks, window_start; /* kv_window.h's view: keys 0..sinks-1, then window_start.. */
+    float *scores;  /* [n_layers, n_heads, seq_len] raw q·k, in order of position */
     float *weights; /* [n_layers, n_heads, seq_len] softmax of the scaled scores */
 } Capture;
 
@@ -27,7 +28,10 @@ typedef struct {
     int pos, token, next;
     int forced;       /* next is the prompt's next token, not a sample */
     SampleInfo info;  /* how next was sampled (when not forced) */
-    int n_visible;    /* keys 0..n_visible-1 */
+    int n_visible;    /* keys seen: 0..n_visible-1 without a window */
+    int sinks;        /* with --window: key i < sinks is position i (a sink), */
+    int window_start; /*   key i >= sinks position window_start + i - sinks;
+                           positions sinks..window_start-1 were evicted */
     float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights;
                          NULL once no output needs it */
     Candidate *top;   /* [n_top], largest logit first */
@@ -73,6 +77,11 @@ void capture_free(Capture *cap);
 void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s);
 const float *step_scores(const Step *st, const Capture *cap, int layer, int head);
 const float *step_weights(const Step *st, const Capture *cap, int layer, int head);
+/* The position of a step's key i (kv_view_position's; i >= n_visible: the
+ * later positions of a prompt, masked). */
+int step_key_position(const Step *st, int i);
+/* The share of a head's weight on the sinks (0 without any). */
+double step_sink_share(const Step *st, const Capture *cap, int layer, int head);
 Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits, int vocab,
                   int n_top, float temperature, float *probs);
 void recording_free(Recording *rec);

@@ -83,7 +83,8 @@ static void json_sample(const Json *j, const Step *st, const Tracer *tr) {
 /* Which layers and heads a step's object holds: all (-1) or one. */
 typedef struct { int layer, head; } Selection;
 
-static void json_attention(const Json *j, const Step *st, const Capture *cap, const Config *c, Selection sel) {
+static void json_attention(const Json *j, const Step *st, const Capture *cap, const Config *c, Selection sel,
+                           int window) {
     fputc('[', j->f);
     int first_layer = 1;
     for (int l = 0; l < c->n_layers; l++) {
@@ -99,6 +100,7 @@ static void json_attention(const Json *j, const Step *st, const Capture *cap, co
             json_numbers(j, step_scores(st, cap, l, h), st->n_visible);
             fputs(",\"weights\":", j->f);
             json_numbers(j, step_weights(st, cap, l, h), st->n_visible);
+            if (window) json_field(j, "sink_share", step_sink_share(st, cap, l, h));
             fputc('}', j->f);
         }
         fputs("]}", j->f);
@@ -115,8 +117,16 @@ static void json_step(const Json *j, const Step *st, const Tracer *tr, const Cap
     json_piece(j, st->next);
     fputs(",\"sample\":", j->f);
     json_sample(j, st, tr);
+    /* with --window (the run's own steps, not a --compare model's) */
+    int window = tr->opt.window && cap == &tr->capture;
+    if (window) {
+        fprintf(j->f, ",\"window\":{\"size\":%d,\"sinks\":%d,\"start\":%d,\"evicted\":", tr->opt.window,
+                st->sinks, st->window_start);
+        if (st->window_start > st->sinks) fprintf(j->f, "[%d,%d]}", st->sinks, st->window_start - 1);
+        else fputs("null}", j->f);
+    }
     fputs(",\"layers\":", j->f);
-    json_attention(j, st, cap, c, sel);
+    json_attention(j, st, cap, c, sel, window);
     fputs(",\"top\":[", j->f);
     for (int i = 0; i < st->n_top; i++) {
         fprintf(j->f, "%s{\"id\":%d,\"piece\":", i ? "," : "", st->top[i].id);
@@ -216,7 +226,9 @@ static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const
         json_piece(&j, token);
         fputc('}', f);
     }
-    fputs("],\"runs\":[\n", f);
+    fputs("],", f);
+    if (tr->opt.window) fprintf(f, "\"window\":{\"size\":%d,\"sinks\":%d},", tr->opt.window, tr->opt.sinks);
+    fputs("\"runs\":[\n", f);
     html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, tr->model);
     if (compare) {
         fputs(",\n", f);

@@ -116,12 +116,28 @@ class Result:
         self.weights = []  # [pos][layer][head] -> array [pos+1], softmax weights
 
 
-def forward(config, tensors, tokens, quantized=()):
+def cached_positions(pos, window, sinks):
+    """The positions a StreamingLLM cache of `window` entries holds when the
+    query at pos is added: the first `sinks` and the most recent
+    window - sinks (all of 0..pos while they fit)."""
+    if window is None or pos + 1 <= window:
+        return list(range(pos + 1))
+    return list(range(sinks)) + list(range(pos + 1 - (window - sinks), pos + 1))
+
+
+def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
     """Run tokens[0], tokens[1], ... at positions 0, 1, ... and return a Result.
 
     quantized: names of matrices (the classifier as "tok_embeddings" or
     "output") whose input is quantized per block of 32 as the engine does for
-    Q8_0/Q4_0 matrices (see quantize_activation)."""
+    Q8_0/Q4_0 matrices (see quantize_activation).
+
+    window, sinks: attention sinks and a sliding window as StreamingLLM's
+    paper states them (Xiao et al. 2023, section 3.2): the cache keeps the
+    keys and values of cached_positions(pos); keys are kept before RoPE, and
+    at each step every cached key is rotated by its place in the cache
+    (0..n-1) and the query by n-1, so positions stay below the window.
+    Scores and weights list the cached positions in order."""
     n_layers = config["n_layers"]
     n_heads = config["n_heads"]
     n_kv_heads = config["n_kv_heads"]
@@ -129,7 +145,7 @@ def forward(config, tensors, tokens, quantized=()):
     eps = float(config["norm_eps"])
     theta = float(config["rope_theta"])
     heads_per_kv = n_heads // n_kv_heads
-    if len(tokens) > config["seq_len"]:
+    if window is None and len(tokens) > config["seq_len"]:
         raise ValueError("%d tokens exceed seq_len %d" % (len(tokens), config["seq_len"]))
 
     w = {name: np.asarray(a, dtype=np.float64) for name, a in tensors.items()}
@@ -139,6 +155,7 @@ def forward(config, tensors, tokens, quantized=()):
         return w[name] @ (quantize_activation(x) if name in quantized else x)
 
     # keys[layer][t], values[layer][t]: arrays [n_kv_heads, head_size]
+    # (with a window the keys are kept unrotated)
     keys = [[] for _ in range(n_layers)]
     values = [[] for _ in range(n_layers)]
     result = Result()
@@ -154,19 +171,26 @@ def forward(config, tensors, tokens, quantized=()):
             q = mm(p + "attention.wq", h).reshape(n_heads, head_size)
             k = mm(p + "attention.wk", h).reshape(n_kv_heads, head_size)
             v = mm(p + "attention.wv", h).reshape(n_kv_heads, head_size)
-            q = rope(q, pos, theta)
-            k = rope(k, pos, theta)
+            if window is None:
+                q = rope(q, pos, theta)
+                k = rope(k, pos, theta)
             keys[layer].append(k)
             values[layer].append(v)
+            seen = cached_positions(pos, window, sinks)
+            if window is None:
+                cached = [keys[layer][t] for t in seen]
+            else:
+                cached = [rope(keys[layer][t], slot, theta) for slot, t in enumerate(seen)]
+                q = rope(q, len(seen) - 1, theta)
 
             out = np.zeros((n_heads, head_size))
             layer_scores, layer_weights = [], []
             for head in range(n_heads):
                 kv = head // heads_per_kv
-                raw = np.array([np.dot(q[head], keys[layer][t][kv]) for t in range(pos + 1)])
+                raw = np.array([np.dot(q[head], key[kv]) for key in cached])
                 att = softmax(raw / np.sqrt(head_size))
-                for t in range(pos + 1):
-                    out[head] += att[t] * values[layer][t][kv]
+                for a, t in zip(att, seen):
+                    out[head] += a * values[layer][t][kv]
                 layer_scores.append(raw)
                 layer_weights.append(att)
             pos_scores.append(layer_scores)
@@ -183,6 +207,30 @@ def forward(config, tensors, tokens, quantized=()):
         result.scores.append(pos_scores)
         result.weights.append(pos_weights)
     return result
+
+
+def nll(logits, target):
+    """-log softmax(logits)[target]"""
+    m = np.max(logits)
+    return m + np.log(np.sum(np.exp(logits - m))) - logits[target]
+
+
+def mean_nll(config, tensors, tokens, window=None, sinks=0, recompute=False, quantized=()):
+    """Mean -log p(tokens[p+1]) over p = 0..n-2: the engine's -m ppl with
+    --window and --sinks (one stream through the cache) or --recompute (each
+    p past the window from scratch over tokens[:sinks] + the window - sinks
+    tokens up to p, at positions 0..window-1)."""
+    n = len(tokens)
+    stream = forward(config, tensors, tokens[:-1], quantized, window, sinks)
+    total = 0.0
+    for p in range(n - 1):
+        if recompute and p + 1 > window:
+            view = tokens[:sinks] + tokens[p + 1 - (window - sinks):p + 1]
+            logits = forward(config, tensors, view, quantized).logits[-1]
+        else:
+            logits = stream.logits[p]
+        total += nll(logits, tokens[p + 1])
+    return total / (n - 1)
 
 
 def _fmt(values):
@@ -225,6 +273,11 @@ def main(argv=None):
     ap.add_argument("--comment", action="append", default=[], help="a '# ' comment line at the top (repeatable)")
     ap.add_argument("--quantized-activations", action="store_true",
                     help="quantize the input of each Q8_0/Q4_0 matrix to int8 per block of 32, as the engine")
+    ap.add_argument("--window", type=int, help="StreamingLLM's cache of W positions (see forward)")
+    ap.add_argument("--sinks", type=int, default=0, help="with --window: positions kept from the start")
+    ap.add_argument("--ppl", action="store_true",
+                    help="print 'nats/token X', the mean loss of predicting each token from those before")
+    ap.add_argument("--recompute", action="store_true", help="with --ppl --window: each window from scratch")
     args = ap.parse_args(argv)
 
     config, tensors, _ = qkvfile.read_model(args.model, args.tokenizer)
@@ -237,7 +290,10 @@ def main(argv=None):
             ap.error("position %d outside 0..%d" % (pos, len(tokens) - 1))
     name = args.name or os.path.basename(args.model).split(".")[0]
     quantized = quantized_matrices(qkvfile.read_tensor_types(args.model)) if args.quantized_activations else ()
-    result = forward(config, tensors, tokens, quantized)
+    if args.ppl:
+        print("nats/token %.9g" % mean_nll(config, tensors, tokens, args.window, args.sinks, args.recompute, quantized))
+        return
+    result = forward(config, tensors, tokens, quantized, args.window, args.sinks)
     sys.stdout.write(golden_text(name, config, tokens, positions, result, args.comment))
 
 

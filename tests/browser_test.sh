@@ -10,7 +10,10 @@
 # follows the view, the page does not scroll sideways and each head's
 # thumbnail names its role (-m heads), and records any script error into
 # <pre id="selftest" data-test-status="ok|fail">.
-# Also saves a screenshot, build/explorer.png. Prints "ok" / "FAIL" lines.
+# A page of a run with --window and --sinks must also draw the sliding
+# window's mask beside the causal one, hatch exactly the evicted cells and
+# band the sinks. Also saves a screenshot, build/explorer.png. Prints "ok" /
+# "FAIL" lines.
 set -u
 cd "$(dirname "$0")/.."
 RUN=./run
@@ -52,7 +55,7 @@ check_page_at() {
     status=$(grep -o 'data-test-status="[a-z]*"' <<<"$report" | head -n 1)
     if [ "$status" = 'data-test-status="ok"' ] && grep -q "^heatmaps $runs$" <<<"$report" \
         && grep -q "^errors 0" <<<"$report"; then
-        ok "$name: $(grep -E '^(visible|masked) cells' <<<"$report" | cut -d'(' -f1 | tr '\n' ';' | sed 's/ *;/;/g')"
+        ok "$name: $(grep -E '^(visible|masked|evicted) cells' <<<"$report" | cut -d'(' -f1 | tr '\n' ';' | sed 's/ *;/;/g')"
     else
         fail "$name" "$(sed 's/<[^>]*>//g' <<<"$report" | tr '\n' ' ' | head -c 400)"
     fi
@@ -87,6 +90,12 @@ PROBE_MODEL=models/induction.bin
 if $RUN $PROBE_MODEL --probe induction -s 1 -t 0 -n 70 --html "$tmp/probe.html" >/dev/null 2>"$tmp/err"; then
     check_page "explorer of $PROBE_MODEL over --probe induction, opened on #pos=50" "$tmp/probe.html" 1 "pos=50&layer=1&head=0"
 else fail "--probe induction --html" "$(head -n 1 "$tmp/err")"; fi
+
+# A sliding window with sinks, beside a full-cache model: evicted cells
+# hatched, the sinks banded, the window's mask drawn next to the causal one.
+if $RUN $MODEL -i "$PROMPT" -t 0 -n 24 --window 8 --sinks 2 --html "$tmp/window.html" --compare $OTHER >/dev/null 2>"$tmp/err"; then
+    check_page "explorer with --window 8 --sinks 2 and --compare" "$tmp/window.html" 2 "pos=20&layer=0&head=1"
+else fail "--html --window" "$(head -n 1 "$tmp/err")"; fi
 
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
 # "</script": the page must still parse its data and draw.
