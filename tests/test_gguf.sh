@@ -147,18 +147,19 @@ expect_logits "-m quantize --dtype f32 of a GGUF F32: the same logits" "$tmp/unt
 $RUN "$tmp/tied-q8_0.gguf" -m quantize -o "$tmp/from-q8.qkv" --dtype q8 2>/dev/null
 expect_logits "-m quantize --dtype q8 of a GGUF Q8_0: the same blocks, the same logits" "$tmp/tied-q8_0.gguf" "$tmp/from-q8.qkv" 0
 
-# The shipped story model through llama.cpp's converter as GGUF F16: the
-# same halves, so the same logits bit for bit and the same story
+# The shipped story model (Q8_0) through llama.cpp's converter as GGUF Q8_0:
+# its float32 values quantize back to the same blocks (each block's largest
+# value is 127 times its scale), so the same logits bit for bit and the same story
 if $PY -c "
 import sys; sys.path.insert(0, 'export')
 import qkvfile
 c, t, tok = qkvfile.read_model('models/stories.bin')
-c['weight_type'] = 0  # written as float32 (the float16 values exactly), as llama2.c files are
+c['weight_type'] = 0  # written as float32 (the Q8_0 values exactly), as llama2.c files are
 qkvfile.write_llama2c_legacy('$tmp/stories.bin', c, t)
 qkvfile.write_tokenizer_bin('$tmp/stories-tokenizer.bin', tok)
-" && $PY $CONVERT "$tmp/stories.bin" "$tmp/stories-tokenizer.bin" "$tmp/stories.gguf" --type f16 >/dev/null; then
-    expect_logits "models/stories.bin as GGUF F16: the same logits, bit for bit" models/stories.bin "$tmp/stories.gguf" 0
-    same_text "models/stories.bin as GGUF F16: the same story (-t 0.8 -s 42)" \
+" && $PY $CONVERT "$tmp/stories.bin" "$tmp/stories-tokenizer.bin" "$tmp/stories.gguf" --type q8_0 >/dev/null; then
+    expect_logits "models/stories.bin as GGUF Q8_0: the same logits, bit for bit" models/stories.bin "$tmp/stories.gguf" 0
+    same_text "models/stories.bin as GGUF Q8_0: the same story (-t 0.8 -s 42)" \
         $RUN "$tmp/stories.gguf" -t 0.8 -s 42 -n 120 -- $RUN models/stories.bin -t 0.8 -s 42 -n 120
 else
     fail "models/stories.bin as GGUF" "the conversion failed"
