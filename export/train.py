@@ -5,11 +5,15 @@
     python3 export/train.py --config stories            # models/stories.bin's run
     python3 export/train.py --config grammar --init-only   # untrained init (grammar-random)
     python3 export/train.py --config stories --resume      # continue from out/stories/ckpt.pt
+    nice -n 5 python3 export/train.py --config shakespeare # models/shakespeare.bin's run (GPT-2 style, 1 thread)
 
 Everything (tokenizer, data split, init, batch order) is derived from the
 config's seed, so a run is reproducible.  Writes into out_dir:
     tokenizer.bin, data_*.npy (token cache), ckpt.pt (latest), log.txt
 Export with:  python3 export/export.py out/NAME/ckpt.pt models/NAME.bin
+The shakespeare config trains nanoGPT's architecture (export/model.py GPT) on
+characters and writes a nanoGPT ckpt.pt (model_args, state dict) with
+nanoGPT's meta.pkl (stoi/itos) beside it, which export.py finds there.
 Override any config value with --set key=value (e.g. --set max_iters=100).
 """
 import argparse
@@ -24,7 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import ModelArgs, Transformer  # noqa: E402
+from model import GPT, GPTConfig, ModelArgs, Transformer  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,6 +63,22 @@ CONFIGS = {
         seed=1337, out_dir="out/stories",
         threads=2,
     ),
+    # nanoGPT's shakespeare_char recipe (config/train_shakespeare_char.py: 6 layers,
+    # 6 heads, 384 wide, context 256, batch 64, 5000 iters, dropout 0.2: 10.7M
+    # parameters, 82M tokens) scaled to one core shared with other jobs and 25
+    # minutes: 4 layers, 4 heads, 128 wide, context 128, batch 16, 800 iters
+    # (0.82M parameters, 1.6M tokens, about 1.6 epochs), no dropout.
+    "shakespeare": dict(
+        data="shakespeare_char", arch="gpt2",
+        text_path=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"),
+        n_layer=4, n_head=4, n_embd=128, block_size=128, bias=True, dropout=0.0,
+        batch_size=16, grad_accum=1,
+        lr=2e-3, min_lr=1e-4, warmup_iters=50, max_iters=800,
+        weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
+        eval_interval=400, eval_tokens=1_000_000,   # eval = the whole held-out 10%
+        seed=1337, out_dir="out/shakespeare",
+        threads=1,
+    ),
 }
 
 
@@ -92,6 +112,28 @@ def prepare_stories(cfg, out_dir):
             np.save(path, np.array(ids, dtype=np.int16 if len(pieces) < 32768 else np.int32))
     tok = tt.Tokenizer.load(tok_path)
     return tok, np.load(tr_path).astype(np.int64), np.load(va_path).astype(np.int64)
+
+
+def prepare_shakespeare_char(cfg, out_dir):
+    """nanoGPT's data/shakespeare_char/prepare.py: the sorted characters of the
+    text are the vocabulary; the first 90% trains, the last 10% is held out.
+    meta.pkl (vocab_size, itos, stoi) is written beside the checkpoint."""
+    import pickle
+    text = open(cfg["text_path"], encoding="utf-8").read()
+    chars = sorted(set(text))
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    with open(os.path.join(out_dir, "meta.pkl"), "wb") as f:
+        pickle.dump(dict(vocab_size=len(chars), itos=dict(enumerate(chars)), stoi=stoi), f)
+    ids = np.array([stoi[c] for c in text], dtype=np.int64)
+    n = int(len(ids) * 0.9)
+    return CharVocab(len(chars)), ids[:n], ids[n:]
+
+
+class CharVocab:
+    """What main() needs of a tokenizer for a character model (it has no tokenizer.bin)."""
+
+    def __init__(self, n):
+        self.vocab_size = n
 
 
 def grammar_rows(tok, sentences, seq_len):
@@ -182,7 +224,9 @@ def make_optimizer(model, cfg):
 def save(path, model, opt, cfg, it, tok, best_val, history):
     ck = dict(model=model.state_dict(), optimizer=opt.state_dict() if opt else None,
               model_args=model.args.to_dict(), config=cfg, iter=it, best_val=best_val,
-              tokenizer=tt.tokenizer_bytes(tok.pieces, tok.scores), history=history)
+              history=history)
+    if hasattr(tok, "pieces"):   # a character model's vocabulary is meta.pkl beside it
+        ck["tokenizer"] = tt.tokenizer_bytes(tok.pieces, tok.scores)
     tmp = path + ".tmp"
     torch.save(ck, tmp)
     os.replace(tmp, path)
@@ -217,17 +261,25 @@ def main():
     t0 = time.time()
     if cfg["data"] == "stories":
         tok, train, val = prepare_stories(cfg, out_dir)
+    elif cfg["data"] == "shakespeare_char":
+        tok, train, val = prepare_shakespeare_char(cfg, out_dir)
     else:
         tok, train, val = prepare_grammar(cfg, out_dir)
     ntrain = train.size
     print("data: %d train tokens, %d held-out tokens, vocab %d (%.1fs)"
           % (ntrain, val.size, tok.vocab_size, time.time() - t0), flush=True)
 
-    margs = ModelArgs(dim=cfg["dim"], hidden_dim=cfg["hidden_dim"], n_layers=cfg["n_layers"],
-                      n_heads=cfg["n_heads"], n_kv_heads=cfg["n_kv_heads"], vocab_size=tok.vocab_size,
-                      seq_len=cfg["seq_len"], shared_classifier=cfg["shared_classifier"])
     torch.manual_seed(cfg["seed"])
-    model = Transformer(margs)
+    if cfg.get("arch") == "gpt2":
+        margs = GPTConfig(block_size=cfg["block_size"], vocab_size=tok.vocab_size, n_layer=cfg["n_layer"],
+                          n_head=cfg["n_head"], n_embd=cfg["n_embd"], dropout=cfg["dropout"], bias=cfg["bias"])
+        model = GPT(margs)
+        cfg["seq_len"] = cfg["block_size"]
+    else:
+        margs = ModelArgs(dim=cfg["dim"], hidden_dim=cfg["hidden_dim"], n_layers=cfg["n_layers"],
+                          n_heads=cfg["n_heads"], n_kv_heads=cfg["n_kv_heads"], vocab_size=tok.vocab_size,
+                          seq_len=cfg["seq_len"], shared_classifier=cfg["shared_classifier"])
+        model = Transformer(margs)
     model.init_weights(cfg["seed"])
     print("model: %s\nparams: %d" % (margs.to_dict(), model.n_params()), flush=True)
 
