@@ -77,6 +77,8 @@ models:
 	$(PYTHON) export/export.py out/grammar/ckpt.pt models/grammar.bin
 	$(PYTHON) export/train.py --config stories
 	$(PYTHON) export/export.py out/stories/ckpt.pt models/stories.bin --dtype f16
+	nice -n 5 $(PYTHON) export/train.py --config shakespeare
+	$(PYTHON) export/export.py out/shakespeare/ckpt.pt models/shakespeare.bin --dtype f16
 
 clean:
 	rm -rf build run
