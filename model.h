@@ -236,7 +236,8 @@ int mlp_matrices(const Config *c);
 double flops_attention_per_token(const Config *c, int n_visible);
 size_t kv_cache_bytes_per_token(const Config *c); /* float32 */
 /* Bytes of weights a decode step reads: every matrix and norm, but of the
- * token embedding only one row, unless it is also the classifier. */
+ * token embedding only one row, unless it is also the classifier, and of
+ * GPT-2's position embedding one row. */
 size_t weight_bytes_per_token(const Model *m);
 
 #endif /* QKV_MODEL_H */
@@ -728,9 +729,10 @@ double flops_attention_per_token(const Config *c, int n_visible) {
 }
 
 size_t weight_bytes_per_token(const Model *m) {
-    const Matrix *e = &m->weights.token_embedding;
-    if (m->config.shared_classifier) return m->weight_bytes;
-    return m->weight_bytes - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
+    const Matrix *e = &m->weights.token_embedding, *p = &m->weights.position_embedding;
+    size_t positions = p->rows ? matrix_bytes(p) - weight_row_bytes(p->type, p->cols) : 0; /* GPT-2: one row read */
+    if (m->config.shared_classifier) return m->weight_bytes - positions;
+    return m->weight_bytes - positions - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
 }
 
 size_t kv_cache_bytes_per_token(const Config *c) {

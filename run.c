@@ -357,7 +357,11 @@ static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
         rc = tokenizer_load_kind(t, m->tokenizer_data, m->tokenizer_bytes, vocab, kind, err, sizeof err);
         if (rc == 0 && o->tokenizer) tokenizer_free(t);
     }
-    if (rc == 0 && o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
+    if (rc == 0 && o->tokenizer && kind != TOKENIZER_LLAMA) {
+        snprintf(err, sizeof err, "-z gives a llama2.c tokenizer.bin, and this checkpoint's own tokenizer is of "
+                                  "another kind (%s): -z does not apply", kind == TOKENIZER_CHAR ? "characters" : "GPT-2 BPE");
+        rc = -1;
+    } else if (rc == 0 && o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
     else if (!m || !m->tokenizer_data) {
         snprintf(err, sizeof err, "this checkpoint has no tokenizer inside: give one with -z tokenizer.bin");
         rc = -1;

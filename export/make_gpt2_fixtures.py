@@ -17,8 +17,11 @@ PyTorch (model.py's GPT, nanoGPT's modules).  Deterministic (fixed seeds).
                             config.json (gelu_new), vocab.json + merges.txt of
                             a byte-level BPE trained here; dim 32, 4 heads, 2 layers,
                             context 64, tanh GELU
+  tests/data/gpt2-nobias.qkv  nanoGPT ckpt.pt with bias=False (no LayerNorm or linear
+                            biases: the exporter writes zeros), the same characters,
+                            dim 24, 2 heads, 2 layers, context 16
   tests/golden/gpt2.txt, gpt2-bpe.txt        reference.py's logits, scores, weights
-  tests/golden/models/gpt2-torch.txt, gpt2-bpe-torch.txt   PyTorch's logits
+  tests/golden/models/gpt2-torch.txt, gpt2-bpe-torch.txt, gpt2-nobias-torch.txt   PyTorch's logits
   tests/golden/gpt2-bpe-tokens.txt           texts and the ids gpt2_bpe.py gives them
   tests/data/gpt2-vocab.json, gpt2-merges.txt   the BPE, in GPT-2's format
 """
@@ -73,10 +76,13 @@ def randomize(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g) * (2.0 / p.shape[1]) ** 0.5)
 
 
-def nanogpt_checkpoint(directory):
-    c = GPTConfig(block_size=19, vocab_size=len(CHARS), n_layer=3, n_head=5, n_embd=45, bias=True)
+def nanogpt_checkpoint(directory, bias=True):
+    if bias:
+        c = GPTConfig(block_size=19, vocab_size=len(CHARS), n_layer=3, n_head=5, n_embd=45, bias=True)
+    else:
+        c = GPTConfig(block_size=16, vocab_size=len(CHARS), n_layer=2, n_head=2, n_embd=24, bias=False)
     m = GPT(c)
-    randomize(m, 4001)
+    randomize(m, 4001 if bias else 4003)
     ck = dict(model={"_orig_mod." + k: v for k, v in m.state_dict().items()}, model_args=c.to_dict(),
               iter_num=0, best_val_loss=0.0, config={})
     torch.save(ck, os.path.join(directory, "ckpt.pt"))
@@ -145,6 +151,8 @@ def make(out_data, out_golden):
         torch.manual_seed(0)
         model, char_tokens = nanogpt_checkpoint(nano_dir)
         export(os.path.join(nano_dir, "ckpt.pt"), os.path.join(out_data, "gpt2.qkv"))
+        nobias, _ = nanogpt_checkpoint(nano_dir, bias=False)
+        export(os.path.join(nano_dir, "ckpt.pt"), os.path.join(out_data, "gpt2-nobias.qkv"))
 
         vocab, merges = gpt2_bpe.train(BPE_TRAIN, 150)
         gpt2_bpe.save(vocab, merges, os.path.join(hf_dir, "vocab.json"), os.path.join(hf_dir, "merges.txt"))
@@ -159,6 +167,8 @@ def make(out_data, out_golden):
     files["gpt2-bpe.txt"] = numpy_golden(bpath, "gpt2-bpe", bpe_tokens)
     files["models/gpt2-torch.txt"] = torch_golden(gpath, "gpt2", model, char_tokens)
     files["models/gpt2-bpe-torch.txt"] = torch_golden(bpath, "gpt2-bpe", hf, bpe_tokens)
+    files["models/gpt2-nobias-torch.txt"] = torch_golden(os.path.join(out_data, "gpt2-nobias.qkv"), "gpt2-nobias",
+                                                         nobias, char_tokens[:16])
     lines = ["# GPT-2 byte-level BPE of tests/data/gpt2-vocab.json + gpt2-merges.txt (export/gpt2_bpe.py); do not edit.",
              "# regenerate with: " + COMMAND, "# each text is one JSON string line, then its ids"]
     for text in BPE_TEXTS:
@@ -167,7 +177,7 @@ def make(out_data, out_golden):
     for name, text in files.items():
         with open(os.path.join(out_golden, name), "w", encoding="utf-8") as f:
             f.write(text)
-    return ["gpt2.qkv", "gpt2-bpe.qkv", "gpt2-vocab.json", "gpt2-merges.txt"], list(files)
+    return ["gpt2.qkv", "gpt2-bpe.qkv", "gpt2-nobias.qkv", "gpt2-vocab.json", "gpt2-merges.txt"], list(files)
 
 
 def main():

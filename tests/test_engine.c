@@ -666,7 +666,8 @@ static void test_golden_fixtures(void) {
 static void test_golden_models(void) {
     const char *models[][2] = { { "grammar", "models/grammar.bin" }, { "grammar-random", "models/grammar-random.bin" },
                                 { "stories", "models/stories.bin" }, { "shakespeare", "models/shakespeare.bin" },
-                                { "gpt2-torch", "tests/data/gpt2.qkv" }, { "gpt2-bpe-torch", "tests/data/gpt2-bpe.qkv" } };
+                                { "gpt2-torch", "tests/data/gpt2.qkv" }, { "gpt2-bpe-torch", "tests/data/gpt2-bpe.qkv" },
+                                { "gpt2-nobias-torch", "tests/data/gpt2-nobias.qkv" } };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char golden_path[256], model_path[256];
         snprintf(golden_path, sizeof golden_path, "tests/golden/models/%s.txt", models[i][0]);

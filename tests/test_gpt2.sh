@@ -65,6 +65,12 @@ $RUN $CHAR -n 6 -t 0 >"$tmp/out" 2>/dev/null
 [ "$(head -c 1 "$tmp/out" | od -An -c | tr -d ' ')" = '\n' ] && ok "character model: an empty prompt starts from \"\\n\", as nanoGPT's sample.py" ||
     fail "character model empty prompt" "$(od -c "$tmp/out" | head -2)"
 
+$RUN $CHAR -z tests/data/tiny-tokenizer.bin -n 4 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "does not apply" "$tmp/err" &&
+    ok "-z (a llama2.c tokenizer.bin) with a character model is one error line, exit 1" ||
+    fail "-z with a character model" "exit $rc: $(head -c 200 "$tmp/err")"
+
 # ---- every mode on GPT-2 files ----
 if $RUN $BPE -t 0 -n 10 -i "Hello" --trace --layer 1 --head 3 >"$tmp/trace" 2>&1 && grep -q "^layer 1 head 3" "$tmp/trace" &&
     $RUN $CHAR -t 0 -n 10 -i "ROMEO" --trace-prompt --html "$tmp/x.html" --trace-json "$tmp/x.jsonl" >/dev/null 2>&1 && [ -s "$tmp/x.html" ] && [ -s "$tmp/x.jsonl" ] &&
@@ -115,7 +121,7 @@ fi
 if ! $PY -c 'import torch' 2>/dev/null; then
     skip "export.py on nanoGPT and Hugging Face GPT-2 checkpoints" "PyTorch is missing"
 elif out=$($PY export/make_gpt2_fixtures.py --check 2>&1); then
-    ok "export.py turns a nanoGPT ckpt.pt (_orig_mod. keys, meta.pkl beside it) and a Hugging Face GPT-2 state dict (Conv1D, config.json, vocab.json + merges.txt) into tests/data's GPT-2 fixtures byte for byte"
+    ok "export.py turns nanoGPT ckpt.pt files (_orig_mod. keys, meta.pkl beside it; with and without biases) and a Hugging Face GPT-2 state dict (Conv1D, config.json, vocab.json + merges.txt) into tests/data's GPT-2 fixtures byte for byte"
 else
     fail "export.py on GPT-2 checkpoints" "$(echo "$out" | tail -n 2)"
 fi
