@@ -66,16 +66,16 @@ CONFIGS = {
     # nanoGPT's shakespeare_char recipe (config/train_shakespeare_char.py: 6 layers,
     # 6 heads, 384 wide, context 256, batch 64, 5000 iters, dropout 0.2: 10.7M
     # parameters, 82M tokens) scaled to one core shared with other jobs and 25
-    # minutes: 4 layers, 4 heads, 128 wide, context 128, batch 16, 800 iters
-    # (0.82M parameters, 1.6M tokens, about 1.6 epochs), no dropout.
+    # minutes: 4 layers, 4 heads, 128 wide, context 128, batch 16, 1600 iters
+    # (0.82M parameters, 3.3M tokens, about 3.3 epochs), no dropout.
     "shakespeare": dict(
         data="shakespeare_char", arch="gpt2",
         text_path=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"),
         n_layer=4, n_head=4, n_embd=128, block_size=128, bias=True, dropout=0.0,
         batch_size=16, grad_accum=1,
-        lr=2e-3, min_lr=1e-4, warmup_iters=50, max_iters=800,
+        lr=2e-3, min_lr=1e-4, warmup_iters=50, max_iters=1600,
         weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
-        eval_interval=400, eval_tokens=1_000_000,   # eval = the whole held-out 10%
+        eval_interval=800, eval_tokens=1_000_000,   # eval = the whole held-out 10%
         seed=1337, out_dir="out/shakespeare",
         threads=1,
     ),
