@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tokenizer.h" /* TokenizerKind, checked in the header */
+
 /* ------------------------------------------------------------------------ */
 /* A bounds-checked view of the mapped file                                  */
 
@@ -55,17 +57,32 @@ static int validate_config(FileView *f, const Config *c) {
         return load_error(f, "bad n_kv_heads %d (must be 1..n_heads=%d)", c->n_kv_heads, c->n_heads);
     if (c->n_heads % c->n_kv_heads != 0)
         return load_error(f, "n_heads %d is not a multiple of n_kv_heads %d", c->n_heads, c->n_kv_heads);
-    if (!check_range(c->head_size, 2, QKV_MAX_DIM) || c->head_size % 2 != 0)
+    if (c->arch != ARCH_LLAMA && c->arch != ARCH_GPT2)
+        return load_error(f, "unknown architecture %d (0 Llama, 1 GPT-2)", c->arch);
+    if (c->arch == ARCH_LLAMA ? c->activation != ACT_SWIGLU
+                              : c->activation != ACT_GELU_ERF && c->activation != ACT_GELU_TANH)
+        return load_error(f, "activation %d does not go with the %s architecture (Llama: 0 SwiGLU; GPT-2: "
+                             "1 exact GELU, 2 tanh GELU)", c->activation, c->arch == ARCH_LLAMA ? "Llama" : "GPT-2");
+    if (!check_range(c->tokenizer_kind, TOKENIZER_LLAMA, TOKENIZER_GPT2_BPE))
+        return load_error(f, "unknown tokenizer kind %d (0 llama2.c BPE, 1 characters, 2 GPT-2 byte-level BPE)",
+                          c->tokenizer_kind);
+    /* RoPE turns pairs of dimensions; GPT-2 has no RoPE, so any head size */
+    if (!check_range(c->head_size, 1, QKV_MAX_DIM) || (c->arch == ARCH_LLAMA && c->head_size % 2 != 0))
         return load_error(f, "bad head_size %d (must be even, for RoPE pairs)", c->head_size);
     if ((long long)c->n_heads * c->head_size > QKV_MAX_DIM)
         return load_error(f, "n_heads*head_size %lld too large", (long long)c->n_heads * c->head_size);
     if (!check_range(c->vocab_size, 1, QKV_MAX_VOCAB)) return load_error(f, "bad vocab_size %d", c->vocab_size);
     if (!check_range(c->seq_len, 1, QKV_MAX_SEQ_LEN)) return load_error(f, "bad seq_len %d", c->seq_len);
     if (!(c->norm_eps > 0.0f && c->norm_eps < 1.0f)) return load_error(f, "bad norm_eps %g", c->norm_eps);
-    if (!(c->rope_theta > 1.0f && isfinite(c->rope_theta))) return load_error(f, "bad rope_theta %g", c->rope_theta);
+    if (c->arch == ARCH_LLAMA && !(c->rope_theta > 1.0f && isfinite(c->rope_theta)))
+        return load_error(f, "bad rope_theta %g", c->rope_theta);
+    if (c->arch == ARCH_GPT2 && c->rope_theta != 0.0f)
+        return load_error(f, "rope_theta %g in a GPT-2 file (it has no RoPE: 0)", c->rope_theta);
     if (!weight_traits(c->weight_type))
         return load_error(f, "unsupported weight type %d (0 float32, 1 float16, 2 q8_0, 3 q4_0)", c->weight_type);
-    if (!check_range(c->bos_id, 0, c->vocab_size - 1) || !check_range(c->eos_id, 0, c->vocab_size - 1))
+    /* a character vocabulary has neither (-1); every other has both */
+    int lowest = c->tokenizer_kind == TOKENIZER_CHAR ? -1 : 0;
+    if (!check_range(c->bos_id, lowest, c->vocab_size - 1) || !check_range(c->eos_id, lowest, c->vocab_size - 1))
         return load_error(f, "bos/eos id outside the vocabulary");
     return 0;
 }
@@ -293,7 +310,7 @@ static int load_llama2c_v1(FileView *f, Model *m) {
 /* ---- qkv format: header, embedded tokenizer, table of named tensors ---- */
 
 #define QKV_HEADER_BYTES 256
-#define QKV_HEADER_USED_BYTES 104 /* the fields; the rest is reserved, zero */
+#define QKV_HEADER_USED_BYTES 116 /* the fields; the rest is reserved, zero */
 #define QKV_TENSOR_ENTRY_BYTES 96
 #define QKV_TENSOR_NAME_BYTES 64
 
@@ -439,10 +456,30 @@ static int find_matrix(TensorTable *t, const char *name, int rows, int cols, Mat
     return 0;
 }
 
+typedef struct { const char *name; size_t field; int rows, cols; } TensorSpec;
+
+/* GPT-2's tensors beyond the shared ones: no w3, and a bias for every norm
+ * and matrix (float32 vectors). */
+static int gpt2_layer_specs(const Config *c, TensorSpec *specs) {
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    const TensorSpec gpt2[] = {
+        { "attention_norm.bias", LAYER_FIELD(attention_norm_bias), c->dim, 0 },
+        { "attention.wq.bias", LAYER_FIELD(bq), q_dim, 0 },
+        { "attention.wk.bias", LAYER_FIELD(bk), kv_dim, 0 },
+        { "attention.wv.bias", LAYER_FIELD(bv), kv_dim, 0 },
+        { "attention.wo.bias", LAYER_FIELD(bo), c->dim, 0 },
+        { "ffn_norm.bias", LAYER_FIELD(ffn_norm_bias), c->dim, 0 },
+        { "feed_forward.w1.bias", LAYER_FIELD(b1), c->hidden_dim, 0 },
+        { "feed_forward.w2.bias", LAYER_FIELD(b2), c->dim, 0 },
+    };
+    memcpy(specs, gpt2, sizeof gpt2);
+    return (int)(sizeof gpt2 / sizeof gpt2[0]);
+}
+
 static int find_layer_tensors(TensorTable *t, Model *m, int l) {
     const Config *c = &m->config;
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
-    struct { const char *name; size_t field; int rows, cols; } specs[] = {
+    TensorSpec specs[17] = {
         { "attention_norm", LAYER_FIELD(attention_norm), c->dim, 0 },
         { "attention.wq", LAYER_FIELD(wq), q_dim, c->dim },
         { "attention.wk", LAYER_FIELD(wk), kv_dim, c->dim },
@@ -453,8 +490,10 @@ static int find_layer_tensors(TensorTable *t, Model *m, int l) {
         { "feed_forward.w2", LAYER_FIELD(w2), c->dim, c->hidden_dim },
         { "feed_forward.w3", LAYER_FIELD(w3), c->hidden_dim, c->dim },
     };
+    int n_specs = 9;
+    if (c->arch == ARCH_GPT2) n_specs = 8 + gpt2_layer_specs(c, specs + 8); /* w3 (the 9th) replaced */
     char name[QKV_TENSOR_NAME_BYTES];
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    for (int i = 0; i < n_specs; i++) {
         snprintf(name, sizeof name, "layers.%d.%s", l, specs[i].name);
         char *slot = (char *)&m->weights.layers[l] + specs[i].field;
         if (specs[i].cols > 0) {
@@ -473,6 +512,7 @@ static void config_from_qkv(Config *c, const unsigned char *h) {
     c->norm_eps = read_f32(h + 40); c->rope_theta = read_f32(h + 44);
     c->shared_classifier = read_i32(h + 48); c->weight_type = read_i32(h + 52);
     c->bos_id = read_i32(h + 56); c->eos_id = read_i32(h + 60);
+    c->arch = read_i32(h + 104); c->activation = read_i32(h + 108); c->tokenizer_kind = read_i32(h + 112);
 }
 
 static int find_all_tensors(TensorTable *t, Model *m) {
@@ -481,6 +521,10 @@ static int find_all_tensors(TensorTable *t, Model *m) {
     for (int l = 0; l < c->n_layers; l++)
         if (find_layer_tensors(t, m, l)) return -1;
     if (!(m->weights.final_norm = find_tensor(t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
+    if (c->arch == ARCH_GPT2 &&
+        (find_matrix(t, "pos_embeddings", c->seq_len, c->dim, &m->weights.position_embedding) ||
+         !(m->weights.final_norm_bias = find_tensor(t, "norm.bias", WEIGHT_F32, c->dim, 0))))
+        return -1;
     if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
     else if (find_matrix(t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
     return 0;
@@ -522,8 +566,8 @@ static int load_qkv(FileView *f, Model *m) {
     m->tokenizer_data = f->base + tok_off;
     m->tokenizer_bytes = tok_bytes;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
-    /* the header, tokenizer, table, then at most 9 tensors per layer and 3 more */
-    int max_sections = 3 + 9 * c->n_layers + 3;
+    /* the header, tokenizer, table, then at most 16 tensors per layer (GPT-2) and 5 more */
+    int max_sections = 3 + 16 * c->n_layers + 5;
     TensorTable t = { sort_entries(f->base + table_off, n_tensors), n_tensors, alignment, f, c,
                       calloc((size_t)max_sections, sizeof(Section)), 0, max_sections };
     int rc = !m->weights.layers || !t.by_name || !t.sections ? load_error(f, "out of memory") : 0;
@@ -539,16 +583,22 @@ static int load_qkv(FileView *f, Model *m) {
     return rc;
 }
 
-/* Parameters in the norm vectors (float32 in every format). */
+/* Parameters in the vectors (float32 in every format): the norms, and
+ * GPT-2's norm biases and matrix biases. */
 static size_t count_norm_params(const Config *c) {
-    return (2 * (size_t)c->n_layers + 1) * c->dim;
+    size_t norms = (2 * (size_t)c->n_layers + 1) * c->dim;
+    if (c->arch != ARCH_GPT2) return norms;
+    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
+    size_t biases = q_dim + 2 * kv_dim + 2 * (size_t)c->dim + (size_t)c->hidden_dim;
+    return 2 * norms + (size_t)c->n_layers * biases;
 }
 
 /* Parameters in the matrices (the weight type's). */
 static size_t count_matrix_params(const Config *c) {
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
-    size_t per_layer = q_dim * c->dim * 2 + kv_dim * c->dim * 2 + 3 * (size_t)c->hidden_dim * c->dim;
+    size_t per_layer = q_dim * c->dim * 2 + kv_dim * c->dim * 2 + (size_t)mlp_matrices(c) * c->hidden_dim * c->dim;
     size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers;
+    if (c->arch == ARCH_GPT2) n += (size_t)c->seq_len * c->dim; /* the position embedding */
     if (!c->shared_classifier) n += (size_t)c->vocab_size * c->dim;
     return n;
 }
@@ -597,8 +647,8 @@ static int map_file(FileView *f, Model *m, const char *path) {
 
 /* Every matrix's kernel, for one instruction set. */
 static void pick_kernels(Model *m, Isa isa) {
-    Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier };
-    for (size_t i = 0; i < 2; i++) top[i]->kernel = kernel_for(top[i]->type, isa);
+    Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier, &m->weights.position_embedding };
+    for (size_t i = 0; i < 3; i++) top[i]->kernel = kernel_for(top[i]->type, isa);
     for (int l = 0; l < m->config.n_layers; l++) {
         LayerWeights *w = &m->weights.layers[l];
         Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
@@ -636,7 +686,8 @@ static int load_view(FileView *f, Model *m, const char *name) {
     const Config *c = &m->config;
     pick_kernels(m, isa_available());
     m->n_params = count_norm_params(c) + count_matrix_params(c);
-    m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding);
+    m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding) +
+                      matrix_bytes(&m->weights.position_embedding);
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
         const Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };

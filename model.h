@@ -21,6 +21,15 @@
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */
 
+/* The two block designs qkv runs (README: How it works). Llama: RMSNorm,
+ * RoPE, SwiGLU MLP, no biases. GPT-2 (nanoGPT): LayerNorm with bias, a
+ * learned position embedding, GELU MLP, a bias on every linear layer. */
+typedef enum { ARCH_LLAMA = 0, ARCH_GPT2 = 1 } Architecture;
+/* The MLP's nonlinearity: SwiGLU for Llama; for GPT-2 the exact GELU
+ * (x/2 (1 + erf(x/√2)), nanoGPT's nn.GELU()) or Hugging Face GPT-2's tanh
+ * approximation ("gelu_new"). */
+typedef enum { ACT_SWIGLU = 0, ACT_GELU_ERF = 1, ACT_GELU_TANH = 2 } Activation;
+
 typedef struct {
     int dim;          /* width of the residual stream */
     int hidden_dim;   /* MLP inner width */
@@ -30,11 +39,14 @@ typedef struct {
     int head_size;
     int vocab_size;
     int seq_len;      /* context length: positions the KV cache holds */
-    float norm_eps;   /* RMSNorm epsilon */
-    float rope_theta; /* RoPE base frequency */
+    float norm_eps;   /* RMSNorm or LayerNorm epsilon */
+    float rope_theta; /* RoPE base frequency; 0 for GPT-2 (no RoPE) */
     int shared_classifier; /* 1: logits use tok_embeddings as the classifier */
     int weight_type;  /* WeightType of the matrices */
-    int bos_id, eos_id;
+    int bos_id, eos_id; /* -1: none (a character-level vocabulary) */
+    int arch;           /* Architecture */
+    int activation;     /* Activation */
+    int tokenizer_kind; /* TokenizerKind (tokenizer.h) of the embedded tokenizer */
 } Config;
 
 /* The weight type is a property of each matrix (kernels.h: float32,
@@ -54,20 +66,26 @@ Matrix matrix_make(WeightType type, int rows, int cols, const void *data);
 /* Bytes of its data. */
 size_t matrix_bytes(const Matrix *w);
 
+/* GPT-2's extra vectors are NULL in a Llama model, and its MLP has no w3. */
 typedef struct {
     const float *attention_norm; /* [dim] */
     Matrix wq;                   /* [n_heads*head_size, dim] */
     Matrix wk, wv;               /* [n_kv_heads*head_size, dim] */
     Matrix wo;                   /* [dim, n_heads*head_size] */
     const float *ffn_norm;       /* [dim] */
-    Matrix w1, w3;               /* [hidden_dim, dim]: gate and up */
-    Matrix w2;                   /* [dim, hidden_dim]: down */
+    Matrix w1, w3;               /* [hidden_dim, dim]: gate and up (GPT-2: w1 is c_fc) */
+    Matrix w2;                   /* [dim, hidden_dim]: down (GPT-2: c_proj) */
+    const float *attention_norm_bias, *ffn_norm_bias; /* [dim] LayerNorm biases */
+    const float *bq, *bk, *bv, *bo; /* biases of wq [q_dim], wk, wv [kv_dim], wo [dim] */
+    const float *b1, *b2;           /* biases of w1 [hidden_dim], w2 [dim] */
 } LayerWeights;
 
 typedef struct {
     Matrix token_embedding;       /* [vocab_size, dim] */
+    Matrix position_embedding;    /* [seq_len, dim] GPT-2's learned positions; rows 0 for Llama */
     LayerWeights *layers;         /* [n_layers] */
     const float *final_norm;      /* [dim] */
+    const float *final_norm_bias; /* [dim] GPT-2; NULL for Llama */
     Matrix classifier;            /* [vocab_size, dim] */
 } Weights;
 
@@ -182,6 +200,9 @@ typedef struct {
 /* Kernels                                                                   */
 
 void rmsnorm(float *out, const float *x, const float *weight, int n, float eps);
+void layernorm(float *out, const float *x, const float *weight, const float *bias, int n, float eps);
+float gelu_erf(float x);
+float gelu_tanh(float x);
 void matrix_row(float *out, const Matrix *w, int row);
 void softmax(float *x, int n);
 void matmul(float *out, const float *x, const Matrix *w);
@@ -217,10 +238,12 @@ float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int
 
 /* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
 double flops_weights_per_token(const Config *c);
+int mlp_matrices(const Config *c);
 double flops_attention_per_token(const Config *c, int n_visible);
 size_t kv_cache_bytes_per_token(const Config *c); /* float32 */
 /* Bytes of weights a decode step reads: every matrix and norm, but of the
- * token embedding only one row, unless it is also the classifier. */
+ * token embedding only one row, unless it is also the classifier, and of
+ * GPT-2's position embedding one row. */
 size_t weight_bytes_per_token(const Model *m);
 
 #endif /* QKV_MODEL_H */
@@ -307,6 +330,17 @@ void rmsnorm(float *out, const float *x, const float *weight, int n, float eps) 
     for (int i = 0; i < n; i++) ss += x[i] * x[i];
     float scale = 1.0f / sqrtf(ss / n + eps);
     for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * x[i]);
+}
+
+/* out[n] = weight * (x - mean) / sqrt(var + eps) + bias (GPT-2's LayerNorm;
+ * the variance is the biased one, as torch's) */
+void layernorm(float *out, const float *x, const float *weight, const float *bias, int n, float eps) {
+    float mean = 0.0f, var = 0.0f;
+    for (int i = 0; i < n; i++) mean += x[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+    float scale = 1.0f / sqrtf(var / n + eps);
+    for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * (x[i] - mean)) + bias[i];
 }
 
 /* x[n] <- exp(x - max) / sum: subtracting the max keeps exp from overflowing */
@@ -463,6 +497,26 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
     attend(&view, out, scores, weights, (const unsigned char *)values, n_visible);
 }
 
+/* GELU, exact: x Φ(x) = x/2 (1 + erf(x/√2)) (nanoGPT's nn.GELU()) */
+float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+/* GELU, GPT-2's tanh approximation: x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))) */
+float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+
+/* rows of h[n, hidden] <- gelu(h), the chosen GELU */
+static void gelu(float *h, int n, Activation act) {
+    for (int i = 0; i < n; i++) h[i] = act == ACT_GELU_TANH ? gelu_tanh(h[i]) : gelu_erf(h[i]);
+}
+
+/* each of n rows of out (stride apart) += bias[len]; a NULL bias adds nothing (Llama) */
+static void add_bias(float *out, int stride, const float *bias, int len, int n) {
+    if (!bias) return;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < len; i++) out[(size_t)t * stride + i] += bias[i];
+}
+
 /* x <- silu(gate) * up, elementwise over hidden_dim */
 static void swiglu(float *gate, const float *up, int n) {
     for (int i = 0; i < n; i++) {
@@ -520,41 +574,74 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
     }
 }
 
-/* rmsnorm of each of n rows: x rows dim apart -> out rows out_stride apart */
-static void rmsnorm_rows(float *out, int out_stride, const float *x, const float *weight, int n, int dim,
-                         float eps) {
-    for (int t = 0; t < n; t++)
-        rmsnorm(out + (size_t)t * out_stride, x + (size_t)t * dim, weight, dim, eps);
+/* The architecture's norm of each of n rows: x rows dim apart -> out rows
+ * out_stride apart. RMSNorm (Llama) or LayerNorm with its bias (GPT-2). */
+static void norm_rows(const Config *c, float *out, int out_stride, const float *x, const float *weight,
+                      const float *bias, int n) {
+    for (int t = 0; t < n; t++) {
+        float *o = out + (size_t)t * out_stride;
+        const float *in = x + (size_t)t * c->dim;
+        if (c->arch == ARCH_GPT2) layernorm(o, in, weight, bias, c->dim, c->norm_eps);
+        else rmsnorm(o, in, weight, c->dim, c->norm_eps);
+    }
 }
 
-/* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), rotated;
- * the keys and values go into the cache. */
+/* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), with
+ * their biases (GPT-2) and rotated (Llama: RoPE); the keys and values go
+ * into the cache. */
 static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int layer, int pos, int n) {
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
     Activations normed = activations(s, s->xb, n, s->width, c->dim);
     Product qkv[] = { { s->q, q_dim, &w->wq }, { s->k, kv_dim, &w->wk }, { s->v, kv_dim, &w->wv } };
     matmul_group(&normed, qkv, 3);
+    add_bias(s->q, q_dim, w->bq, q_dim, n);
+    add_bias(s->k, kv_dim, w->bk, kv_dim, n);
+    add_bias(s->v, kv_dim, w->bv, kv_dim, n);
     for (int t = 0; t < n; t++) {
         float *q = s->q + (size_t)t * q_dim, *k = s->k + (size_t)t * kv_dim, *v = s->v + (size_t)t * kv_dim;
         const float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
-        rope_apply(q, c->n_heads, c->head_size, cos_t, sin_t);
-        rope_apply(k, c->n_kv_heads, c->head_size, cos_t, sin_t);
+        if (c->arch == ARCH_LLAMA) {
+            rope_apply(q, c->n_heads, c->head_size, cos_t, sin_t);
+            rope_apply(k, c->n_kv_heads, c->head_size, cos_t, sin_t);
+        }
         kv_cache_store(&s->kv_cache, layer, pos + t, k, v);
         kv_window_after_store(&s->kv_cache, layer, pos + t, k, c->rope_theta);
     }
 }
 
+/* The MLP of rows 0..n-1, normed input in xb -> xb2:
+ *   Llama:  w2 · (silu(w1 x) * w3 x)
+ *   GPT-2:  w2 · gelu(w1 x + b1) + b2 */
+static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
+    int dim = c->dim, hidden = c->hidden_dim;
+    Activations normed = activations(s, s->xb, n, s->width, dim);
+    if (c->arch == ARCH_GPT2) {
+        matmul_rows(s->hb, hidden, &normed, &w->w1);
+        add_bias(s->hb, hidden, w->b1, hidden, n);
+        gelu(s->hb, n * hidden, (Activation)c->activation);
+    } else {
+        Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
+        matmul_group(&normed, gate_up, 2);
+        swiglu(s->hb, s->hb2, n * hidden);
+    }
+    Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
+    matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);
+    add_bias(s->xb2, dim, w->b2, dim, n);
+}
+
 /* One block over rows 0..n-1 (positions pos..pos+n-1):
- *   x += attention(rmsnorm(x)); x += mlp(rmsnorm(x))
+ *   x += attention(norm(x)); x += mlp(norm(x))
+ * The architecture's switches: the norm (norm_rows), RoPE or none
+ * (project_qkv), the biases (add_bias; NULL for Llama) and the MLP (mlp).
  * The weights see all n rows at once; attention goes position by position,
  * each against the keys up to its own (the causal mask). */
 static void transformer_block(const Model *m, RunState *s, int layer, int pos, int n,
                               const ForwardObserver *o) {
     const Config *c = &m->config;
     const LayerWeights *w = &m->weights.layers[layer];
-    int dim = c->dim, hidden = c->hidden_dim;
+    int dim = c->dim;
 
-    rmsnorm_rows(s->xb, s->width, s->x, w->attention_norm, n, dim, c->norm_eps);
+    norm_rows(c, s->xb, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
     project_qkv(c, w, s, layer, pos, n);
     for (int first = 0; first < n; first += s->attention_rows) {
         int rows = n - first < s->attention_rows ? n - first : s->attention_rows;
@@ -565,28 +652,40 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
     }
     Activations heads = activations(s, s->xb, n, s->width, c->n_heads * c->head_size);
     matmul_rows(s->xb2, dim, &heads, &w->wo);
+    add_bias(s->xb2, dim, w->bo, dim, n);
     add_residual(s->x, s->xb2, n * dim);
 
-    rmsnorm_rows(s->xb, s->width, s->x, w->ffn_norm, n, dim, c->norm_eps);
-    Activations normed = activations(s, s->xb, n, s->width, dim);
-    Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
-    matmul_group(&normed, gate_up, 2);
-    swiglu(s->hb, s->hb2, n * hidden);
-    Activations gated = activations(s, s->hb, n, hidden, hidden);
-    matmul_rows(s->xb2, dim, &gated, &w->w2);
+    norm_rows(c, s->xb, s->width, s->x, w->ffn_norm, w->ffn_norm_bias, n);
+    mlp(c, w, s, n);
     add_residual(s->x, s->xb2, n * dim);
+}
+
+/* x[dim] = the token's embedding, plus its position's (GPT-2); Llama's
+ * positions are the RoPE turns of row t, made here once for every layer. */
+static void embed(const Model *m, RunState *s, int t, int token, int pos) {
+    const Config *c = &m->config;
+    float *x = s->x + (size_t)t * c->dim;
+    matrix_row(x, &m->weights.token_embedding, token);
+    if (c->arch == ARCH_GPT2) {
+        float *row = s->xb2 + (size_t)t * c->dim; /* scratch until the block's attention output */
+        /* learned positions end at seq_len; the callers stop there (run.c
+         * clamps -n and --ctx), and a position past the table must not read
+         * past it: it gets the last row */
+        int last = m->weights.position_embedding.rows - 1;
+        matrix_row(row, &m->weights.position_embedding, pos < last ? pos : last);
+        add_residual(x, row, c->dim);
+    } else {
+        float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
+        if (pos < c->seq_len) rope_angles(cos_t, sin_t, c->head_size, pos, c->rope_theta);
+        else rope_angles_exact(cos_t, sin_t, c->head_size, pos, c->rope_theta); /* only with a window */
+    }
 }
 
 /* tokens[0..n-1] at positions pos..pos+n-1 (n <= QKV_CHUNK) through every block */
 static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n, int pos,
                           const ForwardObserver *o) {
     const Config *c = &m->config;
-    for (int t = 0; t < n; t++) {
-        matrix_row(s->x + (size_t)t * c->dim, &m->weights.token_embedding, tokens[t]);
-        float *cos_t = s->rope_cos + (size_t)t * (c->head_size / 2), *sin_t = s->rope_sin + (size_t)t * (c->head_size / 2);
-        if (pos + t < c->seq_len) rope_angles(cos_t, sin_t, c->head_size, pos + t, c->rope_theta);
-        else rope_angles_exact(cos_t, sin_t, c->head_size, pos + t, c->rope_theta); /* only with a window */
-    }
+    for (int t = 0; t < n; t++) embed(m, s, t, tokens[t], pos + t);
     for (int l = 0; l < c->n_layers; l++) transformer_block(m, s, l, pos, n, o);
 }
 
@@ -594,7 +693,7 @@ static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n,
 static float *classify(const Model *m, RunState *s, int first, int n) {
     const Config *c = &m->config;
     float *x = s->x + (size_t)first * c->dim;
-    rmsnorm_rows(x, c->dim, x, m->weights.final_norm, n, c->dim, c->norm_eps);
+    norm_rows(c, x, c->dim, x, m->weights.final_norm, m->weights.final_norm_bias, n);
     Activations normed = activations(s, x, n, c->dim, c->dim);
     matmul_rows(s->logits, c->vocab_size, &normed, &m->weights.classifier);
     return s->logits;
@@ -628,9 +727,12 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
 /* ------------------------------------------------------------------------ */
 /* Cost model                                                                */
 
+/* The MLP's matrices: w1, w2, w3 (SwiGLU) or c_fc, c_proj (GPT-2). */
+int mlp_matrices(const Config *c) { return c->arch == ARCH_GPT2 ? 2 : 3; }
+
 double flops_weights_per_token(const Config *c) {
     double q_dim = (double)c->n_heads * c->head_size, kv_dim = (double)c->n_kv_heads * c->head_size;
-    double per_layer = c->dim * (2 * q_dim + 2 * kv_dim) + 3.0 * c->dim * c->hidden_dim;
+    double per_layer = c->dim * (2 * q_dim + 2 * kv_dim) + (double)mlp_matrices(c) * c->dim * c->hidden_dim;
     return 2.0 * (per_layer * c->n_layers + (double)c->vocab_size * c->dim);
 }
 
@@ -641,9 +743,10 @@ double flops_attention_per_token(const Config *c, int n_visible) {
 }
 
 size_t weight_bytes_per_token(const Model *m) {
-    const Matrix *e = &m->weights.token_embedding;
-    if (m->config.shared_classifier) return m->weight_bytes;
-    return m->weight_bytes - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
+    const Matrix *e = &m->weights.token_embedding, *p = &m->weights.position_embedding;
+    size_t positions = p->rows ? matrix_bytes(p) - weight_row_bytes(p->type, p->cols) : 0; /* GPT-2: one row read */
+    if (m->config.shared_classifier) return m->weight_bytes - positions;
+    return m->weight_bytes - positions - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
 }
 
 size_t kv_cache_bytes_per_token(const Config *c) {

@@ -76,6 +76,29 @@ static const char *const LAYER_NAMES[2][9] = {
       "blk.%d.ffn_up.weight" },
 };
 
+/* A GPT-2 layer's tensors in the README's order (qkv files only). */
+static void list_gpt2_layer(const Model *m, int l, TensorOut *list, int *n) {
+    const Config *c = &m->config;
+    const LayerWeights *w = &m->weights.layers[l];
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    const struct { const char *name; const Matrix *matrix; const float *vector; int len; } parts[16] = {
+        { "attention_norm", NULL, w->attention_norm, c->dim }, { "attention_norm.bias", NULL, w->attention_norm_bias, c->dim },
+        { "attention.wq", &w->wq, NULL, 0 }, { "attention.wq.bias", NULL, w->bq, q_dim },
+        { "attention.wk", &w->wk, NULL, 0 }, { "attention.wk.bias", NULL, w->bk, kv_dim },
+        { "attention.wv", &w->wv, NULL, 0 }, { "attention.wv.bias", NULL, w->bv, kv_dim },
+        { "attention.wo", &w->wo, NULL, 0 }, { "attention.wo.bias", NULL, w->bo, c->dim },
+        { "ffn_norm", NULL, w->ffn_norm, c->dim }, { "ffn_norm.bias", NULL, w->ffn_norm_bias, c->dim },
+        { "feed_forward.w1", &w->w1, NULL, 0 }, { "feed_forward.w1.bias", NULL, w->b1, c->hidden_dim },
+        { "feed_forward.w2", &w->w2, NULL, 0 }, { "feed_forward.w2.bias", NULL, w->b2, c->dim },
+    };
+    char name[64];
+    for (int i = 0; i < 16; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, parts[i].name);
+        if (parts[i].matrix) add_matrix(list, n, name, parts[i].matrix);
+        else add_vector(list, n, name, parts[i].vector, parts[i].len);
+    }
+}
+
 /* The tensors of the README's table, in its order, named as qkv (gguf 0)
  * or GGUF (gguf 1) files name them. */
 static int list_tensors(const Model *m, TensorOut *list, int gguf) {
@@ -83,6 +106,14 @@ static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     int n = 0;
     char name[64];
     add_matrix(list, &n, TENSOR_NAMES[gguf][0], &m->weights.token_embedding);
+    if (c->arch == ARCH_GPT2) {
+        add_matrix(list, &n, "pos_embeddings", &m->weights.position_embedding);
+        for (int l = 0; l < c->n_layers; l++) list_gpt2_layer(m, l, list, &n);
+        add_vector(list, &n, "norm", m->weights.final_norm, c->dim);
+        add_vector(list, &n, "norm.bias", m->weights.final_norm_bias, c->dim);
+        if (!c->shared_classifier) add_matrix(list, &n, "output", &m->weights.classifier);
+        return n;
+    }
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
         const struct { const Matrix *matrix; const float *vector; } parts[9] = {
@@ -100,10 +131,12 @@ static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     return n;
 }
 
-/* llama2.c's tokenizer.bin layout of t's vocabulary; *n receives its size. */
+/* llama2.c's tokenizer.bin layout of t's vocabulary, then GPT-2's merges;
+ * *n receives its size. */
 static unsigned char *tokenizer_bytes(const Tokenizer *t, size_t *n) {
-    size_t total = 4;
+    size_t total = 4, merges = t->kind == TOKENIZER_GPT2_BPE ? 4 + 12 * (size_t)t->n_merges : 0;
     for (int i = 0; i < t->vocab_size; i++) total += 8 + (size_t)t->piece_lengths[i];
+    total += merges;
     unsigned char *buf = malloc(total), *p = buf;
     if (!buf) return NULL;
     put_u32(p, (uint32_t)t->max_token_length);
@@ -113,6 +146,10 @@ static unsigned char *tokenizer_bytes(const Tokenizer *t, size_t *n) {
         put_u32(p + 4, (uint32_t)t->piece_lengths[i]);
         memcpy(p + 8, t->vocab[i], (size_t)t->piece_lengths[i]);
         p += 8 + t->piece_lengths[i];
+    }
+    if (merges) {
+        put_u32(p, (uint32_t)t->n_merges);
+        memcpy(p + 4, t->merge_list, 12 * (size_t)t->n_merges);
     }
     *n = total;
     return buf;
@@ -140,6 +177,9 @@ static void write_header(unsigned char *h, const Config *c, WeightType type, int
     put_u64(h + 80, tok_bytes);
     put_u64(h + 88, table_offset);
     put_u64(h + 96, file_bytes);
+    put_u32(h + 104, (uint32_t)c->arch);
+    put_u32(h + 108, (uint32_t)c->activation);
+    put_u32(h + 112, (uint32_t)c->tokenizer_kind);
 }
 
 static void write_entry(unsigned char *e, const TensorOut *t) {
@@ -382,7 +422,10 @@ static int ends_with(const char *s, const char *suffix) {
 int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, const char *out_path, char *err,
                         size_t err_len) {
     const Config *c = &m->config;
-    int max_tensors = 3 + 9 * c->n_layers, gguf = ends_with(out_path, ".gguf");
+    int max_tensors = 5 + 16 * c->n_layers, gguf = ends_with(out_path, ".gguf");
+    if (gguf && (c->arch != ARCH_LLAMA || c->tokenizer_kind != TOKENIZER_LLAMA))
+        return fail(err, err_len, "qkv writes GGUF files for the llama architecture with a llama2.c tokenizer; "
+                                  "this model is %s: write a qkv file instead", c->arch == ARCH_GPT2 ? "GPT-2" : "not that");
     TensorOut *list = malloc((size_t)max_tensors * sizeof(TensorOut));
     if (!list) return fail(err, err_len, "out of memory");
     int n = list_tensors(m, list, gguf), rc = 0;

@@ -359,6 +359,13 @@ static void die(const char *fmt, const char *detail) {
 static void check_window(const Options *o, const Config *c) {
     char msg[256];
     if (kv_window_check(o->window, o->sinks, c->seq_len, msg, sizeof msg)) usage(msg);
+    if (o->window && c->arch != ARCH_LLAMA) {
+        /* a window slides by RoPE's relative turns; a learned position table
+         * ends at the context, so past it there is no position to give */
+        snprintf(msg, sizeof msg, "--window needs rotary positions (RoPE): this GPT-2-style model's learned "
+                                  "positions end at its context of %d", c->seq_len);
+        usage(msg);
+    }
 }
 
 /* A run state for the run's positions: capacity of them, or with --window
@@ -394,13 +401,17 @@ static double now_seconds(void) {
  * embedded one is always read, so a damaged checkpoint is refused either way. */
 static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
     char err[256];
-    int vocab = m ? m->config.vocab_size : -1;
+    int vocab = m ? m->config.vocab_size : -1, kind = m ? m->config.tokenizer_kind : TOKENIZER_LLAMA;
     int rc = 0;
     if (m && m->tokenizer_data) {
-        rc = tokenizer_load_bytes(t, m->tokenizer_data, m->tokenizer_bytes, vocab, err, sizeof err);
+        rc = tokenizer_load_kind(t, m->tokenizer_data, m->tokenizer_bytes, vocab, kind, err, sizeof err);
         if (rc == 0 && o->tokenizer) tokenizer_free(t);
     }
-    if (rc == 0 && o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
+    if (rc == 0 && o->tokenizer && kind != TOKENIZER_LLAMA) {
+        snprintf(err, sizeof err, "-z gives a llama2.c tokenizer.bin, and this checkpoint's own tokenizer is of "
+                                  "another kind (%s): -z does not apply", kind == TOKENIZER_CHAR ? "characters" : "GPT-2 BPE");
+        rc = -1;
+    } else if (rc == 0 && o->tokenizer) rc = tokenizer_load_file(t, o->tokenizer, vocab, err, sizeof err);
     else if (!m || !m->tokenizer_data) {
         snprintf(err, sizeof err, "this checkpoint has no tokenizer inside: give one with -z tokenizer.bin");
         rc = -1;
@@ -412,20 +423,44 @@ static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
     }
 }
 
-/* Encodes a whole text (a prompt or a file) with BOS first; exits on bad input. */
-static void check_utf8(const char *text, const char *what) {
+/* The token a sequence starts from when nothing of the text is before it:
+ * BOS (llama2.c's kind, always first); "\n" for a character model (nanoGPT's
+ * sample.py starts an empty prompt so); GPT-2's <|endoftext|> (its EOS). */
+static int start_token(const Tokenizer *t) {
+    if (t->kind == TOKENIZER_LLAMA) return t->bos_id;
+    if (t->kind == TOKENIZER_GPT2_BPE) return t->eos_id;
+    int newline = 0;
+    if (tokenizer_encode(t, "\n", 0, 0, &newline) != 1 || tokenizer_unknown_at(t, "\n"))
+        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
+    return newline;
+}
+
+/* Exits with one error line unless text is valid UTF-8 made of characters the
+ * vocabulary has (a character-level model has no byte fallback). */
+static void check_text(const Tokenizer *t, const char *text, const char *what) {
     size_t bad = utf8_invalid_at(text);
+    char msg[160];
     if (bad) {
-        char msg[128];
         snprintf(msg, sizeof msg, "%%s is not valid UTF-8 (bad byte at offset %zu)", bad - 1);
+        die(msg, what);
+    }
+    if ((bad = tokenizer_unknown_at(t, text))) {
+        snprintf(msg, sizeof msg, "%%s has a character (at byte %zu) that is not in this character-level "
+                                  "model's vocabulary", bad - 1);
         die(msg, what);
     }
 }
 
-static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n) {
-    check_utf8(text, what);
+/* Encodes a whole text (a prompt or a file); exits on bad input. The
+ * sequence starts with start_token() for llama2.c's kind (BOS) and, for the
+ * other kinds, only when the text is empty; *started says whether it does. */
+static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n, int *started) {
+    check_text(t, text, what);
     int *tokens = malloc((strlen(text) + 3) * sizeof(int));
-    if (!tokens || (*n = tokenizer_encode(t, text, 1, 0, tokens)) < 0) die("out of memory encoding %s", what);
+    if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
+    *started = t->kind == TOKENIZER_LLAMA || *n == 0;
+    if (*started) tokens[0] = start_token(t), ++*n;
+    else memmove(tokens, tokens + 1, (size_t)*n * sizeof(int));
     return tokens;
 }
 
@@ -479,9 +514,9 @@ static int *probe_prompt(const Config *c, const Options *o, int *n) {
 /* Returns the exit status: 0, or 1 after one error line (bad logits). */
 static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
-    int n_prompt;
+    int n_prompt, started = 1;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
-                           : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt);
+                           : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
     if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
@@ -515,7 +550,9 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
     int rc = check_logits(logits, c->vocab_size, n_prompt - 1) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
-    for (int i = 1; i < n_prompt && rc == 0; i++) print_token(&out, t, prompt[i - 1], prompt[i]);
+    /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
+    int first_shown = started && t->kind != TOKENIZER_CHAR ? 1 : 0;
+    for (int i = first_shown; i < n_prompt && rc == 0; i++) print_token(&out, t, i ? prompt[i - 1] : -1, prompt[i]);
     double prompt_done = now_seconds();
 
     /* the sampler works on a copy, so the trace sees the logits themselves */
@@ -594,8 +631,8 @@ static void print_piece_escaped(const char *piece, int len) {
 }
 
 static void tokenize(const Tokenizer *t, const Options *o) {
-    int n;
-    int *tokens = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n);
+    int n, started;
+    int *tokens = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n, &started);
     for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", tokens[i]);
     printf("\n");
     for (int i = 0; i < n; i++) {
@@ -614,19 +651,32 @@ static void info(const Model *m, const char *path, int ctx) {
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t embedding = (size_t)c->vocab_size * c->dim;
     size_t attention = (size_t)c->n_layers * (2 * q_dim * c->dim + 2 * kv_dim * c->dim);
-    size_t mlp = (size_t)c->n_layers * 3 * (size_t)c->hidden_dim * c->dim;
+    size_t mlp = (size_t)c->n_layers * mlp_matrices(c) * (size_t)c->hidden_dim * c->dim;
     size_t norms = (size_t)c->n_layers * 2 * c->dim + c->dim;
     size_t classifier = c->shared_classifier ? 0 : embedding;
+    int gpt2 = c->arch == ARCH_GPT2;
+    size_t positions = gpt2 ? (size_t)c->seq_len * c->dim : 0;
+    size_t biases = gpt2 ? m->n_params - embedding - attention - mlp - norms - classifier - positions : 0;
+    static const char *const tokenizers[] = { "llama2.c BPE (BOS first)", "characters (nanoGPT meta.pkl; no BOS)",
+                                              "GPT-2 byte-level BPE (no BOS; <|endoftext|> ends)" };
     printf("checkpoint        %s (%s)\n", path, model_format_name(m->format));
     if (m->metadata) fputs(m->metadata, stdout); /* a GGUF's own keys, as read */
+    printf("architecture      %s\n", !gpt2 ? "Llama (RMSNorm, RoPE, SwiGLU, no biases)"
+                                    : c->activation == ACT_GELU_TANH
+                                        ? "GPT-2 (LayerNorm, learned positions, tanh-approximate GELU, biases)"
+                                        : "GPT-2 (LayerNorm, learned positions, exact erf GELU, biases)");
+    if (m->tokenizer_data) printf("tokenizer         %s\n", tokenizers[c->tokenizer_kind]);
     printf("dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size);
-    printf("vocab_size %d  seq_len %d  norm_eps %g  rope_theta %g  classifier %s\n",
-           c->vocab_size, c->seq_len, c->norm_eps, c->rope_theta, c->shared_classifier ? "tied" : "separate");
+    if (gpt2) printf("vocab_size %d  seq_len %d  norm_eps %g  classifier %s\n",
+                     c->vocab_size, c->seq_len, c->norm_eps, c->shared_classifier ? "tied" : "separate");
+    else printf("vocab_size %d  seq_len %d  norm_eps %g  rope_theta %g  classifier %s\n",
+                c->vocab_size, c->seq_len, c->norm_eps, c->rope_theta, c->shared_classifier ? "tied" : "separate");
     printf("parameters        %zu\n", m->n_params);
     printf("  embedding       %zu\n  attention       %zu\n  mlp             %zu\n", embedding, attention, mlp);
     printf("  norms           %zu\n  classifier      %zu%s\n", norms, classifier,
            c->shared_classifier ? " (tied to the embedding)" : "");
+    if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms)\n", positions, biases);
     printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
     size_t kv = kv_cache_bytes_per_token(c);
     printf("KV cache          %zu bytes per token, %zu bytes for the full context of %d\n",
@@ -740,14 +790,22 @@ static const char *document_end(const char *text, const char **next) {
  * line break before a separator line), one after another:
  * the BOS that starts a document is what the model predicts at the end of
  * the one before, so the separators' bytes are scored too. starts[d] is the
- * index of document d's BOS, starts[*n_docs] = *n. */
+ * index of document d's BOS, starts[*n_docs] = *n. A model without BOS (a
+ * character or GPT-2 vocabulary) reads the whole text as one document. */
 static int *encode_documents(const Tokenizer *t, char *text, const char *what, int *n, int **starts,
                              int *n_docs) {
     size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
-    int *tokens = malloc((len + 3 * max_docs) * sizeof(int));
     *starts = malloc((max_docs + 1) * sizeof(int));
-    if (!tokens || !*starts) die("out of memory encoding %s", what);
-    check_utf8(text, what);
+    if (!*starts) die("out of memory encoding %s", what);
+    if (t->kind != TOKENIZER_LLAMA) {
+        int started;
+        int *tokens = encode_text(t, text, what, n, &started);
+        (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
+        return tokens;
+    }
+    int *tokens = malloc((len + 3 * max_docs) * sizeof(int));
+    if (!tokens) die("out of memory encoding %s", what);
+    check_text(t, text, what);
     *n = *n_docs = 0;
     for (char *doc = text; *doc; ) {
         const char *next;

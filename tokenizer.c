@@ -1,13 +1,17 @@
 /* tokenizer.c — byte-pair encoding with merge scores, as llama2.c's
- * tokenizer.bin (and the section embedded in a qkv checkpoint) stores it.
+ * tokenizer.bin (and the section embedded in a qkv checkpoint) stores it;
+ * nanoGPT's characters; GPT-2's byte-level BPE.
  *
- * Encoding: a dummy space, then each UTF-8 character as its own piece (or as
- * <0xXX> byte tokens when the vocabulary lacks it), then repeatedly merge the
- * adjacent pair whose concatenation is the highest-scoring piece (leftmost on
- * ties). A heap of candidate pairs makes that O(n log n), so whole files can
- * be encoded, with exactly the result of llama2.c's O(n^2) rescan.
+ * Encoding (llama2.c): a dummy space, then each UTF-8 character as its own
+ * piece (or as <0xXX> byte tokens when the vocabulary lacks it), then
+ * repeatedly merge the adjacent pair whose concatenation is the
+ * highest-scoring piece (leftmost on ties). A heap of candidate pairs makes
+ * that O(n log n), so whole files can be encoded, with exactly the result of
+ * llama2.c's O(n^2) rescan. GPT-2's BPE is the same loop over bytes with the
+ * merge's rank for the score, inside the pieces its pre-tokenizer cuts.
  */
 #include "tokenizer.h"
+#include "unicode_classes.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -46,15 +50,112 @@ static int fail(Tokenizer *t, char *err, size_t err_len, const char *msg) {
     return -1;
 }
 
-static void index_vocabulary(Tokenizer *t) {
+/* The sorted index, and the token of each byte: <0xXX> (llama2.c) or the
+ * one-byte piece itself (GPT-2; the first such, every byte must have one).
+ * Returns 0, or -1 with a reason in err. */
+static int index_vocabulary(Tokenizer *t, char *err, size_t err_len) {
     for (int i = 0; i < t->vocab_size; i++) t->sorted[i] = (TokenIndex){ t->vocab[i], i };
     qsort(t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), compare_tokens);
     char name[8];
     for (int b = 0; b < 256; b++) {
         t->byte_values[b] = (char)b;
         snprintf(name, sizeof name, "<0x%02X>", b);
-        t->byte_tokens[b] = lookup_piece(t, name);
+        t->byte_tokens[b] = t->kind == TOKENIZER_LLAMA ? lookup_piece(t, name) : -1;
     }
+    if (t->kind != TOKENIZER_GPT2_BPE) return 0;
+    for (int i = t->vocab_size - 1; i >= 0; i--)
+        if (t->piece_lengths[i] == 1) t->byte_tokens[(unsigned char)t->vocab[i][0]] = i;
+    for (int b = 0; b < 256; b++)
+        if (t->byte_tokens[b] < 0) {
+            snprintf(err, err_len, "GPT-2 tokenizer: byte 0x%02X has no token (byte-level BPE needs all 256)", b);
+            return -1;
+        }
+    return 0;
+}
+
+/* A character vocabulary's pieces are single UTF-8 characters. */
+static int check_characters(const Tokenizer *t, char *err, size_t err_len) {
+    for (int i = 0; i < t->vocab_size; i++) {
+        int len = t->piece_lengths[i];
+        if (len == 0 || (t->vocab[i][0] != '\0' && utf8_sequence_length((const unsigned char *)t->vocab[i]) != len)) {
+            snprintf(err, err_len, "character tokenizer: piece %d is not one UTF-8 character", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- GPT-2's merges: a hash table from (left, right) to rank and result ---- */
+
+static unsigned long long merge_key(int left, int right) {
+    return ((unsigned long long)(unsigned)left << 32 | (unsigned)right) + 1; /* never 0: 0 is empty */
+}
+
+static MergeSlot *merge_slot(const Tokenizer *t, unsigned long long key) {
+    size_t mask = (size_t)t->merge_slots - 1, i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (t->merges[i].key != 0 && t->merges[i].key != key) i = (i + 1) & mask;
+    return &t->merges[i];
+}
+
+/* The merge of left then right: its rank, or -1 if there is none. */
+static int merge_rank(const Tokenizer *t, int left, int right, int *merged_id) {
+    const MergeSlot *slot = merge_slot(t, merge_key(left, right));
+    if (slot->key == 0) return -1;
+    *merged_id = slot->merged_id;
+    return slot->rank;
+}
+
+/* Reads the merges after the pieces. Each merge must join two pieces that
+ * exist by then (bytes, or the results of earlier merges) into their
+ * concatenation, made by no other merge: then a new pair's rank is always
+ * above the one that made it, and merging the lowest rank first, leftmost
+ * first (the heap), is exactly GPT-2's pass over each rank in turn. */
+static int load_merges(Tokenizer *t, Reader *r, char *err, size_t err_len) {
+    uint32_t n;
+    if (read_bytes(r, &n, 4) || (size_t)(r->end - r->p) / 12 < n || n > (uint32_t)t->vocab_size) {
+        snprintf(err, err_len, "GPT-2 tokenizer: the merge list is truncated or longer than the vocabulary");
+        return -1;
+    }
+    int slots = 16;
+    while (slots < 2 * (int)n) slots *= 2;
+    int *made_at = malloc((size_t)t->vocab_size * sizeof(int)); /* rank that made each piece; -1 a byte */
+    t->merges = calloc((size_t)slots, sizeof(MergeSlot));
+    t->merge_list = malloc(((size_t)n * 3 + 1) * sizeof(int));
+    if (!made_at || !t->merges || !t->merge_list) {
+        free(made_at);
+        snprintf(err, err_len, "tokenizer: out of memory");
+        return -1;
+    }
+    t->merge_slots = slots;
+    for (int i = 0; i < t->vocab_size; i++) made_at[i] = t->piece_lengths[i] == 1 ? -1 : INT32_MAX;
+    const char *why = NULL;
+    uint32_t k;
+    for (k = 0; k < n && !why; k++) {
+        int32_t ids[3] = { 0, 0, 0 };
+        read_bytes(r, ids, 12); /* there: the count was checked against the bytes left */
+        memcpy(t->merge_list + 3 * (size_t)k, ids, sizeof ids);
+        int left = ids[0], right = ids[1], merged = ids[2], v = t->vocab_size;
+        if (left < 0 || left >= v || right < 0 || right >= v || merged < 0 || merged >= v) why = "an id outside the vocabulary";
+        else if (made_at[left] >= (int)k || made_at[right] >= (int)k) why = "a piece no earlier merge made";
+        else if (made_at[merged] != INT32_MAX) why = "a piece made twice";
+        else if (t->piece_lengths[merged] != t->piece_lengths[left] + t->piece_lengths[right] ||
+                 memcmp(t->vocab[merged], t->vocab[left], (size_t)t->piece_lengths[left]) != 0 ||
+                 memcmp(t->vocab[merged] + t->piece_lengths[left], t->vocab[right], (size_t)t->piece_lengths[right]) != 0)
+            why = "a result that is not left + right";
+        else {
+            MergeSlot *slot = merge_slot(t, merge_key(left, right));
+            if (slot->key != 0) why = "a pair listed twice";
+            else *slot = (MergeSlot){ merge_key(left, right), (int)k, merged };
+            made_at[merged] = (int)k;
+        }
+    }
+    free(made_at);
+    t->n_merges = (int)n;
+    if (why) {
+        snprintf(err, err_len, "GPT-2 tokenizer: merge %u has %s", k - 1, why);
+        return -1;
+    }
+    return 0;
 }
 
 /* Entries in a tokenizer section, for a tokenizer.bin used without a model.
@@ -76,14 +177,21 @@ static int count_entries(const unsigned char *data, size_t n) {
 
 int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size,
                          char *err, size_t err_len) {
+    return tokenizer_load_kind(t, data, n, vocab_size, TOKENIZER_LLAMA, err, err_len);
+}
+
+int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size, int kind,
+                        char *err, size_t err_len) {
     memset(t, 0, sizeof *t);
-    t->bos_id = 1;
-    t->eos_id = 2;
-    if (vocab_size < 0 && n >= 4) vocab_size = count_entries(data, n);
+    if (kind < TOKENIZER_LLAMA || kind > TOKENIZER_GPT2_BPE) return fail(t, err, err_len, "tokenizer: unknown kind");
+    t->kind = kind;
+    t->bos_id = kind == TOKENIZER_LLAMA ? 1 : -1;
+    t->eos_id = kind == TOKENIZER_LLAMA ? 2 : -1;
+    if (vocab_size < 0 && n >= 4 && kind == TOKENIZER_LLAMA) vocab_size = count_entries(data, n);
     if (vocab_size <= 0) return fail(t, err, err_len, "tokenizer: empty or malformed");
     /* encode() falls back to id 0, and BOS and EOS are 1 and 2 unless a qkv
      * header says otherwise (checked against the vocabulary at load) */
-    if (vocab_size < 3) {
+    if (vocab_size < 3 && kind == TOKENIZER_LLAMA) {
         snprintf(err, err_len, "tokenizer: %d entries; the engine needs at least 3 (<unk>, <s>, </s>)", vocab_size);
         tokenizer_free(t);
         return -1;
@@ -117,9 +225,16 @@ int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int 
         t->vocab[i][len] = '\0';
         t->piece_lengths[i] = len;
     }
+    if (kind == TOKENIZER_GPT2_BPE && load_merges(t, &r, err, err_len)) {
+        tokenizer_free(t);
+        return -1;
+    }
     if (r.p != r.end)
         return fail(t, err, err_len, "tokenizer: has more tokens than the model's vocabulary (wrong tokenizer?)");
-    index_vocabulary(t);
+    if (index_vocabulary(t, err, err_len) || (kind == TOKENIZER_CHAR && check_characters(t, err, err_len))) {
+        tokenizer_free(t);
+        return -1;
+    }
     return 0;
 }
 
@@ -165,6 +280,8 @@ void tokenizer_free(Tokenizer *t) {
     free(t->piece_lengths);
     free(t->scores);
     free(t->sorted);
+    free(t->merges);
+    free(t->merge_list);
     memset(t, 0, sizeof *t);
 }
 
@@ -254,6 +371,7 @@ typedef struct {
     int *ids, *next, *prev; /* a doubly linked list over the symbols */
     MergeHeap heap;
     char *buffer;           /* room for two pieces joined */
+    unsigned char *starts_piece; /* GPT-2: 1 where the pre-tokenizer starts a piece; no merge crosses it */
 } Encoder;
 
 static void push_pair(Encoder *e, int left) {
@@ -261,6 +379,12 @@ static void push_pair(Encoder *e, int left) {
     if (left < 0 || right < 0) return;
     const Tokenizer *t = e->t;
     int a = e->ids[left], b = e->ids[right];
+    if (t->kind == TOKENIZER_GPT2_BPE) {
+        int merged, rank = e->starts_piece[right] ? -1 : merge_rank(t, a, b, &merged);
+        /* the lowest rank first: as a score, its negative (exact: ranks < 2^24) */
+        if (rank >= 0) heap_push(&e->heap, (Merge){ -(float)rank, left, right, a, b, merged });
+        return;
+    }
     int la = t->piece_lengths[a], lb = t->piece_lengths[b];
     if (la + lb > t->max_token_length) return;
     memcpy(e->buffer, t->vocab[a], (size_t)la);
@@ -271,10 +395,15 @@ static void push_pair(Encoder *e, int left) {
     heap_push(&e->heap, (Merge){ t->scores[id], left, right, a, b, id });
 }
 
-/* Splits text into characters (or byte tokens) after the dummy space. */
+/* Splits text into characters (or byte tokens) after the dummy space
+ * (llama2.c), into characters (CHAR) or into bytes (GPT-2). */
 static int initial_symbols(const Tokenizer *t, const char *text, int *ids) {
     int n = 0;
-    if (text[0] != '\0') {
+    if (t->kind == TOKENIZER_GPT2_BPE) {
+        for (const unsigned char *s = (const unsigned char *)text; *s; s++) ids[n++] = t->byte_tokens[*s];
+        return n;
+    }
+    if (text[0] != '\0' && t->kind == TOKENIZER_LLAMA) {
         int space = lookup_piece(t, " ");
         if (space >= 0) ids[n++] = space;
     }
@@ -287,6 +416,7 @@ static int initial_symbols(const Tokenizer *t, const char *text, int *ids) {
         ch[len] = '\0';
         int id = lookup_piece(t, ch);
         if (id >= 0) ids[n++] = id;
+        else if (t->kind == TOKENIZER_CHAR) ids[n++] = 0; /* refused before: tokenizer_unknown_at */
         else
             for (int i = 0; i < len; i++) {
                 int b = t->byte_tokens[s[i]];
@@ -295,6 +425,78 @@ static int initial_symbols(const Tokenizer *t, const char *text, int *ids) {
         s += len;
     }
     return n;
+}
+
+/* ---- GPT-2's pre-tokenizer ---- */
+
+static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp > r[mid][1]) lo = mid + 1;
+        else if (cp < r[mid][0]) hi = mid;
+        else return 1;
+    }
+    return 0;
+}
+
+#define COUNT(a) (sizeof a / sizeof a[0])
+enum { CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE, CLASS_OTHER };
+
+/* The class of the character at s[i] (n bytes in all), and its length in
+ * *len; a byte that starts no valid sequence is a character of class other. */
+static int char_class(const unsigned char *s, size_t i, size_t n, size_t *len) {
+    int l = utf8_sequence_length(s + i);
+    if (l == 0 || (size_t)l > n - i) {
+        *len = 1;
+        return CLASS_OTHER;
+    }
+    uint32_t cp = l == 1 ? s[i] : l == 2 ? (s[i] & 0x1Fu) : l == 3 ? (s[i] & 0x0Fu) : (s[i] & 0x07u);
+    for (int k = 1; k < l; k++) cp = cp << 6 | (s[i + k] & 0x3Fu);
+    *len = (size_t)l;
+    if (in_ranges(cp, UNICODE_LETTERS, COUNT(UNICODE_LETTERS))) return CLASS_LETTER;
+    if (in_ranges(cp, UNICODE_NUMBERS, COUNT(UNICODE_NUMBERS))) return CLASS_NUMBER;
+    if (in_ranges(cp, UNICODE_SPACES, COUNT(UNICODE_SPACES))) return CLASS_SPACE;
+    return CLASS_OTHER;
+}
+
+/* End of the run of characters of class cls from i. */
+static size_t run_end(const unsigned char *s, size_t i, size_t n, int cls) {
+    size_t len;
+    while (i < n && char_class(s, i, n, &len) == cls) i += len;
+    return i;
+}
+
+/* Where the piece starting at i ends, by GPT-2's pattern, tried in order:
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static size_t gpt2_piece_end(const unsigned char *s, size_t i, size_t n) {
+    static const char *const contractions[] = { "s", "t", "re", "ve", "m", "ll", "d" };
+    if (s[i] == '\'')
+        for (size_t k = 0; k < COUNT(contractions); k++) {
+            size_t l = strlen(contractions[k]);
+            if (n - i - 1 >= l && memcmp(s + i + 1, contractions[k], l) == 0) return i + 1 + l;
+        }
+    /* ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+': a run of one class after an optional space */
+    size_t len, at = s[i] == ' ' && i + 1 < n ? i + 1 : i;
+    int cls = char_class(s, at, n, &len);
+    if (cls != CLASS_SPACE) return run_end(s, at, n, cls);
+    /* \s+(?!\S): all the spaces at the end of the text, else all but the
+     * last (which then leads the next piece); one space alone is \s+ */
+    size_t end = run_end(s, i, n, CLASS_SPACE), last = i;
+    for (size_t k = i; k < end; k += len) {
+        char_class(s, k, n, &len);
+        last = k;
+    }
+    return end == n || last == i ? end : last;
+}
+
+/* Marks where each piece of the text starts (bytes 0..n-1). */
+static void gpt2_pre_tokenize(const unsigned char *s, size_t n, unsigned char *starts) {
+    memset(starts, 0, n);
+    for (size_t i = 0; i < n;) {
+        starts[i] = 1;
+        i = gpt2_piece_end(s, i, n);
+    }
 }
 
 static int merge_all(Encoder *e, int n) {
@@ -320,25 +522,42 @@ static int merge_all(Encoder *e, int n) {
     return count;
 }
 
+size_t tokenizer_unknown_at(const Tokenizer *t, const char *text) {
+    if (t->kind != TOKENIZER_CHAR) return 0;
+    const unsigned char *s = (const unsigned char *)text;
+    char ch[5];
+    for (size_t i = 0; s[i];) {
+        int len = utf8_sequence_length(s + i);
+        if (len == 0) len = 1;
+        memcpy(ch, s + i, (size_t)len);
+        ch[len] = '\0';
+        if (lookup_piece(t, ch) < 0) return i + 1;
+        i += (size_t)len;
+    }
+    return 0;
+}
+
 int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int *tokens) {
-    size_t cap = strlen(text) + 2;
-    Encoder e = { t, NULL, NULL, NULL, { NULL, 0 }, NULL };
+    size_t len = strlen(text), cap = len + 2;
+    Encoder e = { t, NULL, NULL, NULL, { NULL, 0 }, NULL, NULL };
     e.ids = malloc(cap * sizeof(int));
     e.next = malloc(cap * sizeof(int));
     e.prev = malloc(cap * sizeof(int));
     e.heap.items = malloc(cap * 3 * sizeof(Merge)); /* each merge pushes at most two */
     e.buffer = malloc((size_t)t->max_token_length * 2 + 2);
+    e.starts_piece = malloc(cap);
     int n = -1;
-    if (e.ids && e.next && e.prev && e.heap.items && e.buffer) {
+    if (e.ids && e.next && e.prev && e.heap.items && e.buffer && e.starts_piece) {
+        if (t->kind == TOKENIZER_GPT2_BPE) gpt2_pre_tokenize((const unsigned char *)text, len, e.starts_piece);
         int symbols = initial_symbols(t, text, e.ids);
-        symbols = merge_all(&e, symbols);
+        if (t->kind != TOKENIZER_CHAR) symbols = merge_all(&e, symbols);
         n = 0;
-        if (bos) tokens[n++] = t->bos_id;
+        if (bos && t->bos_id >= 0) tokens[n++] = t->bos_id;
         memcpy(tokens + n, e.ids, (size_t)symbols * sizeof(int));
         n += symbols;
-        if (eos) tokens[n++] = t->eos_id;
+        if (eos && t->eos_id >= 0) tokens[n++] = t->eos_id;
     }
-    free(e.ids); free(e.next); free(e.prev); free(e.heap.items); free(e.buffer);
+    free(e.ids); free(e.next); free(e.prev); free(e.heap.items); free(e.buffer); free(e.starts_piece);
     return n;
 }
 
@@ -355,6 +574,8 @@ static int hex_digit(char c) {
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len) {
     const char *piece = t->vocab[token];
     int n = t->piece_lengths[token];
+    *len = n;
+    if (t->kind != TOKENIZER_LLAMA) return piece;
     if (prev == t->bos_id && n > 0 && piece[0] == ' ') { piece++; n--; }
     if (n == 6 && memcmp(piece, "<0x", 3) == 0 && piece[5] == '>') {
         int hi = hex_digit(piece[3]), lo = hex_digit(piece[4]);

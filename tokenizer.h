@@ -1,4 +1,7 @@
-/* tokenizer.h — byte-pair encoding as llama2.c's tokenizer.bin stores it. */
+/* tokenizer.h — the three tokenizers a checkpoint can carry: llama2.c's
+ * byte-pair encoding (tokenizer.bin), nanoGPT's characters (meta.pkl) and
+ * GPT-2's byte-level BPE (vocab.json + merges.txt), all in tokenizer.bin's
+ * layout (README: Tokenizer section). */
 #ifndef QKV_TOKENIZER_H
 #define QKV_TOKENIZER_H
 
@@ -9,6 +12,21 @@ typedef struct {
     int id;
 } TokenIndex;
 
+/* What a prompt becomes, by kind (the qkv header's tokenizer_kind):
+ *   LLAMA     BOS, then a dummy space and the text, merged by score; <0xXX>
+ *             byte tokens for characters the vocabulary lacks.
+ *   CHAR      one token per character, nothing prepended (nanoGPT); a
+ *             character outside the vocabulary is an error.
+ *   GPT2_BPE  GPT-2's pre-tokenizer splits the text, then each piece's
+ *             bytes are merged by rank (merges.txt's order); nothing
+ *             prepended. Every byte has a token, so any text encodes. */
+typedef enum { TOKENIZER_LLAMA = 0, TOKENIZER_CHAR = 1, TOKENIZER_GPT2_BPE = 2 } TokenizerKind;
+
+typedef struct {
+    unsigned long long key; /* left id << 32 | right id; 0 marks an empty slot (key + 1 stored) */
+    int rank, merged_id;
+} MergeSlot;
+
 typedef struct {
     char **vocab;          /* [vocab_size] NUL-terminated pieces */
     int *piece_lengths;    /* [vocab_size] bytes in each piece (a piece may hold a NUL byte) */
@@ -16,9 +34,13 @@ typedef struct {
     int vocab_size;
     int max_token_length;
     TokenIndex *sorted;    /* pieces sorted for binary search */
-    int byte_tokens[256];  /* id of <0xXX> for each byte, -1 if absent */
+    int byte_tokens[256];  /* id of <0xXX> for each byte, -1 if absent (GPT-2: the byte's own piece) */
     char byte_values[256]; /* byte b at index b: what a byte token decodes to */
-    int bos_id, eos_id;
+    int bos_id, eos_id;    /* -1: none */
+    int kind;              /* TokenizerKind */
+    MergeSlot *merges;     /* GPT-2: [merge_slots] hash of (left, right) -> rank, merged id */
+    int *merge_list;       /* GPT-2: [n_merges, 3] left, right, merged id in rank order (for writing) */
+    int n_merges, merge_slots;
 } Tokenizer;
 
 /* Reads llama2.c's layout: i32 max_token_length, then per token f32 score,
@@ -27,6 +49,12 @@ typedef struct {
 int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len);
 int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size,
                          char *err, size_t err_len);
+/* The same for any TokenizerKind. GPT-2's section goes on after the pieces
+ * with u32 n_merges and n_merges x (i32 left, i32 right, i32 merged), in
+ * rank order; each merged piece must be left + right, made by no other
+ * merge, from pieces that are bytes or made by earlier merges. */
+int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size, int kind,
+                        char *err, size_t err_len);
 void tokenizer_free(Tokenizer *t);
 
 /* Checks that text is well-formed UTF-8; returns 0 if so, else the 1-based
@@ -38,12 +66,18 @@ size_t utf8_invalid_at(const char *text);
  * up to the first NUL, so s must be NUL-terminated. */
 int utf8_sequence_length(const unsigned char *s);
 
+/* 0 if every character of text has a token, else the 1-based byte offset
+ * of the first that has none (only a character vocabulary lacks any). */
+size_t tokenizer_unknown_at(const Tokenizer *t, const char *text);
+
 /* Encodes text into tokens (room for strlen(text)+3 ids), optionally with BOS
- * first and EOS last; returns the count, or -1 if out of memory. */
+ * first and EOS last; returns the count, or -1 if out of memory. A
+ * character the vocabulary lacks becomes id 0 (check tokenizer_unknown_at). */
 int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int *tokens);
 
-/* The text of token after prev: a leading space is dropped after BOS, and a
- * byte token <0xXX> becomes its byte. *len receives its length in bytes. */
+/* The text of token after prev: for llama2.c's kind a leading space is
+ * dropped after BOS, and a byte token <0xXX> becomes its byte; the other
+ * kinds' pieces are their bytes. *len receives its length in bytes. */
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len);
 
 /* Prints generated text so that stdout only ever receives well-formed UTF-8

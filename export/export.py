@@ -25,8 +25,32 @@ has these types.
 qkv output embeds the tokenizer; legacy/v1 need a separate tokenizer.bin
 (write it with --write-tokenizer PATH).  legacy/v1 can only express
 head_size = dim/n_heads, eps 1e-5, theta 10000, BOS 1, EOS 2.
+
+GPT-2 / nanoGPT checkpoints (written as qkv files, architecture GPT-2):
+
+    python3 export/export.py out/shakespeare/ckpt.pt models/shakespeare.bin --dtype f16
+    python3 export/export.py nanogpt/ckpt.pt out.bin --meta data/shakespeare_char/meta.pkl
+    python3 export/export.py gpt2/pytorch_model.bin out.bin      # with config.json, vocab.json, merges.txt beside
+
+  (a) a nanoGPT ckpt.pt: a dict with "model_args" (n_layer, n_head, n_embd,
+      block_size, bias, vocab_size) and "model", its state dict (transformer.wte,
+      .wpe, .h.N.ln_1, .attn.c_attn, .attn.c_proj, .ln_2, .mlp.c_fc, .mlp.c_proj,
+      .ln_f, lm_head; the "_orig_mod." prefix torch.compile adds is dropped).
+      Its GELU is the exact (erf) one.
+  (b) a Hugging Face GPT-2-style state dict saved with torch.save (the same
+      names, with or without "transformer.", Conv1D weights stored [in, out]),
+      with its config.json beside it (n_head, n_positions, layer_norm_epsilon,
+      activation_function) or --n-heads; its GELU is the tanh approximation
+      ("gelu_new") unless config.json or --gelu says otherwise.
+  The fused c_attn [3 dim, dim] is split into wq, wk, wv; a model without
+  biases (nanoGPT's bias=False) gets zero biases.  The tokenizer, in this order:
+  --meta META.PKL or a meta.pkl beside the checkpoint (nanoGPT's stoi/itos:
+  a character model, no BOS or EOS); --vocab VOCAB.JSON --merges MERGES.TXT or
+  vocab.json + merges.txt beside it (GPT-2's byte-level BPE; <|endoftext|>
+  is BOS and EOS).
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -40,13 +64,130 @@ import qkvfile  # noqa: E402
 
 
 
+# ---------------------------------------------------------------------------
+# GPT-2 / nanoGPT
+
+def is_gpt2(ck):
+    """A nanoGPT ckpt.pt (model_args with n_layer) or a GPT-2-style state dict (wte, h.N.attn.c_attn)."""
+    if not isinstance(ck, dict):
+        return False
+    if "model_args" in ck:
+        return "n_layer" in ck["model_args"]
+    return any(k.endswith("wte.weight") for k in ck) and any(k.endswith("attn.c_attn.weight") for k in ck)
+
+
+def gpt2_state(sd):
+    """nanoGPT / Hugging Face names without their prefixes -> float32 numpy, buffers dropped."""
+    out = {}
+    for k, v in sd.items():
+        k = re.sub(r"^(_orig_mod\.|module\.)", "", k)
+        k = re.sub(r"^transformer\.", "", k)
+        if not torch.is_tensor(v) or k.endswith(".attn.bias") or k.endswith(".attn.masked_bias"):
+            continue  # HF's causal-mask buffers (the attention's own bias is attn.c_attn.bias)
+        out[k] = v.detach().to(torch.float32).cpu().numpy()
+    return out
+
+
+def beside(path, name):
+    p = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+    return p if os.path.exists(p) else None
+
+
+def gpt2_tokenizer(path, opts, vocab_size):
+    """(qkvfile.Tokenizer, tokenizer kind, bos, eos) from meta.pkl or vocab.json + merges.txt."""
+    import pickle
+    import gpt2_bpe
+    meta = opts.meta or (None if opts.vocab else beside(path, "meta.pkl"))
+    if meta:
+        with open(meta, "rb") as f:
+            itos = pickle.load(f)["itos"]
+        if len(itos) != vocab_size:
+            raise SystemExit("%s has %d characters, the model's vocabulary is %d" % (meta, len(itos), vocab_size))
+        pieces = [(itos[i].encode("utf-8"), 0.0) for i in range(vocab_size)]
+        print("tokenizer: %d characters from %s (no BOS; an empty prompt starts from \"\\n\")" % (vocab_size, meta))
+        return qkvfile.Tokenizer(pieces, max(len(p) for p, _ in pieces)), qkvfile.TOKENIZER_CHAR, -1, -1
+    vocab_path, merges_path = opts.vocab or beside(path, "vocab.json"), opts.merges or beside(path, "merges.txt")
+    if not (vocab_path and merges_path):
+        raise SystemExit("no tokenizer: give --meta meta.pkl (a character model) or --vocab vocab.json "
+                         "--merges merges.txt (GPT-2 BPE), or put them beside the checkpoint")
+    vocab, merges = gpt2_bpe.load(vocab_path, merges_path)
+    if max(vocab.values()) >= vocab_size:
+        raise SystemExit("%s has ids up to %d, the model's vocabulary is %d" % (vocab_path, max(vocab.values()), vocab_size))
+    if gpt2_bpe.END_OF_TEXT not in vocab:
+        raise SystemExit("%s has no %s token (GPT-2's BOS and EOS)" % (vocab_path, gpt2_bpe.END_OF_TEXT))
+    pieces, triples = gpt2_bpe.to_qkv(vocab, merges, vocab_size)
+    eot = vocab[gpt2_bpe.END_OF_TEXT]
+    print("tokenizer: GPT-2 byte-level BPE, %d tokens, %d merges (%s, %s); <|endoftext|> = %d"
+          % (len(vocab), len(triples), vocab_path, merges_path, eot))
+    tok = qkvfile.Tokenizer([(p, 0.0) for p in pieces], max(len(p) for p in pieces), triples)
+    return tok, qkvfile.TOKENIZER_GPT2_BPE, eot, eot
+
+
+def load_gpt2(ck, path, opts):
+    """(qkv config, tensors, qkvfile.Tokenizer) of a nanoGPT ckpt.pt or a GPT-2-style state dict."""
+    nanogpt = "model_args" in ck
+    sd = gpt2_state(ck["model"] if nanogpt else ck)
+    d = sd["wte.weight"].shape[1]
+    # nanoGPT's nn.Linear stores [out, in]; Hugging Face's Conv1D [in, out]
+    conv1d = sd["h.0.attn.c_attn.weight"].shape == (d, 3 * d)
+    hf = json.load(open(beside(path, "config.json"))) if not nanogpt and beside(path, "config.json") else {}
+    if nanogpt:
+        n_head, gelu = ck["model_args"]["n_head"], "erf"
+    else:
+        n_head = opts.n_heads or hf.get("n_head")
+        if not n_head:
+            raise SystemExit("a GPT-2 state dict without config.json beside it: pass --n-heads")
+        gelu = "erf" if hf.get("activation_function") == "gelu" else "tanh"
+    gelu = opts.gelu or gelu
+    n_layer = 1 + max(int(m.group(1)) for k in sd for m in [re.match(r"h\.(\d+)\.", k)] if m)
+
+    def matrix(name):
+        w = sd[name]
+        return np.ascontiguousarray(w.T if conv1d else w)
+
+    def bias(name, n):  # nanoGPT's bias=False: zeros, the same arithmetic
+        return sd.get(name, np.zeros(n, dtype=np.float32))
+
+    t = {"tok_embeddings": sd["wte.weight"], "pos_embeddings": sd["wpe.weight"],
+         "norm": sd["ln_f.weight"], "norm.bias": bias("ln_f.bias", d)}
+    for layer in range(n_layer):
+        p, q = "h.%d." % layer, "layers.%d." % layer
+        qkv_w, qkv_b = matrix(p + "attn.c_attn.weight"), bias(p + "attn.c_attn.bias", 3 * d)
+        for i, name in enumerate(("wq", "wk", "wv")):   # c_attn is q, k, v stacked
+            t[q + "attention." + name] = qkv_w[i * d:(i + 1) * d]
+            t[q + "attention.%s.bias" % name] = qkv_b[i * d:(i + 1) * d]
+        t[q + "attention.wo"], t[q + "attention.wo.bias"] = matrix(p + "attn.c_proj.weight"), bias(p + "attn.c_proj.bias", d)
+        t[q + "attention_norm"], t[q + "attention_norm.bias"] = sd[p + "ln_1.weight"], bias(p + "ln_1.bias", d)
+        t[q + "ffn_norm"], t[q + "ffn_norm.bias"] = sd[p + "ln_2.weight"], bias(p + "ln_2.bias", d)
+        hidden = matrix(p + "mlp.c_fc.weight").shape[0]
+        t[q + "feed_forward.w1"], t[q + "feed_forward.w1.bias"] = matrix(p + "mlp.c_fc.weight"), bias(p + "mlp.c_fc.bias", hidden)
+        t[q + "feed_forward.w2"], t[q + "feed_forward.w2.bias"] = matrix(p + "mlp.c_proj.weight"), bias(p + "mlp.c_proj.bias", d)
+    vocab_size, seq_len = t["tok_embeddings"].shape[0], t["pos_embeddings"].shape[0]
+    shared = "lm_head.weight" not in sd or np.array_equal(sd["lm_head.weight"], sd["wte.weight"])
+    if not shared:
+        t["output"] = sd["lm_head.weight"]
+    tok, kind, bos, eos = gpt2_tokenizer(path, opts, vocab_size)
+    cfg = dict(arch=qkvfile.ARCH_GPT2, activation=qkvfile.ACT_GELU_ERF if gelu == "erf" else qkvfile.ACT_GELU_TANH,
+               tokenizer_kind=kind, dim=d, hidden_dim=hidden, n_layers=n_layer, n_heads=n_head, n_kv_heads=n_head,
+               head_size=d // n_head, vocab_size=vocab_size, seq_len=seq_len,
+               norm_eps=opts.norm_eps or hf.get("layer_norm_epsilon", 1e-5), rope_theta=0.0,
+               shared_classifier=1 if shared else 0, bos_id=bos, eos_id=eos)
+    print("%s: GPT-2 architecture, %s GELU, %d layers, %d heads, dim %d, context %d, vocab %d"
+          % ("nanoGPT ckpt.pt" if nanogpt else "GPT-2 state dict" + (" (Conv1D)" if conv1d else ""),
+             gelu, n_layer, n_head, d, seq_len, vocab_size))
+    return cfg, t, tok
+
+
 def load_any(path, opts):
-    """Returns (args: ModelArgs, tensors: {qkv name: np.float32 array}, tokenizer bytes or None)."""
+    """Returns (args: ModelArgs, tensors: {qkv name: np.float32 array}, tokenizer bytes or None);
+    for a GPT-2 checkpoint (qkv config dict, tensors, qkvfile.Tokenizer)."""
     try:
         ck = torch.load(path, map_location="cpu")
     except Exception:  # not a PyTorch file: a qkv / llama2.c model file (conversion)
         a, t, tok = read_qkv(path, opts.tokenizer)
         return a, t, tok
+    if is_gpt2(ck):
+        return load_gpt2(ck, path, opts)
     tok = None
     if isinstance(ck, dict) and "model" in ck and "model_args" in ck:
         sd, margs, tok = ck["model"], dict(ck["model_args"]), ck.get("tokenizer")
@@ -100,10 +241,13 @@ DTYPES = {"f32": qkvfile.WEIGHT_F32, "f16": qkvfile.WEIGHT_F16, "q8": qkvfile.WE
           "q4": qkvfile.WEIGHT_Q4_0}
 
 
-def write(path, fmt, a: ModelArgs, t, tok, dtype="f32"):
-    """Write with export/qkvfile.py (strict: config and every tensor checked)."""
-    cfg = qkv_config(a)
+def write(path, fmt, a, t, tok, dtype="f32"):
+    """Write with export/qkvfile.py (strict: config and every tensor checked).
+    a: ModelArgs, or a qkv config dict (GPT-2)."""
+    cfg = dict(a) if isinstance(a, dict) else qkv_config(a)
     cfg["weight_type"] = DTYPES[dtype]
+    if cfg.get("arch") == qkvfile.ARCH_GPT2 and fmt != "qkv":
+        raise SystemExit("llama2.c's formats have no GPT-2 architecture: use --format qkv")
     if fmt == "qkv":
         if tok is None:
             raise SystemExit("qkv format embeds a tokenizer: pass --tokenizer")
@@ -112,7 +256,9 @@ def write(path, fmt, a: ModelArgs, t, tok, dtype="f32"):
                 kind = qkvfile.WEIGHT_TYPES[cfg["weight_type"]]
                 print("note: %s has %d columns, not a whole number of %s blocks of %d: kept in float16"
                       % (name, shape[1], kind[0], kind[1]), file=sys.stderr)
-        return qkvfile.write_qkv(path, cfg, t, qkvfile.parse_tokenizer(tok, a.vocab_size))
+        if not isinstance(tok, qkvfile.Tokenizer):
+            tok = qkvfile.parse_tokenizer(tok, cfg["vocab_size"])
+        return qkvfile.write_qkv(path, cfg, t, tok)
     if fmt == "legacy":
         return qkvfile.write_llama2c_legacy(path, cfg, t)
     return qkvfile.write_llama2c_v1(path, cfg, t)
@@ -132,6 +278,11 @@ def main():
     ap.add_argument("--n-kv-heads", type=int)
     ap.add_argument("--norm-eps", type=float)
     ap.add_argument("--rope-theta", type=float)
+    ap.add_argument("--meta", help="GPT-2: nanoGPT's meta.pkl (stoi/itos) of a character model")
+    ap.add_argument("--vocab", help="GPT-2: vocab.json of a byte-level BPE (with --merges)")
+    ap.add_argument("--merges", help="GPT-2: merges.txt of a byte-level BPE")
+    ap.add_argument("--gelu", choices=["erf", "tanh"], help="GPT-2: the exact GELU or the tanh approximation "
+                    "(default: erf for nanoGPT, config.json's or tanh for a state dict)")
     opts = ap.parse_args()
     a, t, tok = load_any(opts.checkpoint, opts)
     if opts.dtype != "f32" and opts.format != "qkv":
@@ -140,10 +291,13 @@ def main():
     if opts.write_tokenizer:
         if tok is None:
             raise SystemExit("no tokenizer available")
-        qkvfile.write_tokenizer_bin(opts.write_tokenizer, qkvfile.parse_tokenizer(tok, a.vocab_size))
+        if not isinstance(tok, qkvfile.Tokenizer):
+            tok = qkvfile.parse_tokenizer(tok, a.vocab_size)
+        qkvfile.write_tokenizer_bin(opts.write_tokenizer, tok)
     n = sum(v.size for v in t.values())
     print("wrote %s (%s %s, %d bytes): %s, %d params"
-          % (opts.output, opts.format, opts.dtype, os.path.getsize(opts.output), a.to_dict(), n))
+          % (opts.output, opts.format, opts.dtype, os.path.getsize(opts.output),
+             a if isinstance(a, dict) else a.to_dict(), n))
 
 
 
@@ -155,6 +309,28 @@ def read_qkv(path, tokenizer_path=None):
                   seq_len=c["seq_len"], norm_eps=c["norm_eps"], rope_theta=c["rope_theta"],
                   shared_classifier=bool(c["shared_classifier"]), bos_id=c["bos_id"], eos_id=c["eos_id"])
     return a, t, (qkvfile.tokenizer_to_bytes(tk) if tk is not None else None)
+
+
+def torch_gpt2(c, t, dtype=torch.float32):
+    """export/model.py's GPT (nanoGPT's modules) from a GPT-2 qkv file's config and tensors:
+    wq, wk, wv fused back into c_attn."""
+    from model import GPT, GPTConfig
+    m = GPT(GPTConfig(block_size=c["seq_len"], vocab_size=c["vocab_size"], n_layer=c["n_layers"],
+                      n_head=c["n_heads"], n_embd=c["dim"], bias=True),
+            gelu="tanh" if c["activation"] == qkvfile.ACT_GELU_TANH else "none")
+    names = {"transformer.wte.weight": "tok_embeddings", "transformer.wpe.weight": "pos_embeddings",
+             "transformer.ln_f.weight": "norm", "transformer.ln_f.bias": "norm.bias",
+             "lm_head.weight": "tok_embeddings" if c["shared_classifier"] else "output"}
+    for layer in range(c["n_layers"]):
+        p, q = "transformer.h.%d." % layer, "layers.%d." % layer
+        for ours, theirs in (("ln_1", "attention_norm"), ("ln_2", "ffn_norm"), ("attn.c_proj", "attention.wo"),
+                             ("mlp.c_fc", "feed_forward.w1"), ("mlp.c_proj", "feed_forward.w2")):
+            names[p + ours + ".weight"], names[p + ours + ".bias"] = q + theirs, q + theirs + ".bias"
+        for suffix in ("", ".bias"):
+            t[p + "attn.c_attn" + suffix] = np.concatenate([t[q + "attention.w%s%s" % (x, suffix)] for x in "qkv"])
+            names[p + "attn.c_attn.weight" if not suffix else p + "attn.c_attn.bias"] = p + "attn.c_attn" + suffix
+    m.load_state_dict({k: torch.from_numpy(t[names[k]]) for k in m.state_dict()})
+    return m.to(dtype).eval()
 
 
 def torch_model(a, t, dtype=torch.float32):

@@ -66,6 +66,17 @@ def apply_rope(x, cos, sin):
     return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2)
 
 
+def causal_attention(q, k, v, mask, return_att):
+    """q, k, v: (B, T, H, S), one key/value head per query head -> (B, T, H*S), weights (B, H, T, T) or None."""
+    B, T, H, S = q.shape
+    q, k, v = (t.transpose(1, 2).reshape(B * H, T, S) for t in (q, k, v))
+    # scores = q.k / sqrt(head_size) + causal mask, fused into one baddbmm
+    att = torch.baddbmm(mask[:T, :T].unsqueeze(0), q, k.transpose(1, 2), alpha=1.0 / math.sqrt(S))
+    att = torch.softmax(att, dim=-1)
+    out = torch.bmm(att, v).view(B, H, T, S).transpose(1, 2).reshape(B, T, H * S)
+    return out, (att.view(B, H, T, T) if return_att else None)
+
+
 class Attention(nn.Module):
     def __init__(self, a: ModelArgs):
         super().__init__()
@@ -87,13 +98,8 @@ class Attention(nn.Module):
         if rep > 1:  # query head h uses kv head h // rep
             k = k.repeat_interleave(rep, dim=2)
             v = v.repeat_interleave(rep, dim=2)
-        H, S = a.n_heads, a.head_size
-        q, k, v = (t.transpose(1, 2).reshape(B * H, T, S) for t in (q, k, v))
-        # scores = q.k / sqrt(head_size) + causal mask, fused into one baddbmm
-        att = torch.baddbmm(mask[:T, :T].unsqueeze(0), q, k.transpose(1, 2), alpha=1.0 / math.sqrt(S))
-        att = torch.softmax(att, dim=-1)
-        out = torch.bmm(att, v).view(B, H, T, S).transpose(1, 2).reshape(B, T, H * S)
-        return self.wo(out), (att.view(B, H, T, T) if return_att else None)
+        out, att = causal_attention(q, k, v, mask, return_att)
+        return self.wo(out), att
 
 
 class FeedForward(nn.Module):
@@ -163,13 +169,7 @@ class Transformer(nn.Module):
         for layer in self.layers:
             x, att = layer(x, cos, sin, mask, return_att)
             atts.append(att)
-        logits = self.output(self.norm(x))
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1))
-        if return_att:
-            return logits, loss, atts
-        return logits, loss
+        return finish(self.output(self.norm(x)), targets, atts, return_att)
 
     def set_dropout(self, p):
         for layer in self.layers:
@@ -177,6 +177,130 @@ class Transformer(nn.Module):
 
     def n_params(self):
         return sum(p.numel() for p in self.parameters())  # shared weight counted once
+
+
+# ---------------------------------------------------------------------------
+# GPT-2 / nanoGPT: learned position embedding, LayerNorm with bias, GELU MLP,
+# a bias on every linear layer, tied classifier.  Parameter names and
+# model_args are nanoGPT's (model.py: GPTConfig, GPT), so a checkpoint saved
+# by train.py is a nanoGPT ckpt.pt and export.py reads it the same way.
+
+@dataclass
+class GPTConfig:
+    block_size: int = 256
+    vocab_size: int = 65
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    bias: bool = True
+
+    def to_dict(self):
+        return asdict(self)
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm with an optional bias (nanoGPT's; torch 1.13's nn.LayerNorm always has one)."""
+
+    def __init__(self, dim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class GPTAttention(nn.Module):
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.n_head = c.n_head
+        self.c_attn = nn.Linear(c.n_embd, 3 * c.n_embd, bias=c.bias)   # q, k, v stacked: [3 dim, dim]
+        self.c_proj = nn.Linear(c.n_embd, c.n_embd, bias=c.bias)
+
+    def forward(self, x, mask, return_att=False):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head) for t in self.c_attn(x).split(C, dim=2))
+        out, att = causal_attention(q, k, v, mask, return_att)
+        return self.c_proj(out), att
+
+
+class GPTMLP(nn.Module):
+    def __init__(self, c: GPTConfig, gelu="none"):
+        super().__init__()
+        self.c_fc = nn.Linear(c.n_embd, 4 * c.n_embd, bias=c.bias)
+        self.gelu = nn.GELU(approximate=gelu)   # "none": exact erf GELU (nanoGPT); "tanh": HF GPT-2
+        self.c_proj = nn.Linear(4 * c.n_embd, c.n_embd, bias=c.bias)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, c: GPTConfig, gelu="none"):
+        super().__init__()
+        self.ln_1 = LayerNorm(c.n_embd, c.bias)
+        self.attn = GPTAttention(c)
+        self.ln_2 = LayerNorm(c.n_embd, c.bias)
+        self.mlp = GPTMLP(c, gelu)
+
+    def forward(self, x, mask, return_att=False):
+        h, att = self.attn(self.ln_1(x), mask, return_att)
+        x = x + h
+        x = x + self.mlp(self.ln_2(x))
+        return x, att
+
+
+class GPT(nn.Module):
+    def __init__(self, c: GPTConfig, gelu="none"):
+        super().__init__()
+        self.args = c
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(c.vocab_size, c.n_embd),
+            wpe=nn.Embedding(c.block_size, c.n_embd),
+            h=nn.ModuleList(GPTBlock(c, gelu) for _ in range(c.n_layer)),
+            ln_f=LayerNorm(c.n_embd, c.bias)))
+        self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight   # tied, as in nanoGPT and GPT-2
+        mask = torch.full((c.block_size, c.block_size), float("-inf")).triu(1)
+        self.register_buffer("mask", mask, persistent=False)
+
+    def init_weights(self, seed):
+        """nanoGPT's init: N(0, 0.02), residual projections 0.02/sqrt(2 n_layer), biases 0, LayerNorm 1."""
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if "ln_" in name:
+                    p.fill_(1.0 if name.endswith("weight") else 0.0)
+                elif name.endswith("bias"):
+                    p.zero_()
+                elif name.endswith("c_proj.weight"):
+                    p.normal_(0.0, 0.02 / math.sqrt(2 * self.args.n_layer), generator=g)
+                else:
+                    p.normal_(0.0, 0.02, generator=g)
+
+    def forward(self, tokens, targets=None, return_att=False):
+        B, T = tokens.shape
+        assert T <= self.args.block_size
+        x = self.transformer.wte(tokens) + self.transformer.wpe(torch.arange(T))
+        atts = []
+        for block in self.transformer.h:
+            x, att = block(x, self.mask, return_att)
+            atts.append(att)
+        return finish(self.lm_head(self.transformer.ln_f(x)), targets, atts, return_att)
+
+    def n_params(self):
+        return sum(p.numel() for p in self.parameters())
+
+
+def finish(logits, targets, atts, return_att):
+    """The tail both models share: the loss, and the attention weights when asked for."""
+    loss = None
+    if targets is not None:
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1))
+    if return_att:
+        return logits, loss, atts
+    return logits, loss
 
 
 def qkv_state_dict(model):

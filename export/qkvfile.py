@@ -119,14 +119,18 @@ DEFAULT_ALIGNMENT = 64
 LLAMA2C_EPS = 1e-5
 LLAMA2C_THETA = 10000.0
 
-# Header layout (README "Checkpoint format", header table), offsets 0..103.
-_HEADER_STRUCT = struct.Struct("<4sIiiiiiiiiffiiiiIIQQQQ")
+# Header layout (README "Checkpoint format", header table), offsets 0..115.
+_HEADER_STRUCT = struct.Struct("<4sIiiiiiiiiffiiiiIIQQQQiii")
 _HEADER_FIELDS = ("magic", "version", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads",
                   "head_size", "vocab_size", "seq_len", "norm_eps", "rope_theta",
                   "shared_classifier", "weight_type", "bos_id", "eos_id", "n_tensors",
                   "alignment", "tokenizer_offset", "tokenizer_bytes", "tensor_table_offset",
-                  "file_bytes")
-assert _HEADER_STRUCT.size == 104
+                  "file_bytes", "arch", "activation", "tokenizer_kind")
+assert _HEADER_STRUCT.size == 116
+# architecture, activation and tokenizer kinds (bytes 104, 108, 112; zero in older files)
+ARCH_LLAMA, ARCH_GPT2 = 0, 1
+ACT_SWIGLU, ACT_GELU_ERF, ACT_GELU_TANH = 0, 1, 2
+TOKENIZER_LLAMA, TOKENIZER_CHAR, TOKENIZER_GPT2_BPE = 0, 1, 2
 _ENTRY_STRUCT = struct.Struct("<64sII4IQ")
 assert _ENTRY_STRUCT.size == TENSOR_ENTRY_BYTES
 _LLAMA2C_HEADER = struct.Struct("<7i")
@@ -139,8 +143,14 @@ _V1_HEADER = struct.Struct("<Ii7iB")  # magic, version, 7 params, shared_classif
 
 _LAYER_KEYS = ("attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
                "ffn_norm", "feed_forward.w1", "feed_forward.w2", "feed_forward.w3")
+# GPT-2: no w3; a bias for each norm and matrix (float32 vectors)
+_GPT2_LAYER_KEYS = ("attention_norm", "attention_norm.bias", "attention.wq", "attention.wq.bias",
+                    "attention.wk", "attention.wk.bias", "attention.wv", "attention.wv.bias",
+                    "attention.wo", "attention.wo.bias", "ffn_norm", "ffn_norm.bias",
+                    "feed_forward.w1", "feed_forward.w1.bias", "feed_forward.w2", "feed_forward.w2.bias")
 
-Tokenizer = collections.namedtuple("Tokenizer", ["pieces", "max_token_length"])
+# merges: None, or GPT-2's list of (left id, right id, merged id) in rank order
+Tokenizer = collections.namedtuple("Tokenizer", ["pieces", "max_token_length", "merges"], defaults=(None,))
 
 
 class FormatError(ValueError):
@@ -178,8 +188,13 @@ def complete_config(config, tensors=None):
         c["head_size"] = c["dim"] // c["n_heads"] if c["n_heads"] else 0
     if c.get("norm_eps") is None:
         c["norm_eps"] = LLAMA2C_EPS
+    c["arch"] = int(c.get("arch") or ARCH_LLAMA)
+    c["tokenizer_kind"] = int(c.get("tokenizer_kind") or TOKENIZER_LLAMA)
+    if c.get("activation") is None:
+        c["activation"] = ACT_GELU_ERF if c["arch"] == ARCH_GPT2 else ACT_SWIGLU
+    c["activation"] = int(c["activation"])
     if c.get("rope_theta") is None:
-        c["rope_theta"] = LLAMA2C_THETA
+        c["rope_theta"] = 0.0 if c["arch"] == ARCH_GPT2 else LLAMA2C_THETA
     if c.get("shared_classifier") is None:
         c["shared_classifier"] = 0 if (tensors is not None and "output" in tensors) else 1
     if c.get("bos_id") is None:
@@ -207,14 +222,24 @@ def check_config(c):
             raise FormatError("%s too large: %d" % (k, c[k]))
     if c["n_heads"] % c["n_kv_heads"]:
         raise FormatError("n_heads %d is not a multiple of n_kv_heads %d" % (c["n_heads"], c["n_kv_heads"]))
-    if c["head_size"] % 2:
+    gpt2 = c["arch"] == ARCH_GPT2
+    if c["arch"] not in (ARCH_LLAMA, ARCH_GPT2):
+        raise FormatError("unknown architecture %d (0 Llama, 1 GPT-2)" % c["arch"])
+    if c["activation"] not in ((ACT_GELU_ERF, ACT_GELU_TANH) if gpt2 else (ACT_SWIGLU,)):
+        raise FormatError("activation %d does not go with architecture %d" % (c["activation"], c["arch"]))
+    if c["tokenizer_kind"] not in (TOKENIZER_LLAMA, TOKENIZER_CHAR, TOKENIZER_GPT2_BPE):
+        raise FormatError("unknown tokenizer kind %d" % c["tokenizer_kind"])
+    if c["head_size"] % 2 and not gpt2:
         raise FormatError("head_size %d is odd" % c["head_size"])
     if not (c["norm_eps"] > 0 and np.isfinite(c["norm_eps"])):
         raise FormatError("norm_eps must be positive, got %r" % c["norm_eps"])
-    if not (c["rope_theta"] > 0 and np.isfinite(c["rope_theta"])):
+    if gpt2 and c["rope_theta"] != 0:
+        raise FormatError("a GPT-2 file has no RoPE: rope_theta must be 0, got %r" % c["rope_theta"])
+    if not gpt2 and not (c["rope_theta"] > 0 and np.isfinite(c["rope_theta"])):
         raise FormatError("rope_theta must be positive, got %r" % c["rope_theta"])
+    lowest = -1 if c["tokenizer_kind"] == TOKENIZER_CHAR else 0
     for k in ("bos_id", "eos_id"):
-        if not 0 <= c[k] < c["vocab_size"]:
+        if not lowest <= c[k] < c["vocab_size"]:
             raise FormatError("%s %d outside the vocabulary (%d)" % (k, c[k], c["vocab_size"]))
     if c["weight_type"] not in WEIGHT_TYPES:
         raise FormatError("unsupported weight_type %d (0 float32, 1 float16, 2 q8_0, 3 q4_0)" % c["weight_type"])
@@ -232,10 +257,19 @@ def tensor_shapes(config):
         "feed_forward.w1": (hd, d), "feed_forward.w2": (d, hd), "feed_forward.w3": (hd, d),
     }
     out = [("tok_embeddings", (c["vocab_size"], d))]
+    keys = _LAYER_KEYS
+    if c["arch"] == ARCH_GPT2:
+        keys = _GPT2_LAYER_KEYS
+        out.append(("pos_embeddings", (c["seq_len"], d)))
+        per_layer.update({"attention_norm.bias": (d,), "attention.wq.bias": (q,), "attention.wk.bias": (kv,),
+                          "attention.wv.bias": (kv,), "attention.wo.bias": (d,), "ffn_norm.bias": (d,),
+                          "feed_forward.w1.bias": (hd,), "feed_forward.w2.bias": (d,)})
     for layer in range(c["n_layers"]):
-        for key in _LAYER_KEYS:
+        for key in keys:
             out.append(("layers.%d.%s" % (layer, key), per_layer[key]))
     out.append(("norm", (d,)))
+    if c["arch"] == ARCH_GPT2:
+        out.append(("norm.bias", (d,)))
     if not c["shared_classifier"]:
         out.append(("output", (c["vocab_size"], d)))
     return out
@@ -249,6 +283,8 @@ def n_params(config):
     q, kv = c["n_heads"] * hs, c["n_kv_heads"] * hs
     per_layer = 2 * d + q * d + 2 * kv * d + d * q + 3 * hd * d
     n = c["vocab_size"] * d + c["n_layers"] * per_layer + d
+    if c["arch"] == ARCH_GPT2:  # no w3; biases q + 2 kv + 2 d + hd, norm biases 2 d; positions; final bias
+        n += c["n_layers"] * (q + 2 * kv + 4 * d + hd - hd * d) + c["seq_len"] * d + d
     if not c["shared_classifier"]:
         n += c["vocab_size"] * d
     return n
@@ -269,7 +305,7 @@ def _min_weight_bytes(config):
     """A lower bound of the bytes any qkv file of this config holds: the
     matrices in the narrowest type (Q4_0, 18 bytes per 32 weights)."""
     c = complete_config(config)
-    n_norms = (2 * c["n_layers"] + 1) * c["dim"]
+    n_norms = (2 * c["n_layers"] + 1) * c["dim"] * (2 if c["arch"] == ARCH_GPT2 else 1)
     return 4 * n_norms + (n_params(c) - n_norms) * 18 // QBLOCK
 
 
@@ -381,8 +417,9 @@ def _f32_bytes(a):
 # ------------------------------------------------------------- tokenizer --
 
 def _as_tokenizer(tok):
+    merges = None
     if isinstance(tok, Tokenizer):
-        pieces, mtl = tok.pieces, tok.max_token_length
+        pieces, mtl, merges = tok.pieces, tok.max_token_length, tok.merges
     else:
         pieces, mtl = tok, None
     norm = []
@@ -392,24 +429,29 @@ def _as_tokenizer(tok):
         norm.append((bytes(piece), float(score)))
     if mtl is None:
         mtl = max((len(p) for p, _ in norm), default=0)
-    return Tokenizer(norm, int(mtl))
+    return Tokenizer(norm, int(mtl), merges)
 
 
 def tokenizer_to_bytes(tokenizer):
     """llama2.c tokenizer.bin bytes: i32 max_token_length, then per token
-    f32 score, i32 length n, n bytes."""
+    f32 score, i32 length n, n bytes; for GPT-2's BPE then u32 n_merges and
+    n_merges x (i32 left, i32 right, i32 merged) in rank order."""
     t = _as_tokenizer(tokenizer)
     parts = [struct.pack("<i", t.max_token_length)]
     for piece, score in t.pieces:
         parts.append(struct.pack("<fi", score, len(piece)))
         parts.append(piece)
+    if t.merges is not None:
+        parts.append(struct.pack("<I", len(t.merges)))
+        parts.extend(struct.pack("<iii", *m) for m in t.merges)
     return b"".join(parts)
 
 
-def parse_tokenizer(buf, vocab_size=None):
+def parse_tokenizer(buf, vocab_size=None, kind=TOKENIZER_LLAMA):
     """Parse tokenizer.bin bytes.  vocab_size None: read tokens until the end
     of buf (which must then end exactly on a token).  Extra bytes after
-    vocab_size tokens are ignored (as llama2.c does)."""
+    vocab_size tokens are ignored (as llama2.c does); kind TOKENIZER_GPT2_BPE
+    reads the merges after them."""
     buf = memoryview(buf)
     if len(buf) < 4:
         raise FormatError("tokenizer truncated: no max_token_length")
@@ -426,7 +468,15 @@ def parse_tokenizer(buf, vocab_size=None):
             raise FormatError("tokenizer token %d length %d runs past the end" % (len(pieces), n))
         pieces.append((bytes(buf[off:off + n]), float(score)))
         off += n
-    return Tokenizer(pieces, mtl)
+    if kind != TOKENIZER_GPT2_BPE:
+        return Tokenizer(pieces, mtl)
+    if off + 4 > len(buf):
+        raise FormatError("GPT-2 tokenizer: no merge count")
+    (count,) = struct.unpack_from("<I", buf, off)
+    if off + 4 + 12 * count > len(buf):
+        raise FormatError("GPT-2 tokenizer: merges truncated")
+    merges = [struct.unpack_from("<iii", buf, off + 4 + 12 * i) for i in range(count)]
+    return Tokenizer(pieces, mtl, merges)
 
 
 def write_tokenizer_bin(path, tokenizer):
@@ -489,7 +539,8 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
         header, 0, QKV_MAGIC, QKV_VERSION, c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
         c["n_kv_heads"], c["head_size"], c["vocab_size"], c["seq_len"], c["norm_eps"],
         c["rope_theta"], c["shared_classifier"], c["weight_type"], c["bos_id"], c["eos_id"], len(names),
-        alignment, tok_off, len(tok_bytes), table_off, file_bytes)
+        alignment, tok_off, len(tok_bytes), table_off, file_bytes, c["arch"], c["activation"],
+        c["tokenizer_kind"])
     with open(path, "wb") as f:
         f.write(header)
         f.write(tok_bytes)
@@ -554,16 +605,19 @@ def read_qkv(path):
         raise FormatError("alignment %d is not a power of two >= 4" % align)
     config = {k: h[k] for k in ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_size",
                                 "vocab_size", "seq_len", "norm_eps", "rope_theta",
-                                "shared_classifier", "bos_id", "eos_id", "weight_type")}
+                                "shared_classifier", "bos_id", "eos_id", "weight_type", "arch",
+                                "activation", "tokenizer_kind")}
     config = complete_config(config)
     check_config(config)
+    if any(buf[_HEADER_STRUCT.size:HEADER_BYTES]):
+        raise FormatError("reserved header bytes are not zero")
     size = len(buf)
     # tokenizer section
     to, tb = h["tokenizer_offset"], h["tokenizer_bytes"]
     if to < HEADER_BYTES or to > size or tb > size - to:
         raise FormatError("tokenizer section [%d, +%d) lies outside the file" % (to, tb))
     section = bytes(buf[to:to + tb])
-    tokenizer = parse_tokenizer(section, config["vocab_size"])
+    tokenizer = parse_tokenizer(section, config["vocab_size"], config["tokenizer_kind"])
     # tensor table
     tt, nt = h["tensor_table_offset"], h["n_tensors"]
     if tt < HEADER_BYTES or tt > size or nt * TENSOR_ENTRY_BYTES > size - tt:

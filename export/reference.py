@@ -78,6 +78,22 @@ def rope(vectors, pos, theta):
     return out
 
 
+def layernorm(x, weight, bias, eps):
+    """GPT-2's LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias, var the biased variance."""
+    mu = np.mean(x)
+    return (x - mu) / np.sqrt(np.mean((x - mu) ** 2) + eps) * weight + bias
+
+
+def gelu(x, tanh_approximation):
+    """GELU (Hendrycks & Gimpel 2016): x * Phi(x), Phi the standard normal CDF
+    (nanoGPT's nn.GELU()); or GPT-2's approximation
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hugging Face's gelu_new)."""
+    if tanh_approximation:
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    from math import erf
+    return x * 0.5 * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
+
+
 def softmax(x):
     e = np.exp(x - np.max(x))
     return e / np.sum(e)
@@ -154,6 +170,17 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
     def mm(name, x):
         return w[name] @ (quantize_activation(x) if name in quantized else x)
 
+    # GPT-2 (nanoGPT's model.py, Radford et al. 2019): LayerNorm with a bias,
+    # a bias on every linear layer, GELU MLP, learned positions
+    gpt2 = config.get("arch", qkvfile.ARCH_LLAMA) == qkvfile.ARCH_GPT2
+    tanh_gelu = config.get("activation") == qkvfile.ACT_GELU_TANH
+
+    def linear(name, x):
+        return mm(name, x) + w[name + ".bias"] if gpt2 else mm(name, x)
+
+    def norm(x, name):
+        return layernorm(x, w[name], w[name + ".bias"], eps) if gpt2 else rmsnorm(x, w[name], eps)
+
     # keys[layer][t], values[layer][t]: arrays [n_kv_heads, head_size]
     # (with a window the keys are kept unrotated)
     keys = [[] for _ in range(n_layers)]
@@ -164,14 +191,16 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
         if not 0 <= token < config["vocab_size"]:
             raise ValueError("token %d outside the vocabulary" % token)
         x = w["tok_embeddings"][token].copy()
+        if gpt2:  # GPT-2: a learned embedding of the position is added; no RoPE
+            x = x + w["pos_embeddings"][pos]
         pos_scores, pos_weights = [], []
         for layer in range(n_layers):
             p = "layers.%d." % layer
-            h = rmsnorm(x, w[p + "attention_norm"], eps)
-            q = mm(p + "attention.wq", h).reshape(n_heads, head_size)
-            k = mm(p + "attention.wk", h).reshape(n_kv_heads, head_size)
-            v = mm(p + "attention.wv", h).reshape(n_kv_heads, head_size)
-            if window is None:
+            h = norm(x, p + "attention_norm")
+            q = linear(p + "attention.wq", h).reshape(n_heads, head_size)
+            k = linear(p + "attention.wk", h).reshape(n_kv_heads, head_size)
+            v = linear(p + "attention.wv", h).reshape(n_kv_heads, head_size)
+            if window is None and not gpt2:
                 q = rope(q, pos, theta)
                 k = rope(k, pos, theta)
             keys[layer].append(k)
@@ -196,13 +225,16 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
             pos_scores.append(layer_scores)
             pos_weights.append(layer_weights)
 
-            x = x + mm(p + "attention.wo", out.reshape(n_heads * head_size))
-            h = rmsnorm(x, w[p + "ffn_norm"], eps)
-            gate = mm(p + "feed_forward.w1", h)
-            up = mm(p + "feed_forward.w3", h)
-            x = x + mm(p + "feed_forward.w2", silu(gate) * up)
+            x = x + linear(p + "attention.wo", out.reshape(n_heads * head_size))
+            h = norm(x, p + "ffn_norm")
+            if gpt2:  # c_proj(gelu(c_fc(h)))
+                x = x + linear(p + "feed_forward.w2", gelu(linear(p + "feed_forward.w1", h), tanh_gelu))
+            else:
+                gate = mm(p + "feed_forward.w1", h)
+                up = mm(p + "feed_forward.w3", h)
+                x = x + mm(p + "feed_forward.w2", silu(gate) * up)
 
-        x = rmsnorm(x, w["norm"], eps)
+        x = norm(x, "norm")
         result.logits.append(mm(classifier, x))
         result.scores.append(pos_scores)
         result.weights.append(pos_weights)

@@ -23,12 +23,14 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export  # noqa: E402
+import qkvfile  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TEXT = {
     "grammar": "the cat that the dogs chase sleeps on the mat . an old owl saw two foxes .",
     "grammar-random": "the cat that the dogs chase sleeps on the mat . an old owl saw two foxes .",
+    "shakespeare": "ROMEO:\nBut, soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n",
 }
 STORY_TEXT = ("once upon a time, there was a little girl named lily. she loved to play outside "
               "with her red ball. one day, she saw a big dog in the park.")
@@ -46,10 +48,20 @@ def main():
 
     torch.set_num_threads(2)
     name = args.name or os.path.splitext(os.path.basename(args.model))[0]
-    a, t, tokb = export.read_qkv(args.model)
-    tok = tt.Tokenizer(*tt.parse_tokenizer(tokb, a.vocab_size))
     text = args.text or DEFAULT_TEXT.get(name, STORY_TEXT)
-    ids = tok.encode(text, bos=True)[: a.seq_len]
+    c, t, qtok = qkvfile.read_model(args.model)
+    if c["arch"] == qkvfile.ARCH_GPT2:  # a character model: one id per character, no BOS
+        ids = {p.decode(): i for i, (p, _) in enumerate(qtok.pieces)}
+        ids = [ids[ch] for ch in text][: c["seq_len"]]
+        m = export.torch_gpt2(c, t, torch.float32 if args.float32 else torch.float64)
+        a = export.ModelArgs(dim=c["dim"], hidden_dim=c["hidden_dim"], n_layers=c["n_layers"], n_heads=c["n_heads"],
+                             n_kv_heads=c["n_kv_heads"], head_size=c["head_size"], vocab_size=c["vocab_size"],
+                             seq_len=c["seq_len"])  # for the config line
+    else:
+        a, t, tokb = export.read_qkv(args.model)
+        tok = tt.Tokenizer(*tt.parse_tokenizer(tokb, a.vocab_size))
+        ids = tok.encode(text, bos=True)[: a.seq_len]
+        m = None
     n = len(ids)
     if args.positions:
         pos = [int(p) for p in args.positions.split(",")]
@@ -57,7 +69,7 @@ def main():
         pos = sorted({0, 1, 2, n // 2, n - 1})
     assert all(0 <= p < n for p in pos)
     dtype = torch.float32 if args.float32 else torch.float64
-    m = export.torch_model(a, t, dtype)
+    m = m or export.torch_model(a, t, dtype)
     with torch.no_grad():
         logits, _ = m(torch.tensor([ids]))
     logits = logits[0]

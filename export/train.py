@@ -6,11 +6,15 @@
     python3 export/train.py --config grammar --init-only   # untrained init (grammar-random)
     python3 export/train.py --config stories --resume      # continue from out/stories/ckpt.pt
     python3 export/train.py --config induction          # models/induction.bin's run (1 thread)
+    nice -n 5 python3 export/train.py --config shakespeare # models/shakespeare.bin's run (GPT-2 style, 1 thread)
 
 Everything (tokenizer, data split, init, batch order) is derived from the
 config's seed, so a run is reproducible.  Writes into out_dir:
     tokenizer.bin, data_*.npy (token cache), ckpt.pt (latest), log.txt
 Export with:  python3 export/export.py out/NAME/ckpt.pt models/NAME.bin
+The shakespeare config trains nanoGPT's architecture (export/model.py GPT) on
+characters and writes a nanoGPT ckpt.pt (model_args, state dict) with
+nanoGPT's meta.pkl (stoi/itos) beside it, which export.py finds there.
 Override any config value with --set key=value (e.g. --set max_iters=100).
 """
 import argparse
@@ -25,7 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import ModelArgs, Transformer  # noqa: E402
+from model import GPT, GPTConfig, ModelArgs, Transformer  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,6 +93,22 @@ CONFIGS = {
         seed=1337, out_dir="out/induction",
         threads=1,
         keep_checkpoints=True,       # ckpt_NNNNN.pt at every eval: the induction score's curve
+    ),
+    # nanoGPT's shakespeare_char recipe (config/train_shakespeare_char.py: 6 layers,
+    # 6 heads, 384 wide, context 256, batch 64, 5000 iters, dropout 0.2: 10.7M
+    # parameters, 82M tokens) scaled to one core shared with other jobs and 25
+    # minutes: 4 layers, 4 heads, 128 wide, context 128, batch 16, 1600 iters
+    # (0.82M parameters, 3.3M tokens, about 3.3 epochs), no dropout.
+    "shakespeare": dict(
+        data="shakespeare_char", arch="gpt2",
+        text_path=os.path.join(REPO, "..", "shared", "data", "tinyshakespeare.txt"),
+        n_layer=4, n_head=4, n_embd=128, block_size=128, bias=True, dropout=0.0,
+        batch_size=16, grad_accum=1,
+        lr=2e-3, min_lr=1e-4, warmup_iters=50, max_iters=1600,
+        weight_decay=0.1, beta1=0.9, beta2=0.99, grad_clip=1.0,
+        eval_interval=800, eval_tokens=1_000_000,   # eval = the whole held-out 10%
+        seed=1337, out_dir="out/shakespeare",
+        threads=1,
     ),
 }
 
@@ -158,6 +178,28 @@ def prepare_stories(cfg, out_dir):
     tok = tt.Tokenizer.load(tok_path)
     vals = [(name, np.load(p).astype(np.int64)) for (name, _, _, _), p in zip(parts, va_paths)]
     return tok, np.load(tr_path).astype(np.int64), vals
+
+
+def prepare_shakespeare_char(cfg, out_dir):
+    """nanoGPT's data/shakespeare_char/prepare.py: the sorted characters of the
+    text are the vocabulary; the first 90% trains, the last 10% is held out.
+    meta.pkl (vocab_size, itos, stoi) is written beside the checkpoint."""
+    import pickle
+    text = open(cfg["text_path"], encoding="utf-8").read()
+    chars = sorted(set(text))
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    with open(os.path.join(out_dir, "meta.pkl"), "wb") as f:
+        pickle.dump(dict(vocab_size=len(chars), itos=dict(enumerate(chars)), stoi=stoi), f)
+    ids = np.array([stoi[c] for c in text], dtype=np.int64)
+    n = int(len(ids) * 0.9)
+    return CharVocab(len(chars)), ids[:n], ids[n:]
+
+
+class CharVocab:
+    """What main() needs of a tokenizer for a character model (it has no tokenizer.bin)."""
+
+    def __init__(self, n):
+        self.vocab_size = n
 
 
 def grammar_rows(tok, sentences, seq_len):
@@ -276,7 +318,9 @@ def make_optimizer(model, cfg):
 def save(path, model, opt, cfg, it, tok, best_val, history):
     ck = dict(model=model.state_dict(), optimizer=opt.state_dict() if opt else None,
               model_args=model.args.to_dict(), config=cfg, iter=it, best_val=best_val,
-              tokenizer=tt.tokenizer_bytes(tok.pieces, tok.scores), history=history)
+              history=history)
+    if hasattr(tok, "pieces"):   # a character model's vocabulary is meta.pkl beside it
+        ck["tokenizer"] = tt.tokenizer_bytes(tok.pieces, tok.scores)
     tmp = path + ".tmp"
     torch.save(ck, tmp)
     os.replace(tmp, path)
@@ -314,6 +358,9 @@ def main():
     elif cfg["data"] == "induction":
         tok, train, val = prepare_induction(cfg, out_dir)
         vals = [("eval", val)]
+    elif cfg["data"] == "shakespeare_char":
+        tok, train, val = prepare_shakespeare_char(cfg, out_dir)
+        vals = [("eval", val)]
     else:
         tok, train, val = prepare_grammar(cfg, out_dir)
         vals = [("eval", val)]
@@ -322,13 +369,19 @@ def main():
           % (ntrain, " + ".join("%d (%s)" % (v.size, n) for n, v in vals), tok.vocab_size,
              time.time() - t0), flush=True)
 
-    margs = ModelArgs(dim=cfg["dim"], hidden_dim=cfg["hidden_dim"], n_layers=cfg["n_layers"],
-                      n_heads=cfg["n_heads"], n_kv_heads=cfg["n_kv_heads"], vocab_size=tok.vocab_size,
-                      seq_len=cfg["seq_len"], shared_classifier=cfg["shared_classifier"])
     torch.manual_seed(cfg["seed"])
-    model = Transformer(margs)
+    if cfg.get("arch") == "gpt2":
+        margs = GPTConfig(block_size=cfg["block_size"], vocab_size=tok.vocab_size, n_layer=cfg["n_layer"],
+                          n_head=cfg["n_head"], n_embd=cfg["n_embd"], dropout=cfg["dropout"], bias=cfg["bias"])
+        model = GPT(margs)
+        cfg["seq_len"] = cfg["block_size"]
+    else:
+        margs = ModelArgs(dim=cfg["dim"], hidden_dim=cfg["hidden_dim"], n_layers=cfg["n_layers"],
+                          n_heads=cfg["n_heads"], n_kv_heads=cfg["n_kv_heads"], vocab_size=tok.vocab_size,
+                          seq_len=cfg["seq_len"], shared_classifier=cfg["shared_classifier"])
+        model = Transformer(margs)
+        model.set_dropout(cfg.get("dropout", 0.0))
     model.init_weights(cfg["seed"])
-    model.set_dropout(cfg.get("dropout", 0.0))
     print("model: %s\nparams: %d" % (margs.to_dict(), model.n_params()), flush=True)
 
     if args.init_only:

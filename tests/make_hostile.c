@@ -4,7 +4,8 @@
  * INT_MIN; files cut at every section boundary and one byte before it, and
  * files with bytes added; qkv tensors that overlap the header, the tokenizer,
  * the tensor table or each other; non-zero reserved bytes; NaN and infinite
- * weights; tokenizers of 0, 1 and 2 entries.
+ * weights; tokenizers of 0, 1 and 2 entries; GPT-2 files with broken
+ * merges or character pieces.
  *
  *     build/make_hostile OUTDIR >OUTDIR/cases.tsv
  *
@@ -73,7 +74,8 @@ static const Field QKV_FIELDS[] = {
     { "seq_len", 36, 4 }, { "norm_eps", 40, 4 }, { "rope_theta", 44, 4 }, { "shared_classifier", 48, 4 },
     { "weight_type", 52, 4 }, { "bos_id", 56, 4 }, { "eos_id", 60, 4 }, { "n_tensors", 64, 4 },
     { "alignment", 68, 4 }, { "tokenizer_offset", 72, 8 }, { "tokenizer_bytes", 80, 8 },
-    { "tensor_table_offset", 88, 8 }, { "file_bytes", 96, 8 }, { NULL, 0, 0 },
+    { "tensor_table_offset", 88, 8 }, { "file_bytes", 96, 8 }, { "arch", 104, 4 }, { "activation", 108, 4 },
+    { "tokenizer_kind", 112, 4 }, { NULL, 0, 0 },
 };
 static const Field LEGACY_FIELDS[] = {
     { "dim", 0, 4 }, { "hidden_dim", 4, 4 }, { "n_layers", 8, 4 }, { "n_heads", 12, 4 }, { "n_kv_heads", 16, 4 },
@@ -146,8 +148,15 @@ static Boundaries section_boundaries(const Model *m) {
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) add_span(&b, m, mats[i]->data, matrix_bytes(mats[i]));
         add_span(&b, m, lw->attention_norm, norm);
         add_span(&b, m, lw->ffn_norm, norm);
+        const float *biases[] = { lw->attention_norm_bias, lw->ffn_norm_bias, lw->bq, lw->bk, lw->bv, lw->bo, lw->b1, lw->b2 };
+        const int lengths[] = { c->dim, c->dim, c->n_heads * c->head_size, c->n_kv_heads * c->head_size,
+                                c->n_kv_heads * c->head_size, c->dim, c->hidden_dim, c->dim };
+        for (size_t i = 0; i < sizeof biases / sizeof biases[0]; i++)
+            if (biases[i]) add_span(&b, m, biases[i], (size_t)lengths[i] * sizeof(float));
     }
     add_span(&b, m, w->final_norm, norm);
+    if (w->final_norm_bias) add_span(&b, m, w->final_norm_bias, norm);
+    if (w->position_embedding.data) add_span(&b, m, w->position_embedding.data, matrix_bytes(&w->position_embedding));
     if (m->format == FORMAT_LLAMA2C_LEGACY) /* the RoPE tables after the final norm */
         add_span(&b, m, w->final_norm + c->dim, (size_t)c->seq_len * c->head_size * sizeof(float));
     add_span(&b, m, w->classifier.data, matrix_bytes(&w->classifier));
@@ -211,7 +220,7 @@ static void qkv_layout(const char *fixture) {
     moved_tensor(&b, "overlap-tensor.qkv", "layers.0.attention.wk", read_u64(table_entry(b.data, "layers.0.attention.wq") + 88));
     moved_tensor(&b, "overlap-inside-tensor.qkv", "norm", read_u64(table_entry(b.data, "tok_embeddings") + 88) + 64);
     unsigned char *copy = malloc(b.size);
-    static const int reserved[] = { 104, 200, 255 };
+    static const int reserved[] = { 116, 200, 255 };
     char name[64];
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
         memcpy(copy, b.data, b.size);
@@ -220,6 +229,39 @@ static void qkv_layout(const char *fixture) {
         emit(name, copy, b.size, "1", "reserved", RUN_ARGS);
     }
     free(copy);
+    free(b.data);
+}
+
+/* ---- GPT-2's tokenizers: merges that break the rules, pieces that are not characters ---- */
+
+/* The byte offset of the merge list in a GPT-2 BPE file's tokenizer section. */
+static size_t merges_offset(const Bytes *b) {
+    size_t at = (size_t)read_u64(b->data + 72) + 4;
+    for (int i = 0; i < read_i32(b->data + 32); i++) at += 8 + (size_t)read_i32(b->data + at + 4);
+    return at;
+}
+
+/* The first merge's three ids (left, right, merged) replaced; or the count. */
+static void bad_merge(const char *name, int field, int32_t value, const char *pattern) {
+    Bytes b = read_all("tests/data/gpt2-bpe.qkv");
+    size_t at = merges_offset(&b);
+    if (field < 0) put32(b.data + at, value);                 /* the count */
+    else if (field < 3) put32(b.data + at + 4 + 4 * field, value); /* merge 0 */
+    else memcpy(b.data + at + 4 + 12, b.data + at + 4, 12);   /* merge 1 = merge 0 */
+    emit(name, b.data, b.size, "1", pattern, RUN_ARGS);
+    free(b.data);
+}
+
+static void gpt2_tokenizers(void) {
+    bad_merge("gpt2-merge-count-huge.qkv", -1, INT32_MAX, "truncated or longer");
+    bad_merge("gpt2-merge-left-outside.qkv", 0, 100000, "outside the vocabulary");
+    bad_merge("gpt2-merge-right-negative.qkv", 1, -1, "outside the vocabulary");
+    bad_merge("gpt2-merge-not-concatenation.qkv", 2, 3, "not left \\+ right|made twice");
+    bad_merge("gpt2-merge-repeated.qkv", 3, 0, "listed twice|made twice");
+    Bytes b = read_all("tests/data/gpt2.qkv"); /* a character piece that is not UTF-8 */
+    size_t first_piece = (size_t)read_u64(b.data + 72) + 4 + 8;
+    b.data[first_piece] = 0xFF;
+    emit("gpt2-char-not-utf8.qkv", b.data, b.size, "1", "not one UTF-8 character", RUN_ARGS);
     free(b.data);
 }
 
@@ -308,6 +350,10 @@ int main(int argc, char **argv) {
     truncations("tests/data/mqa.v1.bin", "v1-tied");
     group = "qkv tensors overlapping the header, tokenizer, table or each other; reserved bytes not zero";
     qkv_layout("tests/data/gqa.qkv");
+    group = "GPT-2 files: every header field, cuts at every section, broken merges and characters";
+    header_fields("tests/data/gpt2.qkv", "gpt2", QKV_FIELDS);
+    truncations("tests/data/gpt2-bpe.qkv", "gpt2-bpe"); /* the one with a merge list */
+    gpt2_tokenizers();
     group = "NaN and infinite weights: an error naming the position";
     poisoned("tests/data/gqa.qkv", "nan-norm.qkv", "nan-norm", RUN_ARGS);
     poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt");

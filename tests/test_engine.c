@@ -635,10 +635,11 @@ static void free_golden(Golden *g) {
 }
 
 /* The random test checkpoints: every format of each against reference.py.
- * f16, q8 and q4 (float16, Q8_0, Q4_0 matrices) exist only as qkv files. */
+ * f16, q8 and q4 (float16, Q8_0, Q4_0 matrices) and the GPT-2 ones exist
+ * only as qkv files. */
 static void test_golden_fixtures(void) {
-    const char *models[] = { "gqa", "mqa", "sepcls", "f16", "q8", "q4" };
-    const int min_formats[] = { 2, 2, 2, 1, 1, 1 };
+    const char *models[] = { "gqa", "mqa", "sepcls", "f16", "q8", "q4", "gpt2", "gpt2-bpe" };
+    const int min_formats[] = { 2, 2, 2, 1, 1, 1, 1, 1 };
     const char *formats[] = { "qkv", "legacy.bin", "v1.bin" };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[256];
@@ -660,13 +661,17 @@ static void test_golden_fixtures(void) {
 }
 
 /* The shipped models against PyTorch's logits (tests/golden/models/NAME.txt
- * goes with models/NAME.bin). */
+ * goes with models/NAME.bin), and the GPT-2 fixtures against PyTorch's
+ * (export/model.py's GPT, nanoGPT's modules). */
 static void test_golden_models(void) {
-    const char *models[] = { "grammar", "grammar-random", "stories" };
+    const char *models[][2] = { { "grammar", "models/grammar.bin" }, { "grammar-random", "models/grammar-random.bin" },
+                                { "stories", "models/stories.bin" }, { "shakespeare", "models/shakespeare.bin" },
+                                { "gpt2-torch", "tests/data/gpt2.qkv" }, { "gpt2-bpe-torch", "tests/data/gpt2-bpe.qkv" },
+                                { "gpt2-nobias-torch", "tests/data/gpt2-nobias.qkv" } };
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char golden_path[256], model_path[256];
-        snprintf(golden_path, sizeof golden_path, "tests/golden/models/%s.txt", models[i]);
-        snprintf(model_path, sizeof model_path, "models/%s.bin", models[i]);
+        snprintf(golden_path, sizeof golden_path, "tests/golden/models/%s.txt", models[i][0]);
+        snprintf(model_path, sizeof model_path, "%s", models[i][1]);
         Golden *g = malloc(sizeof *g);
         if (load_golden(g, golden_path) || access(model_path, R_OK) != 0) {
             report(0, model_path, "missing model or golden file %s", golden_path);

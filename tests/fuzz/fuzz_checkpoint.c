@@ -1,7 +1,7 @@
-/* fuzz_checkpoint.c — libFuzzer target: any bytes as a checkpoint (qkv,
- * llama2.c legacy or v1). A file either loads or is refused with a reason;
- * one that loads has its tokenizer section read and one position run
- * through every weight, as `./run` would. */
+/* fuzz_checkpoint.c — libFuzzer target: any bytes as a checkpoint (qkv of
+ * either architecture, llama2.c legacy or v1). A file either loads or is
+ * refused with a reason; one that loads has its tokenizer section read (as
+ * its kind) and one position run through every weight, as `./run` would. */
 #define QKV_MODEL_IMPLEMENTATION
 #include "../../model.h"
 #define QKV_SAMPLER_IMPLEMENTATION
@@ -26,12 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (m.tokenizer_data) {
         Tokenizer t;
-        if (tokenizer_load_bytes(&t, m.tokenizer_data, m.tokenizer_bytes, m.config.vocab_size, err, sizeof err) == 0)
+        if (tokenizer_load_kind(&t, m.tokenizer_data, m.tokenizer_bytes, m.config.vocab_size, m.config.tokenizer_kind,
+                                err, sizeof err) == 0)
             tokenizer_free(&t);
     }
     RunState s;
     if (run_state_init(&s, &m.config, 1) == 0) {
-        float *logits = forward(&m, &s, m.config.bos_id, 0, NULL);
+        float *logits = forward(&m, &s, m.config.bos_id >= 0 ? m.config.bos_id : 0, 0, NULL); /* a character model has no BOS */
         Sampler sampler;
         if (sampler_init(&sampler, m.config.vocab_size, 1.0f, 0.9f, 0, 1) == 0) {
             int next = sample(&sampler, logits, NULL);

@@ -21,6 +21,18 @@ def tokenizer():
     return qkvfile.Tokenizer(pieces, max(len(p) for p, _ in pieces))
 
 
+def char_tokenizer():
+    pieces = [(c.encode(), 0.0) for c in ["\n", " ", "a", "b", "\u00e9", "\U0001F642"]]
+    return qkvfile.Tokenizer(pieces, 4)
+
+
+def bpe_tokenizer():
+    """The 256 bytes, merges "a"+"t", " "+"c", " c"+"at", then <|endoftext|>."""
+    pieces = [bytes([b]) for b in range(256)] + [b"at", b" c", b" cat", b"<|endoftext|>"]
+    merges = [(ord("a"), ord("t"), 256), (ord(" "), ord("c"), 257), (257, 256, 258)]
+    return qkvfile.Tokenizer([(p, 0.0) for p in pieces], 13, merges)
+
+
 def tensors(config, seed):
     rng = np.random.default_rng(seed)
     return {name: (rng.standard_normal(shape) * 0.5 + (1.0 if len(shape) == 1 else 0.0)).astype(np.float32)
@@ -40,11 +52,24 @@ def main():
         qkvfile.write_llama2c_v1(os.path.join(d, tag + ".v1.bin"), c, t)
         c16 = dict(c, weight_type=qkvfile.WEIGHT_F16)
         qkvfile.write_qkv(os.path.join(d, tag + ".f16.qkv"), c16, t, tok, alignment=16)
-    # tokenizer target: u16 text length, tokenizer.bin bytes, then the text
+    # GPT-2: a character model and a byte-level BPE one
+    chars, bpe = char_tokenizer(), bpe_tokenizer()
+    for tag, t_, kind, bos in (("gpt2-char", chars, qkvfile.TOKENIZER_CHAR, -1),
+                               ("gpt2-bpe", bpe, qkvfile.TOKENIZER_GPT2_BPE, len(bpe.pieces) - 1)):
+        c = qkvfile.default_config(dim=4, hidden_dim=8, n_layers=1, n_heads=2, n_kv_heads=2,
+                                   vocab_size=len(t_.pieces), seq_len=4, bos_id=bos, eos_id=bos)
+        c.update(arch=qkvfile.ARCH_GPT2, activation=qkvfile.ACT_GELU_ERF, tokenizer_kind=kind, rope_theta=0.0)
+        qkvfile.write_qkv(os.path.join(CORPUS, "checkpoint", tag + ".qkv"), c, tensors(c, 9), t_, alignment=16)
+    # tokenizer target: u16 text length (kind in the top 2 bits), for kinds 1
+    # and 2 a u16 vocabulary size, tokenizer.bin bytes, then the text
     tok_bytes = qkvfile.tokenizer_to_bytes(tok)
     for i, text in enumerate([b"a a aa", "caf\u00e9 \U0001F642".encode(), b"\xc3\x28 \xff"]):
         with open(os.path.join(CORPUS, "tokenizer", "seed%d" % i), "wb") as f:
             f.write(struct.pack("<H", len(text)) + tok_bytes + text)
+    for i, (kind, t_, text) in enumerate([(1, chars, "ab\u00e9 \U0001F642".encode()),
+                                           (2, bpe, "  it's a cat\t\u00e9\u00e9 \U0001F642 123".encode())]):
+        with open(os.path.join(CORPUS, "tokenizer", "seed%d" % (3 + i)), "wb") as f:
+            f.write(struct.pack("<HH", len(text) | kind << 14, len(t_.pieces)) + qkvfile.tokenizer_to_bytes(t_) + text)
     # sampler target: u16 vocab, f32 temperature, f32 top-p, u16 top-k, u64 seed, then f32 logits
     for i, (temp, topp, topk) in enumerate([(1.0, 0.9, 0), (0.0, 1.0, 0), (0.8, 0.5, 3), (1e30, 1e-6, 0)]):
         logits = np.random.default_rng(i).standard_normal(16).astype(np.float32)

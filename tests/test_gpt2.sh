@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The GPT-2 architecture end to end (the logits themselves are checked by
+# tests/test_engine.c against NumPy and PyTorch): GPT-2's byte-level BPE
+# encodes as export/gpt2_bpe.py does and decodes back to the text; a
+# character model takes its characters and nothing else; every mode runs on
+# GPT-2 files; quantized GPT-2 files stay close to float32; the shipped
+# shakespeare model generates. With PyTorch installed, export.py rebuilds the
+# fixtures from nanoGPT and Hugging Face checkpoints byte for byte.
+# Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
+set -u
+cd "$(dirname "$0")/.."
+RUN=${QKV_RUN:-./run}
+PY=${PYTHON:-/usr/bin/python3}
+CC=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "skip $1: $2"; }
+BPE=tests/data/gpt2-bpe.qkv CHAR=tests/data/gpt2.qkv
+
+# ---- GPT-2 BPE: the engine's ids are the reference's, and decode gives the text back ----
+n=0 bad=0
+while IFS= read -r text_json && IFS= read -r want; do
+    case $text_json in \#*) continue ;; esac
+    n=$((n + 1))
+    text=$($PY -c 'import json, sys; sys.stdout.write(json.loads(sys.argv[1]) + "x")' "$text_json")
+    text=${text%x} # $(...) drops trailing newlines; the x keeps them
+    got=$($RUN $BPE -m tokenize -i "$text" 2>&1 | head -n 1)
+    if [ "$got" != "$want" ]; then
+        fail "GPT-2 BPE encodes $text_json as export/gpt2_bpe.py" "got '$got', want '$want'"
+        bad=$((bad + 1))
+    fi
+    # generation echoes the prompt first: every token decoded to its bytes
+    $RUN $BPE -i "$text" -n 0 -t 0 >"$tmp/echo" 2>/dev/null
+    if [ "$(head -c "$(printf %s "$text" | wc -c)" "$tmp/echo")" != "${text%%$'\n'}" ] &&
+        ! cmp -s <(head -c "$(printf %s "$text" | wc -c)" "$tmp/echo") <(printf %s "$text"); then
+        fail "GPT-2 BPE decodes $text_json back to itself" "$(head -c 200 "$tmp/echo")"
+        bad=$((bad + 1))
+    fi
+done < <(grep -v '^#' tests/golden/gpt2-bpe-tokens.txt)
+[ "$n" -ge 4 ] && [ "$bad" -eq 0 ] && ok "GPT-2 BPE: $n multi-byte texts (accents, CJK, Greek, Cyrillic, emoji, tabs, runs of spaces, contractions) encode to export/gpt2_bpe.py's ids and decode back to themselves"
+
+# ---- character model: one token per character, no BOS; unknown characters refused ----
+text="ROMEO: the sun — 日本語, é ü 🙂!"
+want=$($PY -c '
+import pickle, sys
+sys.path.insert(0, "export")
+import qkvfile
+tok = qkvfile.read_model("tests/data/gpt2.qkv")[2]
+ids = {p.decode(): i for i, (p, _) in enumerate(tok.pieces)}
+print(" ".join(str(ids[c]) for c in sys.argv[1]))' "$text")
+got=$($RUN $CHAR -m tokenize -i "$text" | head -n 1)
+[ "$got" = "$want" ] && ok "character model: one id per character of a multi-byte prompt, nothing prepended" ||
+    fail "character model tokenize" "got '$got', want '$want'"
+$RUN $CHAR -i "ROMEO" -n 12 -t 0 >"$tmp/out" 2>/dev/null
+head -c 5 "$tmp/out" | grep -qx "ROMEO" && ok "character model: the prompt is echoed, continuation follows" ||
+    fail "character model echo" "$(head -c 100 "$tmp/out")"
+$RUN $CHAR -i "Zebra" -n 8 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "not in this character-level model's vocabulary" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+    ok "character model: a prompt character outside the vocabulary is one error line, exit 1" ||
+    fail "character model unknown character" "exit $rc: $(head -c 200 "$tmp/err")"
+$RUN $CHAR -n 6 -t 0 >"$tmp/out" 2>/dev/null
+[ "$(head -c 1 "$tmp/out" | od -An -c | tr -d ' ')" = '\n' ] && ok "character model: an empty prompt starts from \"\\n\", as nanoGPT's sample.py" ||
+    fail "character model empty prompt" "$(od -c "$tmp/out" | head -2)"
+
+$RUN $CHAR -z tests/data/tiny-tokenizer.bin -n 4 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "does not apply" "$tmp/err" &&
+    ok "-z (a llama2.c tokenizer.bin) with a character model is one error line, exit 1" ||
+    fail "-z with a character model" "exit $rc: $(head -c 200 "$tmp/err")"
+
+# ---- every mode on GPT-2 files ----
+if $RUN $BPE -t 0 -n 10 -i "Hello" --trace --layer 1 --head 3 >"$tmp/trace" 2>&1 && grep -q "^layer 1 head 3" "$tmp/trace" &&
+    $RUN $CHAR -t 0 -n 10 -i "ROMEO" --trace-prompt --html "$tmp/x.html" --trace-json "$tmp/x.jsonl" >/dev/null 2>&1 && [ -s "$tmp/x.html" ] && [ -s "$tmp/x.jsonl" ] &&
+    printf 'l\nj\nq\n' | $RUN $CHAR -i "ROMEO" -n 12 --step >/dev/null 2>"$tmp/step" && grep -q "L1 H0" "$tmp/step" &&
+    $RUN $BPE -m bench --ctx 16 --repeats 1 2>/dev/null | grep -q "^summary" &&
+    printf 'ROMEO: the sun, é ü!\nROMEO: the sun!\n' >"$tmp/text.txt" && $RUN $CHAR -m ppl -f "$tmp/text.txt" | grep -q "^nats/token" &&
+    $RUN $BPE -m info | grep -q "^architecture *GPT-2 (LayerNorm, learned positions, tanh-approximate GELU"
+then ok "GPT-2 files trace (--trace, --trace-prompt, --html, --trace-json), step, benchmark, score (ppl) and describe themselves (info)"
+else fail "GPT-2 modes" "$(tail -n 3 "$tmp/trace" "$tmp/step" 2>/dev/null | head -c 300)"; fi
+
+# ---- quantize: float32 round trip exact, float16/Q8_0/Q4_0 close; no GGUF ----
+if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -o "$tmp/compare_logits" tests/compare_logits.c -lm; then
+    fail "build tests/compare_logits.c" "compiler error"
+else
+    TOKENS=72,101,108,108,111,309,111,114,108,100,33,307,308,32,97,334,327,97,102,195,169,352,361,32
+    # limits relative to the largest logit (24 here): this random model's peaky
+    # attention magnifies rounding; the shipped model's quality is in the README
+    for spec in f32:0 f16:0.001 q8:0.03 q4:0.5; do
+        d=${spec%%:*} lim=${spec#*:}
+        $RUN $BPE -m quantize -o "$tmp/q-$d.qkv" --dtype "$d" 2>/dev/null
+        diff=$("$tmp/compare_logits" $BPE "$tmp/q-$d.qkv" $TOKENS 2>&1 | awk '/^max_abs_diff/ {print $2 / $4; next} {print "error: " $0}')
+        if awk -v d="$diff" -v lim="$lim" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= lim + 0) }'; then
+            ok "GPT-2 -m quantize --dtype $d: logits within $lim of the largest float32 logit (max difference $diff of it)"
+        else fail "GPT-2 -m quantize --dtype $d" "max logit difference '$diff' of the largest, limit $lim"; fi
+    done
+    cmp -s <($RUN "$tmp/q-f32.qkv" -m tokenize -i "naïve café 日本語") <($RUN $BPE -m tokenize -i "naïve café 日本語") &&
+        ok "GPT-2 -m quantize keeps the BPE tokenizer (merges included)" || fail "GPT-2 quantize tokenizer" "ids differ"
+fi
+$RUN $BPE -m quantize -o "$tmp/x.gguf" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "llama architecture" "$tmp/err" && [ ! -e "$tmp/x.gguf" ] &&
+    ok "GPT-2 -m quantize -o X.gguf is refused with one line (qkv writes llama GGUF files only)" ||
+    fail "GPT-2 GGUF refusal" "$(cat "$tmp/err")"
+
+# ---- the shipped character model ----
+M=models/shakespeare.bin
+if [ ! -r $M ]; then
+    fail "$M" "missing"
+else
+    $RUN $M -i "ROMEO:" -n 0 -t 0.8 -s 1 >"$tmp/s1" 2>/dev/null
+    $RUN $M -i "ROMEO:" -n 0 -t 0.8 -s 1 >"$tmp/s2" 2>/dev/null
+    words=$(wc -w <"$tmp/s1") chars=$(wc -c <"$tmp/s1")
+    if head -c 6 "$tmp/s1" | grep -qx "ROMEO:" && [ "$chars" -ge 128 ] && [ "$words" -ge 15 ] && cmp -s "$tmp/s1" "$tmp/s2"; then
+        ok "$M: ROMEO: and sampled characters to its context of 128 ($words words), the same again with the same seed"
+    else fail "$M generation" "$(head -c 200 "$tmp/s1")"; fi
+fi
+
+# ---- the exporter, from nanoGPT and Hugging Face checkpoints ----
+if ! $PY -c 'import torch' 2>/dev/null; then
+    skip "export.py on nanoGPT and Hugging Face GPT-2 checkpoints" "PyTorch is missing"
+elif out=$($PY export/make_gpt2_fixtures.py --check 2>&1); then
+    ok "export.py turns nanoGPT ckpt.pt files (_orig_mod. keys, meta.pkl beside it; with and without biases) and a Hugging Face GPT-2 state dict (Conv1D, config.json, vocab.json + merges.txt) into tests/data's GPT-2 fixtures byte for byte"
+else
+    fail "export.py on GPT-2 checkpoints" "$(echo "$out" | tail -n 2)"
+fi
