@@ -54,7 +54,8 @@ def heldout_pieces(model):
         return [s for s in grammar.generate(3000, 1234)], " "  # the first 5% are train.py's held-out split
     import train
     cfg = train.CONFIGS["stories"]
-    _, val = train.split_stories(cfg["stories_path"], cfg["heldout_every"])
+    # the held-out stories of every source, joined by newlines: one stream
+    val = [s for _, _, held_out, _ in train.split_sources(cfg["stories_sources"]) for s in held_out]
     return val, "\n"
 
 
