@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "quantize.h"
 #include "progress.h"
+#include "threads.h"
 #include "heads.h"
 
 #include <ctype.h>
@@ -97,7 +98,8 @@ typedef struct {
 static const Flag FLAGS[] = {
     { "-m", ARG_TEXT, "MODE", 0, 0, 0, ALL_MODES, AT(mode_name), "generate",
       "generate tokenize info ppl bench quantize heads" },
-    { "--threads", ARG_INT, "N", 1, 1024, 0, ALL_MODES, AT(threads), "all cores", "OpenMP threads (or OMP_NUM_THREADS)" },
+    { "--threads", ARG_INT, "N", 1, 1024, 0, ALL_MODES, AT(threads), "measured",
+      "OpenMP threads (or OMP_NUM_THREADS); default: all cores or one, whichever steps faster" },
     { "-h", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "this help, on stdout" },
     { "--help", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "the same" },
     { "-z", ARG_TEXT, "FILE", 0, 0, 0, GENERATE | TOKENIZE | PPL | QUANTIZE, AT(tokenizer), "embedded",
@@ -511,9 +513,21 @@ static int *probe_prompt(const Config *c, const Options *o, int *n) {
     return tokens;
 }
 
+/* The threads of generate and ppl: measured step by step (threads.h),
+ * unless --threads or OMP_NUM_THREADS sets them. Called before any step. */
+static ThreadChoice choose_threads(const Options *o) {
+#ifdef _OPENMP
+    int most = omp_get_max_threads();
+#else
+    int most = 1;
+#endif
+    return thread_choice(most, o->threads > 0 || getenv("OMP_NUM_THREADS") != NULL);
+}
+
 /* Returns the exit status: 0, or 1 after one error line (bad logits). */
 static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
+    ThreadChoice threads = choose_threads(o);
     int n_prompt, started = 1;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
                            : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
@@ -586,7 +600,10 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
             break;
         }
         if (pos + 1 < steps) {
+            thread_choice_apply(&threads);
+            double step_start = now_seconds();
             logits = forward(m, &s, token, pos + 1, obs);
+            thread_choice_record(&threads, now_seconds() - step_start, 1);
             if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
         }
     }
@@ -836,6 +853,7 @@ typedef struct {
     int n;
     double total;       /* the sum of -log p(next token) so far, in nats */
     Progress progress;
+    ThreadChoice threads;
 } Scoring;
 
 /* Adds -log p(next token) for the rows of logits that predict the tokens
@@ -862,7 +880,10 @@ static int score_stream(Scoring *sc, int first, int from, int to) {
     for (int pos = from; pos < to;) {
         int chunk = to - pos < QKV_CHUNK ? to - pos : QKV_CHUNK, room = sc->s->kv_cache.capacity - pos;
         if (chunk > room) chunk = room > 1 ? room : 1;
+        thread_choice_apply(&sc->threads);
+        double start = now_seconds();
         float *logits = forward_logits(sc->m, sc->s, sc->tokens + first + pos, chunk, pos, NULL);
+        thread_choice_record(&sc->threads, now_seconds() - start, chunk);
         if (add_losses(sc, logits, chunk, first + pos)) return -1;
         pos += chunk;
         show_scoring(sc, first + pos);
@@ -928,7 +949,7 @@ static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     RunState s;
     /* a window is at most T positions, and no more than the text has */
     run_state_for(&s, &m->config, n - 1 < T ? n - 1 : T, o);
-    Scoring sc = { m, &s, tokens, n, 0, progress_start("ppl") };
+    Scoring sc = { m, &s, tokens, n, 0, progress_start("ppl"), choose_threads(o) };
     double start = now_seconds();
     int rc;
     if (o->recompute) rc = score_recomputing(&sc, o->window, o->sinks);

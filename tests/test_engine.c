@@ -10,6 +10,7 @@
 #include "../tokenizer.h"
 #define QKV_SAMPLER_IMPLEMENTATION
 #include "../sampler.h"
+#include "../threads.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -961,7 +962,41 @@ static void test_loader_hostile(void) {
     report(rc == -1 && strstr(err, "vocab_size"), "legacy vocab_size INT_MIN is refused", "rc %d: %s", rc, err);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Threads chosen by measuring (threads.h), on made-up step times            */
+
+/* steps steps whose time a token is one_s with one thread and all_s with
+ * all (4); returns how many ran on all threads. */
+static int steps_on_all(ThreadChoice *t, int steps, double one_s, double all_s) {
+    int on_all = 0;
+    for (int i = 0; i < steps; i++) {
+        int n = thread_choice_next(t);
+        on_all += n == 4;
+        thread_choice_record(t, n == 4 ? all_s : one_s, 1);
+    }
+    return on_all;
+}
+
+static void test_thread_choice(void) {
+    ThreadChoice t = thread_choice(4, 0);
+    int on_all = steps_on_all(&t, 2000, 1e-3, 20e-3); /* a busy machine: all threads 20x slower */
+    report(on_all <= 20, "threads: all threads 20x slower -> one thread, all of them tried in at most 1% of 2000 steps",
+           "%d steps on all threads", on_all);
+    on_all = steps_on_all(&t, 2200, 1e-3, 0.55e-3); /* the machine frees up */
+    int last = steps_on_all(&t, 200, 1e-3, 0.55e-3);
+    report(last >= 195, "threads: back to all threads within 2200 steps once they are faster",
+           "%d of the last 200 steps on all threads", last);
+    t = thread_choice(4, 0);
+    on_all = steps_on_all(&t, 2000, 1e-3, 0.55e-3);
+    report(on_all >= 1980, "threads: all threads faster -> one thread tried in at most 1% of 2000 steps",
+           "%d steps on all threads", on_all);
+    t = thread_choice(4, 1);
+    on_all = steps_on_all(&t, 100, 1e-3, 20e-3);
+    report(on_all == 100, "threads: --threads (forced) is never changed", "%d of 100 steps on all threads", on_all);
+}
+
 int main(void) {
+    test_thread_choice();
     test_worked_example();
     test_kernels();
     test_float16();
