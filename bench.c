@@ -27,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The FLOP rate that predicts the slope is measured where attention is
  * negligible: over the first SMALL_CONTEXT positions. */
@@ -37,6 +39,13 @@ static const int PREFILL_LENGTHS[] = { 16, 64, 256 };
 #define N_PREFILL_LENGTHS ((int)(sizeof PREFILL_LENGTHS / sizeof PREFILL_LENGTHS[0]))
 /* Powers of two up to QKV_MAX_SEQ_LEN, plus the last position. */
 #define MAX_LOG_POSITIONS 24
+/* Decoding each of 16k positions takes many minutes, and the curve is
+ * smooth: every position up to DENSE_POSITIONS is timed, then
+ * STEPS_PER_DOUBLING log-spaced ones per doubling (DENSE_POSITIONS *
+ * 2^(k/STEPS_PER_DOUBLING)) and the last, each after a prefill (untimed)
+ * fills the cache up to it. */
+#define DENSE_POSITIONS 2048
+#define STEPS_PER_DOUBLING 8
 
 /* ------------------------------------------------------------------------ */
 /* Timing one call of the forward pass                                       */
@@ -123,10 +132,37 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* One line on stderr, rewritten in place, while a long curve is measured:
+ * only when stderr is a terminal (a log file keeps the plain lines). */
+typedef struct {
+    int on;
+    double last;
+} Progress;
+
+static void progress_show(Progress *p, const char *label, int position, int last_position) {
+    double t = now_seconds();
+    if (!p->on || t - p->last < 0.2) return;
+    p->last = t;
+    fprintf(stderr, "\r\033[Kbench: %s: position %d of %d", label, position, last_position);
+}
+
+static void progress_clear(const Progress *p) {
+    if (p->on) fputs("\r\033[K", stderr);
+}
+
+/* Positions 1..k at the start of the curve: timed one after another, each
+ * step appending the key and value the next one reads. */
+static int dense_prefix(const Curve *c) {
+    int k = 0;
+    while (k < c->n && c->positions[k] == k + 1) k++;
+    return k;
+}
+
 /* Times every position of the curve, repeats times over, and keeps medians.
- * With the cache (recompute = 0) the positions must be 1..n in order: each
- * step appends the key and value the next step reads. With recompute = 1,
- * each position runs its whole prefix from position 1 (prefill). */
+ * With the cache (recompute = 0), positions 1..k are timed in order,
+ * repeats times over; each later one after a prefill fills the cache up
+ * to it, then repeats times in a row (the step rewrites the same slot). With
+ * recompute = 1, each position runs its whole prefix from position 1. */
 static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
                          int repeats, int recompute, const char *label) {
     size_t samples = (size_t)c->n * repeats;
@@ -137,17 +173,35 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
         free(total); free(attention); free(spread);
         return -1;
     }
-    for (int r = 0; r < repeats; r++) {
+    int dense = recompute ? c->n : dense_prefix(c), last = c->positions[c->n - 1];
+    Progress progress = { isatty(STDERR_FILENO), 0 };
+    for (int r = 0; r < repeats && dense > 0; r++) {
         fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
-                c->positions[0], c->positions[c->n - 1]);
-        for (int i = 0; i < c->n; i++) {
+                c->positions[0], c->positions[dense - 1]);
+        for (int i = 0; i < dense; i++) {
             int position = c->positions[i];
             StepTime t = recompute ? timed_forward(m, s, tokens, 0, position)
                                    : timed_forward(m, s, tokens, position - 1, 1);
             total[(size_t)i * repeats + r] = t.total * 1e3;
             attention[(size_t)i * repeats + r] = t.attention * 1e3;
+            progress_show(&progress, label, position, c->positions[dense - 1]);
         }
+        progress_clear(&progress);
     }
+    if (dense < c->n)
+        fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it\n", label,
+                c->n - dense, c->positions[dense], last);
+    for (int i = dense; i < c->n; i++) {
+        int position = c->positions[i], filled = c->positions[i - 1];
+        forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
+        for (int r = 0; r < repeats; r++) {
+            StepTime t = timed_forward(m, s, tokens, position - 1, 1);
+            total[(size_t)i * repeats + r] = t.total * 1e3;
+            attention[(size_t)i * repeats + r] = t.attention * 1e3;
+        }
+        progress_show(&progress, label, position, last);
+    }
+    progress_clear(&progress);
     for (int i = 0; i < c->n; i++) {
         double *runs = total + (size_t)i * repeats;
         c->total_ms[i] = median(runs, repeats); /* sorts runs: min first, max last */
@@ -167,6 +221,18 @@ static int log_positions(int ctx, int *out) {
     int n = 0;
     for (int p = 1; p < ctx; p *= 2) out[n++] = p;
     out[n++] = ctx;
+    return n;
+}
+
+/* The positions decoded with the cache: 1..DENSE_POSITIONS, then
+ * log-spaced up to ctx (which is always the last). Returns how many. */
+static int cached_positions(int ctx, int *out) {
+    int n = 0;
+    for (int p = 1; p <= ctx && p <= DENSE_POSITIONS; p++) out[n++] = p;
+    for (int k = 1; out[n - 1] < ctx; k++) {
+        long p = lround(DENSE_POSITIONS * pow(2.0, (double)k / STEPS_PER_DOUBLING));
+        out[n++] = p < ctx ? (int)p : ctx;
+    }
     return n;
 }
 
@@ -200,6 +266,13 @@ typedef struct {
     double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
     Roofline roofline;       /* what the machine can do at most */
     size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
+    double crossover;        /* the position where attention takes as long as the rest of the step
+                                (running medians), or 0 when it does not within 1..ctx */
+    double last_attention_ms, last_share; /* attention at ctx (running median) and its share of the step */
+    double rest_ms;          /* the rest of the step: its median over all positions */
+    Roofline kv_roofline;    /* the read bandwidth over the bytes of keys and values at ctx */
+    int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
+    long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
 } Bench;
 
 /* Least squares line through (x[i], y[i]). */
@@ -255,9 +328,9 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
     int *positions = malloc((size_t)b->ctx * sizeof(int));
     int recomputed[MAX_LOG_POSITIONS];
     if (!positions) return -1;
-    for (int i = 0; i < b->ctx; i++) positions[i] = i + 1;
+    int n_cached = cached_positions(b->ctx, positions);
     int n_recomputed = o->no_cache ? log_positions(b->ctx, recomputed) : prefill_lengths(b->ctx, recomputed);
-    int rc = curve_init(&b->cached, positions, b->ctx) ||
+    int rc = curve_init(&b->cached, positions, n_cached) ||
              curve_init(&b->recomputed, recomputed, n_recomputed);
     free(positions);
     if (rc) return -1;
@@ -269,10 +342,66 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
                       o->no_cache ? "no cache: recompute the prefix" : "prefill"))
         return -1;
 
-    b->total_fit = fit_line(b->cached.positions, b->cached.total_ms, b->ctx);
-    b->attention_fit = fit_line(b->cached.positions, b->cached.attention_ms, b->ctx);
+    b->total_fit = fit_line(b->cached.positions, b->cached.total_ms, b->cached.n);
+    b->attention_fit = fit_line(b->cached.positions, b->cached.attention_ms, b->cached.n);
     b->small_flop_rate = small_context_flop_rate(b);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory a long prefill needs                                           */
+
+/* The prompt length whose memory is reported (the "8k tokens"). */
+#define PREFILL_MEMORY_TOKENS 8192
+
+static long status_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t len = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, len) == 0 && line[len] == ':') kb = atol(line + len + 1);
+    if (f) fclose(f);
+    return kb;
+}
+
+static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {}
+
+/* The child's side: a run state, one step to fault in the weights, then the
+ * peak resident growth over a prefill of n tokens (writing 5 to
+ * /proc/self/clear_refs resets the peak to the current size). */
+static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed) {
+    RunState s;
+    long growth = -1;
+    int *tokens = malloc(sizeof(int) * (size_t)n);
+    ForwardObserver o = { .attention = ignore_attention };
+    if (!tokens || run_state_init_kv(&s, &m->config, n, (KVType)kv_type)) return -1;
+    fill_tokens(tokens, n, m->config.vocab_size);
+    forward(m, &s, tokens[0], 0, NULL);
+    FILE *reset = fopen("/proc/self/clear_refs", "w");
+    long before = status_kb("VmRSS");
+    if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {
+        forward_tokens(m, &s, tokens, n, 0, observed ? &o : NULL);
+        growth = status_kb("VmHWM") - before;
+    }
+    return growth;
+}
+
+long bench_prefill_growth_kb(const Model *m, int n, int kv_type, int observed) {
+    int fd[2];
+    if (pipe(fd)) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        long growth = child_prefill_growth_kb(m, n, kv_type, observed);
+        _exit(write(fd[1], &growth, sizeof growth) == sizeof growth ? 0 : 1);
+    }
+    long growth = -1;
+    close(fd[1]);
+    if (pid < 0 || read(fd[0], &growth, sizeof growth) != sizeof growth) growth = -1;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return growth;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -298,7 +427,11 @@ static void print_header(const Bench *b) {
     printf("  dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d  vocab %d  seq_len %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
            c->vocab_size, c->seq_len);
-    printf("  threads %d, median of %d runs, positions 1..%d\n", b->options->threads, b->repeats, b->ctx);
+    printf("  threads %d, median of %d runs, positions 1..%d", b->options->threads, b->repeats, b->ctx);
+    if (b->ctx > DENSE_POSITIONS)
+        printf(" (each up to %d, then %d log-spaced a doubling: %d in all)", DENSE_POSITIONS, STEPS_PER_DOUBLING,
+               b->cached.n);
+    printf("\n");
     printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
            mib(b->model->weight_bytes), b->model->n_params);
     printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
@@ -316,7 +449,7 @@ static void print_table(const Bench *b) {
     if (b->options->no_cache) printf(" %12s %9s", "no-cache", "ratio");
     printf("\n");
     for (int k = 0; k < n; k++) {
-        int i = log_pos[k] - 1, j = curve_find(&b->recomputed, log_pos[k]);
+        int i = curve_find(&b->cached, log_pos[k]), j = curve_find(&b->recomputed, log_pos[k]);
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         printf("%9d %10.3f %10.3f %10.3f %6.1f %12.4g %12.4g", log_pos[k], total, attention,
                total - attention, 100.0 * attention / total, attention_flops(c, log_pos[k]) * 1e-6,
@@ -346,8 +479,8 @@ static void print_slopes(const Bench *b) {
     int unit = slope_unit(b->ctx);
     double predicted_flops = attention_flops(c, unit);
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
-    double last_attention_s = b->cached.attention_ms[b->ctx - 1] * 1e-3;
-    printf("\nslope (least squares over positions 1..%d)\n", b->ctx);
+    double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
+    printf("\nslope (least squares over the %d positions measured in 1..%d)\n", b->cached.n, b->ctx);
     if (b->ctx < 2) {
         printf("  needs at least two positions\n");
         return;
@@ -422,11 +555,68 @@ static void print_roofline(const Bench *b) {
            100 * decode_gbps / r->read_gbps, weight_bytes_per_token(b->model));
     printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak\n", prompt, prefill_gflops,
            100 * prefill_gflops / r->fma_gflops);
+    const Config *c = &b->model->config;
+    double kv_bytes = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) * b->ctx;
+    double kv_gbps = kv_bytes / (b->last_attention_ms * 1e-3) * 1e-9;
+    printf("  attention at position %d: %.1f MiB of keys and values in %.3f ms (running median) = %.1f GB/s ="
+           " %.0f%% of the read bandwidth over as many bytes (%.1f GB/s)\n", b->ctx, mib(kv_bytes),
+           b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, b->kv_roofline.read_gbps);
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
            "%.1f GFLOP/s (%.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
            decode_tok_s, decode_gbps, 100 * decode_gbps / r->read_gbps, prompt, prefill_tok_s, prefill_gflops,
            100 * prefill_gflops / r->fma_gflops);
+}
+
+/* Where attention's time reaches the rest of the step. Predicted from
+ * bytes: the rest streams the weights once a token, attention streams the
+ * keys and values of every position of context, so at equal bandwidth they
+ * cross where the context's KV bytes equal the weight bytes. */
+static double predicted_crossover(const Bench *b, KVType type) {
+    const Config *c = &b->model->config;
+    return (double)weight_bytes_per_token(b->model) / kv_bytes_per_position(type, c->n_layers, c->n_kv_heads, c->head_size);
+}
+
+static void print_crossover(const Bench *b) {
+    const Config *c = &b->model->config;
+    KVType measured = (KVType)b->options->kv_type;
+    printf("\ncrossover: the context where attention takes as long as the rest of the step\n");
+    if (b->crossover > 0)
+        printf("  measured, %s KV cache: position %.0f (attention's running median reaches the rest's median,"
+               " %.3f ms)\n", kv_type_name(measured), b->crossover, b->rest_ms);
+    else
+        printf("  measured, %s KV cache: not reached by position %d (attention is %.0f%% of the step there)\n",
+               kv_type_name(measured), b->ctx, b->last_share);
+    printf("  predicted from bytes: %zu bytes of weights a token against the KV bytes a position of context adds\n",
+           weight_bytes_per_token(b->model));
+    for (int t = 0; t < KV_TYPE_COUNT; t++)
+        printf("    %s KV cache: %6zu bytes a position -> position %.0f%s\n", kv_type_name((KVType)t),
+               kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size),
+               predicted_crossover(b, (KVType)t), t == (int)measured ? " (the one measured)" : "");
+}
+
+/* The prefill's memory: tiled, and with the rows of scores an observer
+ * makes the engine keep (as every prefill kept them before tiling). */
+static void print_prefill_memory(const Bench *b) {
+    const Config *c = &b->model->config;
+    int n = b->prefill_tokens;
+    double kv = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) * n;
+    int rows = (int)(QKV_ATTENTION_FLOATS / ((size_t)c->n_heads * n));
+    rows = rows > QKV_CHUNK ? QKV_CHUNK : rows < 1 ? 1 : rows;
+    double kept = (double)rows * c->n_heads * n * 2 * sizeof(float);
+    printf("\nprefill memory, %d tokens: peak resident growth over the prefill (a child process; KV cache %.1f MiB)\n",
+           n, mib(kv));
+    if (b->prefill_kb[0] < 0 || b->prefill_kb[1] < 0) {
+        printf("  not measured (no /proc/self/clear_refs)\n");
+        return;
+    }
+    printf("  tiled (no observer):          %8.1f MiB = the KV cache %+.1f MiB\n", b->prefill_kb[0] / 1024.0,
+           b->prefill_kb[0] / 1024.0 - mib(kv));
+    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d heads x %d keys,"
+           " scores and weights: %.1f MiB)\n", b->prefill_kb[1] / 1024.0, b->prefill_kb[1] / 1024.0 - mib(kv), rows,
+           c->n_heads, n, mib(kept));
+    printf("  (all n x n scores of one layer's heads would be %.1f MiB; neither keeps them)\n",
+           mib((double)n * n * c->n_heads * sizeof(float)));
 }
 
 static void print_report(const Bench *b) {
@@ -435,6 +625,8 @@ static void print_report(const Bench *b) {
     print_slopes(b);
     print_prefill_decode(b);
     print_roofline(b);
+    print_crossover(b);
+    print_prefill_memory(b);
     size_t rss = b->peak_rss;
     printf("\npeak resident memory  %zu bytes (%.1f MiB)\n", rss, mib(rss));
 }
@@ -464,7 +656,7 @@ static void write_csv(const Bench *b, FILE *f) {
     const Config *c = &b->model->config;
     fprintf(f, "position,total_ms,attention_ms,other_ms,attention_flops,other_flops,"
                "no_cache_ms,no_cache_attention_ms,ratio\n");
-    for (int i = 0; i < b->ctx; i++) {
+    for (int i = 0; i < b->cached.n; i++) {
         int position = b->cached.positions[i];
         int j = b->options->no_cache ? curve_find(&b->recomputed, position) : -1;
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
@@ -487,7 +679,7 @@ static void write_csv(const Bench *b, FILE *f) {
 #define LEGEND_LEFT 715   /* the legend sits right of the plot: it never hides data */
 #define PLOT_HEIGHT 240
 #define PANEL_HEIGHT 330  /* plot plus title above and x axis labels below */
-#define CHART_TOP 84
+#define CHART_TOP 102
 /* The running median's window is position/SMOOTH_DIVISOR either side. */
 #define SMOOTH_DIVISOR 16
 
@@ -665,8 +857,29 @@ static void draw_legend(const Panel *p, const Series *series, int n) {
 }
 
 /* One panel at vertical offset top: title, axes, axis titles, lines, legend. */
+/* A vertical line at a position across a panel: the crossover, measured
+ * (solid) or predicted from bytes (dashed). */
+typedef struct {
+    double x;
+    const char *label;
+    int dashed;
+} Marker;
+
+#define COLOR_CROSSOVER "#2ca02c"
+
+static void draw_markers(const Panel *p, const Marker *m, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!(m[i].x >= p->x.lo && m[i].x <= p->x.hi)) continue;
+        double x = axis_pixel(&p->x, m[i].x);
+        fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\"%s/>\n",
+                x, p->y.to, x, p->y.from, COLOR_CROSSOVER, m[i].dashed ? " stroke-dasharray=\"3 3\"" : "");
+        svg_text(p->f, x - 4, p->y.to + 14 + 14 * i, "end", " fill=\"" COLOR_CROSSOVER "\"", m[i].label);
+    }
+}
+
 static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, const char *x_title,
-                       const char *y_title, const Series *series, int n_series) {
+                       const char *y_title, const Series *series, int n_series, const Marker *markers,
+                       int n_markers) {
     Panel p = { f, x, y, x.log };
     p.x.from = PLOT_LEFT; p.x.to = PLOT_LEFT + PLOT_WIDTH;
     p.y.from = top + 30 + PLOT_HEIGHT; p.y.to = top + 30;
@@ -678,6 +891,7 @@ static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, cons
     snprintf(rotate, sizeof rotate, " transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
     svg_text(f, cx, cy, "middle", rotate, y_title);
     for (int i = 0; i < n_series; i++) draw_series(&p, &series[i]);
+    draw_markers(&p, markers, n_markers);
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
             PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT);
     draw_legend(&p, series, n_series);
@@ -694,13 +908,17 @@ static double max_of(const double *v, int n, double current) {
 }
 
 /* Running median over positions n - n/SMOOTH_DIVISOR .. n + n/SMOOTH_DIVISOR
- * (narrowed near the end to stay symmetric): a window that grows with the
+ * (narrowed near the ends to stay symmetric): a window that grows with the
  * position looks the same width on a log axis, and a median ignores the
- * one-sided spikes of a shared machine. scratch holds n doubles. */
-static void running_median(const double *y, int n, double *out, double *scratch) {
-    for (int i = 0; i < n; i++) {
-        int w = (i + 1) / SMOOTH_DIVISOR;
-        if (w > n - 1 - i) w = n - 1 - i;
+ * one-sided spikes of a shared machine. y is along the curve c; scratch
+ * holds c->n doubles. */
+static void running_median(const Curve *c, const double *y, double *out, double *scratch) {
+    int n = c->n;
+    for (int i = 0, lo = 0, hi = 0; i < n; i++) {
+        int reach = c->positions[i] / SMOOTH_DIVISOR;
+        while (c->positions[lo] < c->positions[i] - reach) lo++;
+        while (hi + 1 < n && c->positions[hi + 1] <= c->positions[i] + reach) hi++;
+        int w = i - lo < hi - i ? i - lo : hi - i;
         memcpy(scratch, y + i - w, (size_t)(2 * w + 1) * sizeof(double));
         out[i] = median(scratch, 2 * w + 1);
     }
@@ -712,11 +930,13 @@ typedef struct {
     double *block;                         /* one allocation for all below */
     double *other_ms, *time_share, *flop_share; /* shares in percent */
     double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
+    Marker crossover[2];                   /* measured, predicted from bytes */
+    char labels[2][48];
 } Derived;
 
 static int derive(const Bench *b, Derived *d) {
     const Config *c = &b->model->config;
-    size_t n = (size_t)b->ctx;
+    size_t n = (size_t)b->cached.n;
     d->block = malloc(8 * n * sizeof(double));
     if (!d->block) return -1;
     d->other_ms = d->block;
@@ -733,10 +953,10 @@ static int derive(const Bench *b, Derived *d) {
         d->time_share[i] = 100.0 * b->cached.attention_ms[i] / b->cached.total_ms[i];
         d->flop_share[i] = 100.0 * a / (a + other_flops(c));
     }
-    running_median(b->cached.total_ms, b->ctx, d->total_smooth, scratch);
-    running_median(b->cached.attention_ms, b->ctx, d->attention_smooth, scratch);
-    running_median(d->other_ms, b->ctx, d->other_smooth, scratch);
-    running_median(d->time_share, b->ctx, d->share_smooth, scratch);
+    running_median(&b->cached, b->cached.total_ms, d->total_smooth, scratch);
+    running_median(&b->cached, b->cached.attention_ms, d->attention_smooth, scratch);
+    running_median(&b->cached, d->other_ms, d->other_smooth, scratch);
+    running_median(&b->cached, d->time_share, d->share_smooth, scratch);
     return 0;
 }
 
@@ -767,7 +987,7 @@ static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top
     position_range(&x, b->ctx);
     log_range(&y, lo, hi);
     draw_panel(f, top, x, y, "A. Time for one new token against context (log-log)",
-               "position n of the new token (it attends to n keys)", "ms per token", s, n);
+               "position n of the new token (it attends to n keys)", "ms per token", s, n, d->crossover, 2);
 }
 
 /* Panel B: linear axes, where "linear in context" is a straight line. The
@@ -794,7 +1014,7 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
     linear_range(&x, b->ctx);
     x.hi = b->ctx; /* the data ends at ctx: no empty margin on the right */
     linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, max_of(fit_y, 2, 0)));
-    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, 7);
+    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, 7, d->crossover, 2);
 }
 
 /* Panel C: attention's share of the step, measured time against FLOPs. */
@@ -810,14 +1030,44 @@ static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top)
     linear_range(&y, 1.1 * max_of(d->share_smooth, cc->n, max_of(d->flop_share, cc->n, 1)));
     if (y.hi > 100) y.hi = 100;
     draw_panel(f, top, x, y, "C. Attention's share of each token, with the KV cache",
-               "position n of the new token", "attention, % of the token", s, 3);
+               "position n of the new token", "attention, % of the token", s, 3, d->crossover, 2);
 }
 
 /* Returns 0, or -1 when out of memory. */
-static int write_svg(const Bench *b, FILE *f) {
+/* The measured crossover: the first position where attention's running
+ * median reaches the rest of the step, interpolated between it and the
+ * position before. The rest does the same work at every position, so it is
+ * taken as one number, its median over all positions: on a shared machine
+ * it carries every interruption of the weights' streaming, and its running
+ * median would wander across attention's. Also the chart's two markers. */
+static void find_crossover(Bench *b, Derived *d) {
+    const Curve *c = &b->cached;
+    double *other = malloc((size_t)c->n * sizeof(double)), rest;
+    if (!other) return;
+    memcpy(other, d->other_ms, (size_t)c->n * sizeof(double));
+    rest = median(other, c->n);
+    free(other);
+    int i = 0;
+    while (i < c->n && d->attention_smooth[i] < rest) i++;
+    b->crossover = 0;
+    b->rest_ms = rest;
+    if (i == 0) b->crossover = c->positions[0];
+    else if (i < c->n) {
+        double below = rest - d->attention_smooth[i - 1], above = d->attention_smooth[i] - rest;
+        b->crossover = c->positions[i - 1] + (c->positions[i] - c->positions[i - 1]) * below / (below + above);
+    }
+    b->last_attention_ms = d->attention_smooth[c->n - 1];
+    b->last_share = d->share_smooth[c->n - 1];
+    double predicted = predicted_crossover(b, (KVType)b->options->kv_type);
+    snprintf(d->labels[0], sizeof d->labels[0], "crossover, measured: %.0f", b->crossover);
+    snprintf(d->labels[1], sizeof d->labels[1], "predicted from bytes: %.0f", predicted);
+    d->crossover[0] = (Marker){ b->crossover > 0 ? b->crossover : NAN, d->labels[0], 0 };
+    d->crossover[1] = (Marker){ predicted, d->labels[1], 1 };
+}
+
+static int write_svg(const Bench *b, const Derived *dp, FILE *f) {
     const Config *c = &b->model->config;
-    Derived d;
-    if (derive(b, &d)) return -1;
+    Derived d = *dp;
     int height = CHART_TOP + 3 * PANEL_HEIGHT;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\""
@@ -834,11 +1084,19 @@ static int write_svg(const Bench *b, FILE *f) {
     snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d",
              SMOOTH_DIVISOR);
     svg_text(f, PLOT_LEFT, 66, "start", " fill=\"#555\"", line);
+    if (b->crossover > 0)
+        snprintf(line, sizeof line, "%s KV cache: attention takes as long as the rest of the step at n = %.0f"
+                 " (predicted from bytes: %.0f)", kv_type_name((KVType)b->options->kv_type), b->crossover,
+                 predicted_crossover(b, (KVType)b->options->kv_type));
+    else
+        snprintf(line, sizeof line, "%s KV cache: attention stays below the rest of the step up to n = %d"
+                 " (predicted to cross at %.0f)", kv_type_name((KVType)b->options->kv_type), b->ctx,
+                 predicted_crossover(b, (KVType)b->options->kv_type));
+    svg_text(f, PLOT_LEFT, 84, "start", " fill=\"" COLOR_CROSSOVER "\"", line);
     draw_loglog_panel(f, b, &d, CHART_TOP);
     draw_linear_panel(f, b, &d, CHART_TOP + PANEL_HEIGHT);
     draw_share_panel(f, b, &d, CHART_TOP + 2 * PANEL_HEIGHT);
     fputs("</svg>\n", f);
-    free(d.block);
     return 0;
 }
 
@@ -873,22 +1131,31 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         if (csv) fclose(csv);
         return -1;
     }
+    b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
+    fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
+    for (int observed = 0; observed < 2; observed++)
+        b.prefill_kb[observed] = bench_prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed);
     RunState s;
+    Derived d = { 0 };
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
     int rc = !tokens || run_state_init_kv(&s, c, b.ctx, (KVType)o->kv_type) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
-        rc = measure_all(&b, &s, tokens);
+        rc = measure_all(&b, &s, tokens) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
-        fprintf(stderr, "bench: probing read bandwidth and FMA peak\n");
-        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
         run_state_free(&s);
+        fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, then the KV cache's) and FMA peak\n");
+        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
+        roofline_measure(&b.kv_roofline, kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads,
+                                                               c->head_size) * (size_t)b.ctx, o->threads);
     }
     if (!rc) {
+        find_crossover(&b, &d);
         print_report(&b);
         if (csv) write_csv(&b, csv);
-        if (svg) rc = write_svg(&b, svg);
+        if (svg) rc = write_svg(&b, &d, svg);
     }
+    free(d.block);
     if (rc) snprintf(err, err_len, "out of memory for the benchmark");
     if (csv && close_output(csv, o->csv_path, err, err_len)) rc = -1;
     if (svg && close_output(svg, o->svg_path, err, err_len)) rc = -1;

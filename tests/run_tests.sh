@@ -13,16 +13,18 @@ trap 'rm -f "$log"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 mkdir -p build
-# c_test NAME: builds tests/NAME.c (it includes the engine) and runs it.
+# c_test NAME [SOURCES]: builds tests/NAME.c (it includes the engine) with
+# tokenizer.c and SOURCES, and runs it.
 c_test() {
-    if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o "build/$1" "tests/$1.c" tokenizer.c -lm; then
-        echo "FAIL build tests/$1.c" | tee -a "$log"
+    local name=$1; shift
+    if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o "build/$name" "tests/$name.c" tokenizer.c "$@" -lm; then
+        echo "FAIL build tests/$name.c" | tee -a "$log"
     else
-        "./build/$1" 2>&1 | tee -a "$log"
+        "./build/$name" 2>&1 | tee -a "$log"
     fi
 }
 c_test test_engine
-c_test test_attention # attention over blocks of keys (attention.h): every KV type and instruction set
+c_test test_attention bench.c roofline.c # attention over blocks of keys (attention.h): every KV type and instruction set
 for t in tests/test_*.sh; do
     bash "$t" 2>&1 | tee -a "$log"
 done

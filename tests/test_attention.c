@@ -1,10 +1,12 @@
 /* test_attention.c — attention over blocks of keys (attention.h) against
  * independent oracles: float64 attention over the rows the KV cache stores,
  * the plain one-row softmax, position-by-position decoding, and the resident
- * memory of a long prefill measured by the kernel (/proc/self/status).
+ * memory of a long prefill measured by the kernel (/proc/self/status, read
+ * by the bench's bench_prefill_growth_kb).
  * Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" per check. */
 #define QKV_MODEL_IMPLEMENTATION
 #include "../model.h"
+#include "../bench.h"
 
 #include <math.h>
 #include <omp.h>
@@ -12,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static int failures = 0;
 
@@ -280,53 +280,6 @@ static unsigned char *legacy_checkpoint(int dim, int hidden, int layers, int hea
     return buf;
 }
 
-/* kB of a /proc/self/status field, or -1 */
-static long status_kb(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    size_t len = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, field, len) == 0 && line[len] == ':') kb = atol(line + len + 1);
-    if (f) fclose(f);
-    return kb;
-}
-
-static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {}
-
-/* In a child process: the peak resident growth, in kB, of a prefill of n
- * tokens after one step has faulted in the weights (the peak is reset by
- * writing 5 to /proc/self/clear_refs). -1 if it cannot be measured. */
-static long prefill_growth_kb(const Model *m, int n, int observed) {
-    int fd[2];
-    if (pipe(fd)) return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        RunState s;
-        long growth = -1;
-        int *tokens = malloc(sizeof(int) * n);
-        for (int i = 0; i < n; i++) tokens[i] = (i * 7) % m->config.vocab_size;
-        ForwardObserver o = { .attention = ignore_attention };
-        if (tokens && run_state_init(&s, &m->config, n) == 0) {
-            forward(m, &s, tokens[0], 0, NULL);
-            FILE *reset = fopen("/proc/self/clear_refs", "w");
-            long before = status_kb("VmRSS");
-            if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {
-                forward_tokens(m, &s, tokens, n, 0, observed ? &o : NULL);
-                growth = status_kb("VmHWM") - before;
-            }
-        }
-        if (write(fd[1], &growth, sizeof growth) != sizeof growth) _exit(1);
-        _exit(0);
-    }
-    long growth = -1;
-    close(fd[1]);
-    if (pid < 0 || read(fd[0], &growth, sizeof growth) != sizeof growth) growth = -1;
-    close(fd[0]);
-    if (pid > 0) waitpid(pid, NULL, 0);
-    return growth;
-}
-
 /* An 8k-token prefill without an observer keeps no row of scores: its
  * resident memory grows by the KV cache it fills and less than 2 MiB more.
  * The same prefill observed (it keeps each chunk's score and weight rows)
@@ -345,7 +298,7 @@ static void test_prefill_memory(void) {
     const Config *c = &m.config;
     long kv_kb = (long)(kv_cache_bytes_per_token(c) * N / 1024);
     long rows_kb = (long)((size_t)QKV_CHUNK * c->n_heads * N * 2 * sizeof(float) / 1024);
-    long tiled = prefill_growth_kb(&m, N, 0), observed = prefill_growth_kb(&m, N, 1);
+    long tiled = bench_prefill_growth_kb(&m, N, KV_F32, 0), observed = bench_prefill_growth_kb(&m, N, KV_F32, 1);
     char name[256];
     if (tiled < 0 || observed < 0) {
         printf("skip prefill memory: /proc/self/clear_refs or /proc/self/status unavailable\n");
