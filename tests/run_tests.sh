@@ -24,7 +24,7 @@ c_test() {
     fi
 }
 c_test test_engine
-c_test test_attention bench.c roofline.c # attention over blocks of keys (attention.h): every KV type and instruction set
+c_test test_attention bench.c bench_svg.c roofline.c # attention over blocks of keys (attention.h): every KV type and instruction set
 for t in tests/test_*.sh; do
     bash "$t" 2>&1 | tee -a "$log"
 done

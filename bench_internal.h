@@ -1,0 +1,79 @@
+/* bench_internal.h — what bench.c (measuring, the text report, the CSV) and
+ * bench_svg.c (the chart, and the series it derives from the curve) share. */
+#ifndef QKV_BENCH_INTERNAL_H
+#define QKV_BENCH_INTERNAL_H
+
+#include <stdio.h>
+
+#include "bench.h"
+#include "roofline.h"
+
+/* A curve: median latency at a list of positions. */
+typedef struct {
+    int n;
+    int *positions;       /* [n], 1-based, ascending */
+    double *total_ms;     /* [n] median over repeats */
+    double *attention_ms; /* [n] median over repeats */
+    double spread;        /* median over positions of (max - min) / median of
+                             the total: how noisy the machine was */
+} Curve;
+
+
+typedef struct {
+    double intercept, slope; /* y = intercept + slope * x */
+} LineFit;
+
+typedef struct {
+    const Model *model;
+    const BenchOptions *options;
+    int ctx;                 /* positions measured: 1..ctx */
+    int repeats;
+    Curve cached;            /* every position 1..ctx, with the KV cache */
+    Curve recomputed;        /* prefix recomputed: the log positions with
+                                --no-cache, else only the prefill lengths */
+    LineFit total_fit;       /* cached total_ms against position */
+    LineFit attention_fit;   /* cached attention_ms against position */
+    double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
+    Roofline roofline;       /* what the machine can do at most */
+    size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
+    double crossover;        /* the position where attention takes as long as the rest of the step
+                                (running medians), or 0 when it does not within 1..ctx */
+    double last_attention_ms, last_share; /* attention at ctx (running median) and its share of the step */
+    double rest_ms;          /* the rest of the step: its median over all positions */
+    Roofline kv_roofline;    /* the read bandwidth over the bytes of keys and values at ctx */
+    int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
+    long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
+} Bench;
+
+/* A vertical line at a position across a panel: the crossover, measured
+ * (solid) or predicted from bytes (dashed). */
+typedef struct {
+    double x;
+    const char *label;
+    int dashed;
+} Marker;
+
+/* Per-position series of the cached curve derived for the chart: the raw
+ * ones and their running medians. */
+typedef struct {
+    double *block;                         /* one allocation for all below */
+    double *other_ms, *time_share, *flop_share; /* shares in percent */
+    double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
+    Marker crossover[2];                   /* measured, predicted from bytes */
+    char labels[2][48];
+} Derived;
+
+/* bench.c */
+double median(double *v, int n); /* sorts v */
+const char *base_name(const char *path);
+int slope_unit(int ctx);
+double attention_flops(const Config *c, int position);
+double other_flops(const Config *c);
+double predicted_crossover(const Bench *b, KVType type);
+
+/* bench_svg.c */
+int derive(const Bench *b, Derived *d); /* -1 when out of memory */
+void find_crossover(Bench *b, Derived *d);
+int write_svg(const Bench *b, const Derived *d, FILE *f);
+
+#endif
