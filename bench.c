@@ -549,8 +549,8 @@ static void print_crossover(const Bench *b) {
     KVType measured = (KVType)b->options->kv_type;
     printf("\ncrossover: the context where attention takes as long as the rest of the step\n");
     if (b->crossover > 0)
-        printf("  measured, %s KV cache: position %.0f (attention's running median reaches the rest's median,"
-               " %.3f ms)\n", kv_type_name(measured), b->crossover, b->rest_ms);
+        printf("  measured, %s KV cache: position %.0f (attention's share of each step, running median, reaches"
+               " 50%%)\n", kv_type_name(measured), b->crossover);
     else
         printf("  measured, %s KV cache: not reached by position %d (attention is %.0f%% of the step there)\n",
                kv_type_name(measured), b->ctx, b->last_share);

@@ -37,9 +37,8 @@ typedef struct {
     Roofline roofline;       /* what the machine can do at most */
     size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
     double crossover;        /* the position where attention takes as long as the rest of the step
-                                (running medians), or 0 when it does not within 1..ctx */
+                                (its share's running median reaches 50%), or 0 if not within 1..ctx */
     double last_attention_ms, last_share; /* attention at ctx (running median) and its share of the step */
-    double rest_ms;          /* the rest of the step: its median over all positions */
     Roofline kv_roofline;    /* the read bandwidth over the bytes of keys and values at ctx */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
     long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */

@@ -356,26 +356,19 @@ static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top)
 }
 
 /* Returns 0, or -1 when out of memory. */
-/* The measured crossover: the first position where attention's running
- * median reaches the rest of the step, interpolated between it and the
- * position before. The rest does the same work at every position, so it is
- * taken as one number, its median over all positions: on a shared machine
- * it carries every interruption of the weights' streaming, and its running
- * median would wander across attention's. Also the chart's two markers. */
+/* The measured crossover: the first position where attention's share of
+ * the step (its running median) reaches one half, interpolated between it
+ * and the position before. A share, not two times: both parts of a step
+ * share whatever else the machine was doing meanwhile, so a busy machine
+ * slows them alike and the share holds. Also the chart's two markers. */
 void find_crossover(Bench *b, Derived *d) {
     const Curve *c = &b->cached;
-    double *other = malloc((size_t)c->n * sizeof(double)), rest;
-    if (!other) return;
-    memcpy(other, d->other_ms, (size_t)c->n * sizeof(double));
-    rest = median(other, c->n);
-    free(other);
     int i = 0;
-    while (i < c->n && d->attention_smooth[i] < rest) i++;
+    while (i < c->n && d->share_smooth[i] < 50) i++;
     b->crossover = 0;
-    b->rest_ms = rest;
     if (i == 0) b->crossover = c->positions[0];
     else if (i < c->n) {
-        double below = rest - d->attention_smooth[i - 1], above = d->attention_smooth[i] - rest;
+        double below = 50 - d->share_smooth[i - 1], above = d->share_smooth[i] - 50;
         b->crossover = c->positions[i - 1] + (c->positions[i] - c->positions[i - 1]) * below / (below + above);
     }
     b->last_attention_ms = d->attention_smooth[c->n - 1];
