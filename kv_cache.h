@@ -389,8 +389,8 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
 
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out) {
-    typedef void (*WeightedSum)(const unsigned char *, size_t, const float *, int, int, float *);
 #ifdef QKV_HAVE_X86_KERNELS
+    typedef void (*WeightedSum)(const unsigned char *, size_t, const float *, int, int, float *);
     static const WeightedSum sums[2][KV_TYPE_COUNT] = {
         { weighted_sum_f32_avx2, weighted_sum_f16_avx2, weighted_sum_q8_avx2 },
         { weighted_sum_f32_avx512, weighted_sum_f16_avx512, weighted_sum_q8_avx512 },
