@@ -271,7 +271,7 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
 }
 
 /* One decode row: (head, block) tasks on every thread, each leaving its
- * partial; then each head folds its partials in block order. */
+ * partial; then each head's partials are folded in block order. */
 static void decode_row(const LayerPass *l) {
     const AttentionRows *a = l->a;
     int hs = l->head_size, n_keys = a->pos + 1, blocks = key_blocks(n_keys), tasks = a->n_heads * blocks, task, h;
@@ -291,7 +291,8 @@ static void decode_row(const LayerPass *l) {
         block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
                       a->partials + (size_t)task * stride);
     }
-#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
+    /* the fold is a few multiply-adds per block: one thread, and no second
+     * meeting of the threads (on a busy machine each one can cost a time slice) */
     for (h = 0; h < a->n_heads; h++) {
         float *state = a->partials + (size_t)h * blocks * stride;
         for (int b = 1; b < blocks; b++) fold(state, state + (size_t)b * stride, hs, 0);
