@@ -283,16 +283,34 @@ TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(data + i))));
 }
 
-/* q · row for int8 rows: 16 lanes, one reduction, times the scale */
-TARGET_AVX512 static float q8_row_dot_avx512(const unsigned char *row, const float *q, int n) {
-    float scale;
-    memcpy(&scale, row, sizeof scale);
-    __m512 acc = _mm512_setzero_ps();
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 m = kv_mask(i, n);
-        acc = _mm512_fmadd_ps(kv_load16(KV_Q8, row + sizeof scale, i, m), _mm512_maskz_loadu_ps(m, q + i), acc);
+/* scores[k] = keys[k] · q (times the key's scale) for k < n, int8 keys:
+ * four keys a step, their lanes summed by one reduction (kernels.h's tree,
+ * the same for each of the four, so a key's score does not depend on its
+ * group), the rows of the next groups prefetched. */
+TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
+                                           int n, float *scores) {
+    for (int k = 0; k < n; k += 4) {
+        const unsigned char *rows[4];
+        __m512 acc[4];
+        for (int r = 0; r < 4; r++) {
+            rows[r] = keys + (size_t)(k + r < n ? k + r : k) * row_bytes;
+            acc[r] = _mm512_setzero_ps();
+        }
+        for (size_t at = 0; at < 4 * row_bytes; at += 64)
+            _mm_prefetch((const char *)rows[0] + 4 * KV_PREFETCH * row_bytes + at, _MM_HINT_T0);
+        for (int i = 0; i < hs; i += 16) {
+            __mmask16 m = kv_mask(i, hs);
+            __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
+            for (int r = 0; r < 4; r++) acc[r] = _mm512_fmadd_ps(kv_load16(KV_Q8, rows[r] + sizeof(float), i, m), qv, acc[r]);
+        }
+        float sums[4];
+        _mm_storeu_ps(sums, reduce4_512(acc[0], acc[1], acc[2], acc[3]));
+        for (int r = 0; r < 4 && k + r < n; r++) {
+            float scale;
+            memcpy(&scale, rows[r], sizeof scale);
+            scores[k + r] = sums[r] * scale;
+        }
     }
-    return _mm512_reduce_add_ps(acc) * scale;
 }
 
 /* q8_row_dot with its eight partial sums in one vector */
@@ -368,7 +386,6 @@ KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 
 static float q8_dot(const KVCache *kv, const unsigned char *row, const float *q) {
 #ifdef QKV_HAVE_X86_KERNELS
-    if (kv->isa >= ISA_AVX512) return q8_row_dot_avx512(row, q, kv->head_size);
     if (kv->isa >= ISA_AVX2) return q8_row_dot_avx2(row, q, kv->head_size);
 #endif
     return q8_row_dot(row, q, kv->head_size);
@@ -377,6 +394,14 @@ static float q8_dot(const KVCache *kv, const unsigned char *row, const float *q)
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
                float *scores, int scores_stride) {
     if (kv->type == KV_Q8) {
+#ifdef QKV_HAVE_X86_KERNELS
+        if (kv->isa >= ISA_AVX512) {
+            for (int t = 0; t < n; t++)
+                q8_scores_avx512(keys, kv->row_bytes, q + (size_t)t * q_stride, kv->head_size, n_keys,
+                                 scores + (size_t)t * scores_stride);
+            return;
+        }
+#endif
         for (int t = 0; t < n; t++)
             for (int key = 0; key < n_keys; key++)
                 scores[(size_t)t * scores_stride + key] = q8_dot(kv, keys + (size_t)key * kv->row_bytes, q + (size_t)t * q_stride);
