@@ -12,14 +12,16 @@
  * tokens are fixed pseudo-random ids.
  *
  * Positions are 1-based throughout: position n is the n-th token, forward()'s
- * pos = n - 1, and it attends to n keys.
+ * pos = n - 1, and it attends to n keys (with --window W, to at most W).
  *
  * Reading order: timing one call, measuring a curve (medians over repeats),
- * the arithmetic on the curves (fit, FLOP rate), the text report, the CSV,
- * then the SVG chart.
+ * the arithmetic on the curves (fit, FLOP rate), the memory of a long
+ * prefill, the text report, the CSV. The SVG chart, and the running medians
+ * it and the crossover use, are in bench_svg.c; the types both files share
+ * in bench_internal.h.
  */
-#include "bench.h"
-#include "roofline.h"
+#include "bench_internal.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +41,14 @@ static const int PREFILL_LENGTHS[] = { 16, 64, 256 };
 #define N_PREFILL_LENGTHS ((int)(sizeof PREFILL_LENGTHS / sizeof PREFILL_LENGTHS[0]))
 /* Powers of two up to QKV_MAX_SEQ_LEN, plus the last position. */
 #define MAX_LOG_POSITIONS 24
+/* Decoding each of 16k positions takes many minutes, and the curve is
+ * smooth: every position up to DENSE_POSITIONS is timed, then
+ * STEPS_PER_DOUBLING log-spaced ones per doubling (DENSE_POSITIONS *
+ * 2^(k/STEPS_PER_DOUBLING)) and the last, each after a prefill (untimed)
+ * fills the cache up to it. A window's steps cost the same past W, so with
+ * --window every position is timed (and its memory sampled once a context). */
+#define DENSE_POSITIONS 2048
+#define STEPS_PER_DOUBLING 8
 
 /* ------------------------------------------------------------------------ */
 /* Timing one call of the forward pass                                       */
@@ -79,19 +90,7 @@ static StepTime timed_forward(const Model *m, RunState *s, const int *tokens, in
 }
 
 /* ------------------------------------------------------------------------ */
-/* Curves: median latency at a list of positions                             */
-
-typedef struct {
-    int n;
-    int *positions;       /* [n], 1-based, ascending */
-    double *total_ms;     /* [n] median over repeats */
-    double *attention_ms; /* [n] median over repeats */
-    double spread;        /* median over positions of (max - min) / median of
-                             the total: how noisy the machine was */
-    size_t *rss;          /* resident bytes at positions rss_every, 2*rss_every, ...
-                             (first run), or NULL */
-    int rss_every;
-} Curve;
+/* Curves: median latency at a list of positions (Curve: bench_internal.h)  */
 
 static int curve_init(Curve *c, const int *positions, int n) {
     c->n = n;
@@ -122,7 +121,7 @@ static int compare_doubles(const void *a, const void *b) {
 /* Median of v[n]; sorts v. The median, not the mean: on a shared machine
  * the noise is one-sided (another process takes the core), so the mean is
  * pulled up by the runs that were interrupted. */
-static double median(double *v, int n) {
+double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, compare_doubles);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
@@ -136,10 +135,29 @@ static size_t resident_bytes(void) {
     return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The progress bar's words: the position reached (progress.h draws it only
+ * when stderr is a terminal; a log file keeps the plain lines). */
+static void show_position(Progress *p, double done, double total, int position, int last) {
+    if (!p->on) return; /* no words to make */
+    char what[48];
+    snprintf(what, sizeof what, "position %d of %d", position, last);
+    progress_update(p, done, total, what);
+}
+
+/* Positions 1..k at the start of the curve: timed one after another, each
+ * step appending the key and value the next one reads. */
+static int dense_prefix(const Curve *c) {
+    int k = 0;
+    while (k < c->n && c->positions[k] == k + 1) k++;
+    return k;
+}
+
 /* Times every position of the curve, repeats times over, and keeps medians.
- * With the cache (recompute = 0) the positions must be 1..n in order: each
- * step appends the key and value the next step reads. With recompute = 1,
- * each position runs its whole prefix from position 1 (prefill). */
+ * With the cache (recompute = 0), positions 1..k are timed in order,
+ * repeats times over; each later one after a prefill fills the cache up
+ * to it, then repeats times in a row (the step rewrites the same slot). With
+ * recompute = 1, each position runs its whole prefix from position 1. With
+ * c->rss, the first run samples resident memory every rss_every positions. */
 static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
                          int repeats, int recompute, const char *label) {
     size_t samples = (size_t)c->n * repeats;
@@ -154,10 +172,12 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
      * memory sampled during the run is then the engine's alone */
     memset(total, 0, samples * sizeof(double));
     memset(attention, 0, samples * sizeof(double));
-    for (int r = 0; r < repeats; r++) {
+    int dense = recompute ? c->n : dense_prefix(c), last = c->positions[c->n - 1];
+    Progress progress = progress_start("bench");
+    for (int r = 0; r < repeats && dense > 0; r++) {
         fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
-                c->positions[0], c->positions[c->n - 1]);
-        for (int i = 0; i < c->n; i++) {
+                c->positions[0], c->positions[dense - 1]);
+        for (int i = 0; i < dense; i++) {
             int position = c->positions[i];
             StepTime t = recompute ? timed_forward(m, s, tokens, 0, position)
                                    : timed_forward(m, s, tokens, position - 1, 1);
@@ -165,8 +185,26 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
                 c->rss[position / c->rss_every - 1] = resident_bytes();
             total[(size_t)i * repeats + r] = t.total * 1e3;
             attention[(size_t)i * repeats + r] = t.attention * 1e3;
+            show_position(&progress, (double)r * dense + i + 1, (double)repeats * dense, position,
+                          c->positions[dense - 1]);
         }
+        progress_end(&progress);
     }
+    if (dense < c->n)
+        fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it\n", label,
+                c->n - dense, c->positions[dense], last);
+    progress = progress_start("bench");
+    for (int i = dense; i < c->n; i++) {
+        int position = c->positions[i], filled = c->positions[i - 1];
+        forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
+        for (int r = 0; r < repeats; r++) {
+            StepTime t = timed_forward(m, s, tokens, position - 1, 1);
+            total[(size_t)i * repeats + r] = t.total * 1e3;
+            attention[(size_t)i * repeats + r] = t.attention * 1e3;
+        }
+        show_position(&progress, i - dense + 1, c->n - dense, position, last);
+    }
+    progress_end(&progress);
     for (int i = 0; i < c->n; i++) {
         double *runs = total + (size_t)i * repeats;
         c->total_ms[i] = median(runs, repeats); /* sorts runs: min first, max last */
@@ -189,6 +227,18 @@ static int log_positions(int ctx, int *out) {
     return n;
 }
 
+/* The positions decoded with the cache: 1..dense, then log-spaced up to
+ * ctx (which is always the last). Returns how many. */
+static int cached_positions(int ctx, int dense, int *out) {
+    int n = 0;
+    for (int p = 1; p <= ctx && p <= dense; p++) out[n++] = p;
+    for (int k = 1; out[n - 1] < ctx; k++) {
+        long p = lround(dense * pow(2.0, (double)k / STEPS_PER_DOUBLING));
+        out[n++] = p < ctx ? (int)p : ctx;
+    }
+    return n;
+}
+
 /* The prompt lengths of the prefill table, capped by ctx, without repeats. */
 static int prefill_lengths(int ctx, int *out) {
     int n = 0;
@@ -202,26 +252,6 @@ static int prefill_lengths(int ctx, int *out) {
 /* ------------------------------------------------------------------------ */
 /* The measurements and what follows from them                               */
 
-typedef struct {
-    double intercept, slope; /* y = intercept + slope * x */
-} LineFit;
-
-typedef struct {
-    const Model *model;
-    const BenchOptions *options;
-    int ctx;                 /* positions measured: 1..ctx */
-    int repeats;
-    Curve cached;            /* every position 1..ctx, with the KV cache */
-    Curve recomputed;        /* prefix recomputed: the log positions with
-                                --no-cache, else only the prefill lengths */
-    Curve full;              /* with --window: the full cache over 1..min(ctx, seq_len), beside it */
-    int fit_from;            /* the fits are over positions fit_from..ctx */
-    LineFit total_fit;       /* cached total_ms against position */
-    LineFit attention_fit;   /* cached attention_ms against position */
-    double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
-    Roofline roofline;       /* what the machine can do at most */
-    size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
-} Bench;
 
 /* Least squares line through (x[i], y[i]). */
 static LineFit fit_line(const int *x, const double *y, int n) {
@@ -240,15 +270,19 @@ static LineFit fit_line(const int *x, const double *y, int n) {
     return f;
 }
 
-/* Theoretical FLOPs of the step at a position: attention reads position keys
- * (a window: at most W);
- * the rest (projections, MLP, classifier) is the same at every position. */
-static double attention_flops(const Bench *b, int position) {
-    int window = b->options->window, keys = window && position > window ? window : position;
-    return flops_attention_per_token(&b->model->config, keys);
+/* Keys the step at a position reads: position, or with a window at most W. */
+static int keys_read(const Bench *b, int position) {
+    int window = b->options->window;
+    return window && position > window ? window : position;
 }
 
-static double other_flops(const Config *c) { return flops_weights_per_token(c); }
+/* Theoretical FLOPs of the step at a position: attention reads its keys;
+ * the rest (projections, MLP, classifier) is the same at every position. */
+double attention_flops(const Bench *b, int position) {
+    return flops_attention_per_token(&b->model->config, keys_read(b, position));
+}
+
+double other_flops(const Config *c) { return flops_weights_per_token(c); }
 
 /* The machine's FLOP rate on this model where attention is negligible. */
 static double small_context_flop_rate(const Bench *b) {
@@ -283,8 +317,7 @@ static int measure_full_cache(Bench *b, const int *tokens) {
         free(positions);
         return -1;
     }
-    for (int i = 0; i < n; i++) positions[i] = i + 1;
-    int rc = curve_init(&b->full, positions, n) ||
+    int rc = curve_init(&b->full, positions, cached_positions(n, DENSE_POSITIONS, positions)) ||
              measure_curve(b->model, &full, tokens, &b->full, b->repeats, 0, "the full cache, beside the window");
     free(positions);
     run_state_free(&full);
@@ -297,9 +330,9 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
     int *positions = malloc((size_t)b->ctx * sizeof(int));
     int recomputed[MAX_LOG_POSITIONS];
     if (!positions) return -1;
-    for (int i = 0; i < b->ctx; i++) positions[i] = i + 1;
+    int n_cached = cached_positions(b->ctx, o->window ? b->ctx : DENSE_POSITIONS, positions);
     int n_recomputed = o->no_cache ? log_positions(b->ctx, recomputed) : prefill_lengths(b->ctx, recomputed);
-    int rc = curve_init(&b->cached, positions, b->ctx) ||
+    int rc = curve_init(&b->cached, positions, n_cached) ||
              curve_init(&b->recomputed, recomputed, n_recomputed);
     free(positions);
     if (rc) return -1;
@@ -319,11 +352,76 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
     if (o->window && measure_full_cache(b, tokens)) return -1;
     /* a window's cost stops growing at W: its slope is the one beyond */
     b->fit_from = o->window && b->ctx > o->window + 1 ? o->window + 1 : 1;
-    int from = b->fit_from - 1, n = b->ctx - from;
-    b->total_fit = fit_line(b->cached.positions + from, b->cached.total_ms + from, n);
-    b->attention_fit = fit_line(b->cached.positions + from, b->cached.attention_ms + from, n);
+    int from = 0;
+    while (b->cached.positions[from] < b->fit_from) from++;
+    b->fit_count = b->cached.n - from;
+    b->total_fit = fit_line(b->cached.positions + from, b->cached.total_ms + from, b->fit_count);
+    b->attention_fit = fit_line(b->cached.positions + from, b->cached.attention_ms + from, b->fit_count);
     b->small_flop_rate = small_context_flop_rate(b);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory a long prefill needs                                           */
+
+/* The prompt length whose memory is reported (the issue's "8k tokens"). */
+#define PREFILL_MEMORY_TOKENS 8192
+
+static long status_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t len = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, len) == 0 && line[len] == ':') kb = atol(line + len + 1);
+    if (f) fclose(f);
+    return kb;
+}
+
+static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {}
+
+/* The child's side: a run state (a cache of n positions, or of a window
+ * with its sinks), one step to fault in the weights, then the peak resident
+ * growth over a prefill of n tokens (writing 5 to /proc/self/clear_refs
+ * resets the peak to the current size). */
+static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
+    RunState s;
+    long growth = -1;
+    int *tokens = malloc(sizeof(int) * (size_t)n);
+    ForwardObserver o = { .attention = ignore_attention };
+    if (!tokens || run_state_init_kv(&s, &m->config, window ? window : n, (KVType)kv_type) ||
+        kv_window_init(&s.kv_cache, sinks))
+        return -1;
+    fill_tokens(tokens, n, m->config.vocab_size);
+    forward(m, &s, tokens[0], 0, NULL);
+    FILE *reset = fopen("/proc/self/clear_refs", "w");
+    long before = status_kb("VmRSS");
+    if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {
+        forward_tokens(m, &s, tokens, n, 0, observed ? &o : NULL);
+        growth = status_kb("VmHWM") - before;
+    }
+    return growth;
+}
+
+static long prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
+    int fd[2];
+    if (pipe(fd)) return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        long growth = child_prefill_growth_kb(m, n, kv_type, observed, window, sinks);
+        _exit(write(fd[1], &growth, sizeof growth) == sizeof growth ? 0 : 1);
+    }
+    long growth = -1;
+    close(fd[1]);
+    if (pid < 0 || read(fd[0], &growth, sizeof growth) != sizeof growth) growth = -1;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return growth;
+}
+
+long bench_prefill_growth_kb(const Model *m, int n, int kv_type, int observed) {
+    return prefill_growth_kb(m, n, kv_type, observed, 0, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -337,7 +435,7 @@ static size_t peak_resident_bytes(void) {
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
 }
 
-static const char *base_name(const char *path) {
+const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
 }
@@ -349,7 +447,11 @@ static void print_header(const Bench *b) {
     printf("  dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d  vocab %d  seq_len %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
            c->vocab_size, c->seq_len);
-    printf("  threads %d, median of %d runs, positions 1..%d\n", b->options->threads, b->repeats, b->ctx);
+    printf("  threads %d, median of %d runs, positions 1..%d", b->options->threads, b->repeats, b->ctx);
+    if (b->cached.n < b->ctx)
+        printf(" (each up to %d, then %d log-spaced a doubling: %d in all)", DENSE_POSITIONS, STEPS_PER_DOUBLING,
+               b->cached.n);
+    printf("\n");
     printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
            mib(b->model->weight_bytes), b->model->n_params);
     int held = b->options->window ? b->options->window : b->ctx; /* a window holds W positions */
@@ -368,7 +470,7 @@ static void print_table(const Bench *b) {
     if (b->options->no_cache) printf(" %12s %9s", "no-cache", "ratio");
     printf("\n");
     for (int k = 0; k < n; k++) {
-        int i = log_pos[k] - 1, j = curve_find(&b->recomputed, log_pos[k]);
+        int i = curve_find(&b->cached, log_pos[k]), j = curve_find(&b->recomputed, log_pos[k]);
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         printf("%9d %10.3f %10.3f %10.3f %6.1f %12.4g %12.4g", log_pos[k], total, attention,
                total - attention, 100.0 * attention / total, attention_flops(b, log_pos[k]) * 1e-6,
@@ -387,7 +489,7 @@ static void print_table(const Bench *b) {
  * predicts it to be if attention ran at the rate the weights run at. */
 /* Tokens of context the slope is quoted per: a power of ten within the
  * measured range, so a 256-token model is not extrapolated to 1000. */
-static int slope_unit(int ctx) {
+int slope_unit(int ctx) {
     int unit = 10;
     while (unit * 10 <= ctx) unit *= 10;
     return unit;
@@ -398,8 +500,8 @@ static void print_slopes(const Bench *b) {
     int unit = slope_unit(b->ctx);
     double predicted_flops = flops_attention_per_token(c, unit);
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
-    double last_attention_s = b->cached.attention_ms[b->ctx - 1] * 1e-3;
-    printf("\nslope (least squares over positions %d..%d)\n", b->fit_from, b->ctx);
+    double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
+    printf("\nslope (least squares over the %d positions measured in %d..%d)\n", b->fit_count, b->fit_from, b->ctx);
     if (b->ctx < 2) {
         printf("  needs at least two positions\n");
         return;
@@ -474,6 +576,13 @@ static void print_roofline(const Bench *b) {
            100 * decode_gbps / r->read_gbps, weight_bytes_per_token(b->model));
     printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak\n", prompt, prefill_gflops,
            100 * prefill_gflops / r->fma_gflops);
+    const Config *c = &b->model->config;
+    double kv_bytes = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
+                      keys_read(b, b->ctx);
+    double kv_gbps = kv_bytes / (b->last_attention_ms * 1e-3) * 1e-9;
+    printf("  attention at position %d: %.1f MiB of keys and values in %.3f ms (running median) = %.1f GB/s ="
+           " %.0f%% of the read bandwidth over as many bytes (%.1f GB/s)\n", b->ctx, mib(kv_bytes),
+           b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, b->kv_roofline.read_gbps);
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
            "%.1f GFLOP/s (%.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
@@ -481,16 +590,74 @@ static void print_roofline(const Bench *b) {
            100 * prefill_gflops / r->fma_gflops);
 }
 
-/* Median of the cached curve's totals over positions from..to (1-based). */
+/* Where attention's time reaches the rest of the step. Predicted from
+ * bytes: the rest streams the weights once a token, attention streams the
+ * keys and values of every position of context, so at equal bandwidth they
+ * cross where the context's KV bytes equal the weight bytes. */
+double predicted_crossover(const Bench *b, KVType type) {
+    const Config *c = &b->model->config;
+    return (double)weight_bytes_per_token(b->model) / kv_bytes_per_position(type, c->n_layers, c->n_kv_heads, c->head_size);
+}
+
+static void print_crossover(const Bench *b) {
+    const Config *c = &b->model->config;
+    KVType measured = (KVType)b->options->kv_type;
+    printf("\ncrossover: the context where attention takes as long as the rest of the step\n");
+    if (b->crossover > 0)
+        printf("  measured, %s KV cache: position %.0f (attention's share of each step, running median, reaches"
+               " 50%%)\n", kv_type_name(measured), b->crossover);
+    else
+        printf("  measured, %s KV cache: not reached by position %d (attention is %.0f%% of the step there)\n",
+               kv_type_name(measured), b->ctx, b->last_share);
+    printf("  predicted from bytes: %zu bytes of weights a token against the KV bytes a position of context adds\n",
+           weight_bytes_per_token(b->model));
+    for (int t = 0; t < KV_TYPE_COUNT; t++)
+        printf("    %s KV cache: %6zu bytes a position -> position %.0f%s\n", kv_type_name((KVType)t),
+               kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size),
+               predicted_crossover(b, (KVType)t), t == (int)measured ? " (the one measured)" : "");
+    if (b->options->window)
+        printf("  (with --window %d attention reads at most %d keys: past the window its share stops growing)\n",
+               b->options->window, b->options->window);
+}
+
+/* The prefill's memory: tiled, and with the rows of scores an observer
+ * makes the engine keep (as every prefill kept them before tiling). */
+static void print_prefill_memory(const Bench *b) {
+    const Config *c = &b->model->config;
+    int n = b->prefill_tokens, held = keys_read(b, n); /* the cache's positions: n, or a window's W */
+    double kv = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) * held;
+    int rows = (int)(QKV_ATTENTION_FLOATS / ((size_t)c->n_heads * held));
+    rows = rows > QKV_CHUNK ? QKV_CHUNK : rows < 1 ? 1 : rows;
+    double kept = (double)rows * c->n_heads * held * 2 * sizeof(float);
+    printf("\nprefill memory, %d tokens: peak resident growth over the prefill (a child process; KV cache %.1f MiB%s)\n",
+           n, mib(kv), b->options->window ? ", the window's" : "");
+    if (b->prefill_kb[0] < 0 || b->prefill_kb[1] < 0) {
+        printf("  not measured (no /proc/self/clear_refs)\n");
+        return;
+    }
+    printf("  tiled (no observer):          %8.1f MiB = the KV cache %+.1f MiB\n", b->prefill_kb[0] / 1024.0,
+           b->prefill_kb[0] / 1024.0 - mib(kv));
+    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d heads x %d keys,"
+           " scores and weights: %.1f MiB)\n", b->prefill_kb[1] / 1024.0, b->prefill_kb[1] / 1024.0 - mib(kv), rows,
+           c->n_heads, held, mib(kept));
+    printf("  (all %d x %d scores of one layer's heads would be %.1f MiB; neither keeps them)\n", n, held,
+           mib((double)n * held * c->n_heads * sizeof(float)));
+}
+
+/* Median of a curve's totals over its positions from..to; scratch holds
+ * c->n doubles. */
 static double median_total(const Curve *c, int from, int to, double *scratch) {
-    memcpy(scratch, c->total_ms + from - 1, (size_t)(to - from + 1) * sizeof(double));
-    return median(scratch, to - from + 1);
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->positions[i] >= from && c->positions[i] <= to) scratch[n++] = c->total_ms[i];
+    return n ? median(scratch, n) : 0;
 }
 
 /* --window: latency before and after the window fills, against the full
  * cache, and resident memory once a context. */
 static void print_window(const Bench *b) {
     const BenchOptions *o = b->options;
+    const Curve *full = &b->full;
     int W = o->window, unit = slope_unit(b->ctx);
     double *scratch = malloc((size_t)b->ctx * sizeof(double));
     if (!scratch) return;
@@ -503,10 +670,11 @@ static void print_window(const Bench *b) {
     if (b->fit_from > 1)
         printf("  beyond the window (least squares over %d..%d): %.4f ms per %d tokens (flat: each token reads %d keys)\n",
                b->fit_from, b->ctx, b->total_fit.slope * unit, unit, W);
-    if (b->full.n)
+    if (full->n) {
+        int last = full->positions[full->n - 1], from = full->positions[full->n > 16 ? full->n - 16 : 0];
         printf("  full cache, no window: positions 1..%d %.3f ms median, at %d %.3f ms (median of the last %d)\n",
-               b->full.n, median_total(&b->full, 1, b->full.n, scratch), b->full.n,
-               median_total(&b->full, b->full.n > 16 ? b->full.n - 15 : 1, b->full.n, scratch), 16);
+               last, median_total(full, 1, last, scratch), last, median_total(full, from, last, scratch), 16);
+    }
     printf("  resident memory (MiB) at positions");
     for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %d", (k + 1) * b->cached.rss_every);
     printf(":");
@@ -522,6 +690,8 @@ static void print_report(const Bench *b) {
     print_slopes(b);
     print_prefill_decode(b);
     print_roofline(b);
+    print_crossover(b);
+    print_prefill_memory(b);
     size_t rss = b->peak_rss;
     printf("\npeak resident memory  %zu bytes (%.1f MiB)\n", rss, mib(rss));
 }
@@ -551,7 +721,7 @@ static void write_csv(const Bench *b, FILE *f) {
     const Config *c = &b->model->config;
     fprintf(f, "position,total_ms,attention_ms,other_ms,attention_flops,other_flops,"
                "no_cache_ms,no_cache_attention_ms,ratio\n");
-    for (int i = 0; i < b->ctx; i++) {
+    for (int i = 0; i < b->cached.n; i++) {
         int position = b->cached.positions[i];
         int j = b->options->no_cache ? curve_find(&b->recomputed, position) : -1;
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
@@ -563,378 +733,6 @@ static void write_csv(const Bench *b, FILE *f) {
         else
             fprintf(f, ",,\n");
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* SVG chart: three panels sharing one small plotting kit                    */
-
-#define SVG_WIDTH 960
-#define PLOT_LEFT 90      /* room for the y tick labels and title */
-#define PLOT_WIDTH 600
-#define LEGEND_LEFT 715   /* the legend sits right of the plot: it never hides data */
-#define PLOT_HEIGHT 240
-#define PANEL_HEIGHT 330  /* plot plus title above and x axis labels below */
-#define CHART_TOP 84
-/* The running median's window is position/SMOOTH_DIVISOR either side. */
-#define SMOOTH_DIVISOR 16
-
-/* A data range mapped onto a pixel range, linear or logarithmic. */
-typedef struct {
-    double lo, hi;
-    int log;
-    double from, to; /* pixels of lo and hi */
-} Axis;
-
-static double axis_pixel(const Axis *a, double v) {
-    double t = a->log ? log(v / a->lo) / log(a->hi / a->lo) : (v - a->lo) / (a->hi - a->lo);
-    return a->from + t * (a->to - a->from);
-}
-
-/* A log axis over whole decades around [lo, hi] (lo > 0). */
-static void log_range(Axis *a, double lo, double hi) {
-    a->log = 1;
-    a->lo = pow(10, floor(log10(lo)));
-    a->hi = pow(10, ceil(log10(hi)));
-    if (a->hi <= a->lo) a->hi = a->lo * 10;
-}
-
-/* A linear axis from 0 to a round number at or above hi. */
-static void linear_range(Axis *a, double hi) {
-    a->log = 0;
-    a->lo = 0;
-    double step = pow(10, floor(log10(hi > 0 ? hi : 1)));
-    a->hi = ceil(hi / step * 2) * step / 2;
-    if (a->hi <= 0) a->hi = 1;
-}
-
-/* The log axis of positions 1..ctx: ticks at powers of two. */
-static void position_range(Axis *a, int ctx) {
-    a->log = 1;
-    a->lo = 1;
-    a->hi = ctx > 1 ? ctx : 2;
-}
-
-/* Tick values of an axis, at most max of them. Positions (log, lo = 1)
- * tick at powers of two; other log axes at 1, 2, 5 per decade if that gives
- * few enough ticks, else at decades; linear axes at a round step. */
-static int axis_ticks(const Axis *a, int powers_of_two, double *out, int max) {
-    int n = 0;
-    if (a->log && powers_of_two) {
-        double factor = 2;
-        while (log(a->hi) / log(factor) + 1 > max) factor *= factor;
-        for (double v = 1; v <= a->hi * 1.0001 && n < max; v *= factor) out[n++] = v;
-    } else if (a->log) {
-        static const double steps[] = { 1, 2, 5 };
-        int decades = (int)lround(log10(a->hi / a->lo));
-        int per_decade = decades * 3 + 1 <= max ? 3 : 1;
-        for (int d = 0; d <= decades; d++)
-            for (int k = 0; k < per_decade; k++) {
-                double v = a->lo * pow(10, d) * steps[k];
-                if (v <= a->hi * 1.0001 && n < max) out[n++] = v;
-            }
-    } else {
-        double step = pow(10, floor(log10(a->hi)));
-        if (a->hi / step < 2) step /= 5;
-        else if (a->hi / step < 5) step /= 2;
-        for (double v = a->lo; v <= a->hi * 1.0001 && n < max; v += step) out[n++] = v;
-    }
-    return n;
-}
-
-/* A line on the chart: y[i] at position x[i]; points a log axis cannot show
- * (zero, negative) break the line rather than end it. A faint line is the
- * raw data under its smoothed twin, and has no legend entry of its own. */
-typedef struct {
-    const char *label, *color;
-    int dashed, markers, faint;
-    int n;
-    const int *x;
-    const double *y;
-} Series;
-
-/* The raw measurements along the cached curve, drawn faint. */
-static Series raw_series(const Curve *c, const char *color, const double *y) {
-    return (Series){ "", color, 0, 0, 1, c->n, c->positions, y };
-}
-
-/* A line with a legend entry along the cached curve (dashed for theory). */
-static Series line_series(const Curve *c, const char *label, const char *color, int dashed, const double *y) {
-    return (Series){ label, color, dashed, 0, 0, c->n, c->positions, y };
-}
-
-typedef struct {
-    FILE *f;
-    Axis x, y;
-    int x_powers_of_two;
-} Panel;
-
-static void svg_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static void svg_text(FILE *f, double x, double y, const char *anchor, const char *extra, const char *text) {
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
-    svg_escaped(f, text);
-    fputs("</text>\n", f);
-}
-
-static int point_visible(const Panel *p, double x, double y) {
-    return isfinite(y) && (!p->y.log || y > 0) && (!p->x.log || x > 0);
-}
-
-/* The pixel row of y, held inside the plot: a spike beyond the range is cut
- * at the plot's edge. Done here rather than with an SVG clipPath, which
- * ImageMagick's renderer applies to the whole group (it drew empty plots). */
-static double plot_y(const Panel *p, double y) {
-    double pixel = axis_pixel(&p->y, y);
-    return pixel < p->y.to ? p->y.to : pixel > p->y.from ? p->y.from : pixel;
-}
-
-static void draw_series(const Panel *p, const Series *s) {
-    FILE *f = p->f;
-    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s d=\"", s->color,
-            s->faint ? "1\" stroke-opacity=\"0.3" : "2",
-            s->dashed ? " stroke-dasharray=\"6 4\"" : "");
-    int pen_down = 0;
-    for (int i = 0; i < s->n; i++) {
-        if (!point_visible(p, s->x[i], s->y[i])) { pen_down = 0; continue; }
-        fprintf(f, "%s%.1f %.1f ", pen_down ? "L" : "M", axis_pixel(&p->x, s->x[i]), plot_y(p, s->y[i]));
-        pen_down = 1;
-    }
-    fputs("\"/>\n", f);
-    for (int i = 0; s->markers && i < s->n; i++)
-        if (point_visible(p, s->x[i], s->y[i]))
-            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-                    axis_pixel(&p->x, s->x[i]), axis_pixel(&p->y, s->y[i]), s->color);
-}
-
-/* Grid lines and tick labels of both axes. */
-static void draw_axes(const Panel *p) {
-    FILE *f = p->f;
-    double ticks[40], top = p->y.to, bottom = p->y.from, left = p->x.from, right = p->x.to;
-    char label[32];
-    int n = axis_ticks(&p->x, p->x_powers_of_two, ticks, 14);
-    for (int i = 0; i < n; i++) {
-        double x = axis_pixel(&p->x, ticks[i]);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, top, x, bottom);
-        snprintf(label, sizeof label, "%g", ticks[i]);
-        svg_text(f, x, bottom + 16, "middle", "", label);
-    }
-    n = axis_ticks(&p->y, 0, ticks, 12);
-    for (int i = 0; i < n; i++) {
-        double y = axis_pixel(&p->y, ticks[i]);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, y, right, y);
-        snprintf(label, sizeof label, "%g", ticks[i]);
-        svg_text(f, left - 6, y + 4, "end", "", label);
-    }
-}
-
-static void draw_legend(const Panel *p, const Series *series, int n) {
-    FILE *f = p->f;
-    double y = p->y.to + 14;
-    for (int i = 0; i < n; i++, y += 22) {
-        if (series[i].faint) { y -= 22; continue; }
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"%s/>\n",
-                LEGEND_LEFT, y, LEGEND_LEFT + 28, y, series[i].color,
-                series[i].dashed ? " stroke-dasharray=\"6 4\"" : "");
-        if (series[i].markers)
-            fprintf(f, "<circle cx=\"%d\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", LEGEND_LEFT + 14, y, series[i].color);
-        svg_text(f, LEGEND_LEFT + 36, y + 4, "start", "", series[i].label);
-    }
-}
-
-/* One panel at vertical offset top: title, axes, axis titles, lines, legend. */
-static void draw_panel(FILE *f, int top, Axis x, Axis y, const char *title, const char *x_title,
-                       const char *y_title, const Series *series, int n_series) {
-    Panel p = { f, x, y, x.log };
-    p.x.from = PLOT_LEFT; p.x.to = PLOT_LEFT + PLOT_WIDTH;
-    p.y.from = top + 30 + PLOT_HEIGHT; p.y.to = top + 30;
-    svg_text(f, PLOT_LEFT, top + 18, "start", " font-size=\"14\" font-weight=\"bold\"", title);
-    draw_axes(&p);
-    svg_text(f, PLOT_LEFT + PLOT_WIDTH / 2.0, p.y.from + 38, "middle", "", x_title);
-    char rotate[96];
-    double cx = PLOT_LEFT - 62, cy = top + 30 + PLOT_HEIGHT / 2.0;
-    snprintf(rotate, sizeof rotate, " transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
-    svg_text(f, cx, cy, "middle", rotate, y_title);
-    for (int i = 0; i < n_series; i++) draw_series(&p, &series[i]);
-    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
-            PLOT_LEFT, p.y.to, PLOT_WIDTH, PLOT_HEIGHT);
-    draw_legend(&p, series, n_series);
-}
-
-static double min_positive(const double *v, int n, double current) {
-    for (int i = 0; i < n; i++) if (v[i] > 0 && v[i] < current) current = v[i];
-    return current;
-}
-
-static double max_of(const double *v, int n, double current) {
-    for (int i = 0; i < n; i++) if (v[i] > current) current = v[i];
-    return current;
-}
-
-/* Running median over positions n - n/SMOOTH_DIVISOR .. n + n/SMOOTH_DIVISOR
- * (narrowed near the end to stay symmetric): a window that grows with the
- * position looks the same width on a log axis, and a median ignores the
- * one-sided spikes of a shared machine. scratch holds n doubles. */
-static void running_median(const double *y, int n, double *out, double *scratch) {
-    for (int i = 0; i < n; i++) {
-        int w = (i + 1) / SMOOTH_DIVISOR;
-        if (w > n - 1 - i) w = n - 1 - i;
-        memcpy(scratch, y + i - w, (size_t)(2 * w + 1) * sizeof(double));
-        out[i] = median(scratch, 2 * w + 1);
-    }
-}
-
-/* Per-position series of the cached curve derived for the chart: the raw
- * ones and their running medians. */
-typedef struct {
-    double *block;                         /* one allocation for all below */
-    double *other_ms, *time_share, *flop_share; /* shares in percent */
-    double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
-    double *full_smooth;                   /* the full cache beside a window */
-} Derived;
-
-static int derive(const Bench *b, Derived *d) {
-    const Config *c = &b->model->config;
-    size_t n = (size_t)b->ctx;
-    d->block = malloc(9 * n * sizeof(double));
-    if (!d->block) return -1;
-    d->other_ms = d->block;
-    d->time_share = d->block + n;
-    d->flop_share = d->block + 2 * n;
-    d->total_smooth = d->block + 3 * n;
-    d->attention_smooth = d->block + 4 * n;
-    d->other_smooth = d->block + 5 * n;
-    d->share_smooth = d->block + 6 * n;
-    d->full_smooth = d->block + 8 * n;
-    double *scratch = d->block + 7 * n;
-    for (size_t i = 0; i < n; i++) {
-        double a = attention_flops(b, b->cached.positions[i]);
-        d->other_ms[i] = b->cached.total_ms[i] - b->cached.attention_ms[i];
-        d->time_share[i] = 100.0 * b->cached.attention_ms[i] / b->cached.total_ms[i];
-        d->flop_share[i] = 100.0 * a / (a + other_flops(c));
-    }
-    running_median(b->cached.total_ms, b->ctx, d->total_smooth, scratch);
-    running_median(b->cached.attention_ms, b->ctx, d->attention_smooth, scratch);
-    running_median(d->other_ms, b->ctx, d->other_smooth, scratch);
-    running_median(d->time_share, b->ctx, d->share_smooth, scratch);
-    if (b->full.n) running_median(b->full.total_ms, b->full.n, d->full_smooth, scratch);
-    return 0;
-}
-
-#define COLOR_TOTAL "#1f77b4"
-#define COLOR_ATTENTION "#e6750a"
-#define COLOR_OTHER "#7f7f7f"
-#define COLOR_NO_CACHE "#d62728"
-#define COLOR_THEORY "#7b4fbf"
-#define COLOR_FULL "#2ca02c"
-
-/* Panel A: log-log, so the linear (cached) and quadratic (recomputed) costs
- * and a thousandfold range fit in one picture. */
-static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top) {
-    const Curve *cc = &b->cached, *rc = &b->recomputed;
-    Series s[5] = {
-        raw_series(cc, COLOR_TOTAL, cc->total_ms),
-        raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
-        line_series(cc, b->options->window ? "sliding window: total" : "with KV cache: total", COLOR_TOTAL, 0,
-                    d->total_smooth),
-        line_series(cc, "with KV cache: attention", COLOR_ATTENTION, 0, d->attention_smooth),
-        { "no cache: recompute prefix", COLOR_NO_CACHE, 0, 1, 0, rc->n, rc->positions, rc->total_ms },
-    };
-    int n = b->options->no_cache ? 5 : 4;
-    if (b->options->window) s[n++] = line_series(&b->full, "full cache (its context)", COLOR_FULL, 1, d->full_smooth);
-    double lo = HUGE_VAL, hi = 0;
-    for (int i = 0; i < n; i++) {
-        lo = min_positive(s[i].y, s[i].n, lo);
-        hi = max_of(s[i].y, s[i].n, hi);
-    }
-    Axis x, y;
-    position_range(&x, b->ctx);
-    log_range(&y, lo, hi);
-    draw_panel(f, top, x, y, "A. Time for one new token against context (log-log)",
-               "position n of the new token (it attends to n keys)", "ms per token", s, n);
-}
-
-/* Panel B: linear axes, where "linear in context" is a straight line. The
- * y range follows the smoothed lines; spikes of the raw ones are clipped. */
-static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top) {
-    const Curve *cc = &b->cached;
-    int fit_x[2] = { 1, b->ctx };
-    fit_x[0] = b->fit_from;
-    double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope * b->fit_from,
-                        b->total_fit.intercept + b->total_fit.slope * b->ctx };
-    char title[128];
-    int unit = slope_unit(b->ctx);
-    snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
-             b->total_fit.slope * unit, unit, 100 * b->cached.spread);
-    Series s[8] = {
-        raw_series(cc, COLOR_TOTAL, cc->total_ms),
-        raw_series(cc, COLOR_OTHER, d->other_ms),
-        raw_series(cc, COLOR_ATTENTION, cc->attention_ms),
-        line_series(cc, "total", COLOR_TOTAL, 0, d->total_smooth),
-        line_series(cc, "other (weights, MLP, ...)", COLOR_OTHER, 0, d->other_smooth),
-        line_series(cc, "attention", COLOR_ATTENTION, 0, d->attention_smooth),
-        { "least-squares line", "#000", 1, 0, 0, 2, fit_x, fit_y },
-        line_series(&b->full, "full cache (its context)", COLOR_FULL, 1, d->full_smooth),
-    };
-    Axis x, y;
-    linear_range(&x, b->ctx);
-    x.hi = b->ctx; /* the data ends at ctx: no empty margin on the right */
-    linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, max_of(fit_y, 2, 0)));
-    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, b->options->window ? 8 : 7);
-}
-
-/* Panel C: attention's share of the step, measured time against FLOPs. */
-static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top) {
-    const Curve *cc = &b->cached;
-    Series s[3] = {
-        raw_series(cc, COLOR_ATTENTION, d->time_share),
-        line_series(cc, "share of time (measured)", COLOR_ATTENTION, 0, d->share_smooth),
-        line_series(cc, "share of FLOPs (theory)", COLOR_THEORY, 1, d->flop_share),
-    };
-    Axis x, y;
-    position_range(&x, b->ctx);
-    linear_range(&y, 1.1 * max_of(d->share_smooth, cc->n, max_of(d->flop_share, cc->n, 1)));
-    if (y.hi > 100) y.hi = 100;
-    draw_panel(f, top, x, y, "C. Attention's share of each token, with the KV cache",
-               "position n of the new token", "attention, % of the token", s, 3);
-}
-
-/* Returns 0, or -1 when out of memory. */
-static int write_svg(const Bench *b, FILE *f) {
-    const Config *c = &b->model->config;
-    Derived d;
-    if (derive(b, &d)) return -1;
-    int height = CHART_TOP + 3 * PANEL_HEIGHT;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\""
-               " font-family=\"sans-serif\" font-size=\"12\">\n"
-               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-               SVG_WIDTH, height, SVG_WIDTH, height);
-    char line[512];
-    snprintf(line, sizeof line, "qkv: per-token latency against context, %s", base_name(b->options->model_path));
-    svg_text(f, PLOT_LEFT, 28, "start", " font-size=\"17\" font-weight=\"bold\"", line);
-    snprintf(line, sizeof line, "dim %d, %d layers, %d heads (%d kv), vocab %d; %d thread%s; median of %d runs",
-             c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, b->options->threads,
-             b->options->threads == 1 ? "" : "s", b->repeats);
-    svg_text(f, PLOT_LEFT, 48, "start", " fill=\"#555\"", line);
-    snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d",
-             SMOOTH_DIVISOR);
-    svg_text(f, PLOT_LEFT, 66, "start", " fill=\"#555\"", line);
-    draw_loglog_panel(f, b, &d, CHART_TOP);
-    draw_linear_panel(f, b, &d, CHART_TOP + PANEL_HEIGHT);
-    draw_share_panel(f, b, &d, CHART_TOP + 2 * PANEL_HEIGHT);
-    fputs("</svg>\n", f);
-    free(d.block);
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -969,23 +767,32 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         if (csv) fclose(csv);
         return -1;
     }
+    b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
+    fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
+    for (int observed = 0; observed < 2; observed++)
+        b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
     RunState s;
+    Derived d = { 0 };
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
     int rc = !tokens || run_state_init_kv(&s, c, o->window ? o->window : b.ctx, (KVType)o->kv_type) ||
                      kv_window_init(&s.kv_cache, o->sinks) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
-        rc = measure_all(&b, &s, tokens);
+        rc = measure_all(&b, &s, tokens) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
-        fprintf(stderr, "bench: probing read bandwidth and FMA peak\n");
-        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
         run_state_free(&s);
+        fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, then the KV cache's) and FMA peak\n");
+        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
+        roofline_measure(&b.kv_roofline, kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads,
+                                                               c->head_size) * (size_t)keys_read(&b, b.ctx), o->threads);
     }
     if (!rc) {
+        find_crossover(&b, &d);
         print_report(&b);
         if (csv) write_csv(&b, csv);
-        if (svg) rc = write_svg(&b, svg);
+        if (svg) rc = write_svg(&b, &d, svg);
     }
+    free(d.block);
     if (rc) snprintf(err, err_len, "out of memory for the benchmark");
     if (csv && close_output(csv, o->csv_path, err, err_len)) rc = -1;
     if (svg && close_output(svg, o->svg_path, err, err_len)) rc = -1;

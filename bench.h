@@ -21,4 +21,10 @@ typedef struct {
  * err filled. */
 int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len);
 
+/* The peak resident growth, in kB, of a prefill of n tokens (a KV cache of
+ * kv_type rows), observed (an observer that reads every score) or not,
+ * measured in a child process after one step has faulted in the weights;
+ * -1 where Linux's /proc/self/clear_refs and /proc/self/status are missing. */
+long bench_prefill_growth_kb(const Model *m, int n, int kv_type, int observed);
+
 #endif

@@ -33,6 +33,11 @@ typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3,
 /* Elements per quantization block (Q8_0, Q4_0 and the int8 activations). */
 #define QKV_QBLOCK 32
 
+/* Work below this many multiply-adds is not worth waking other threads for. */
+#ifndef QKV_PARALLEL_MIN_WORK
+#define QKV_PARALLEL_MIN_WORK (1 << 15)
+#endif
+
 typedef struct {
     const char *name;  /* as -m info and --dtype say it */
     int block;         /* elements per block: a row is a whole number of blocks */

@@ -17,6 +17,7 @@
 #include "kernels.h"
 #include "kv_cache.h"
 #include "kv_window.h"
+#include "attention.h"
 
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */
@@ -137,8 +138,11 @@ const char *model_format_name(FileFormat f);
 #ifndef QKV_CHUNK
 #define QKV_CHUNK 32
 #endif
-/* The attention of a chunk's positions is computed together when their
- * scores fit in this many floats (64 MiB); with a long context, fewer. */
+/* With an observer, the attention of a chunk's positions is computed
+ * together when their scores fit in this many floats (64 MiB); with a long
+ * context, fewer. Without one, scores live a block of keys at a time
+ * (attention.h) and these rows are never touched: calloc'd, so never
+ * resident. */
 #define QKV_ATTENTION_FLOATS ((size_t)16 << 20)
 
 typedef struct {
@@ -150,10 +154,12 @@ typedef struct {
     float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
     float *attention_scores;  /* [n_heads, capacity] raw q·k of the position the observer is told of */
     float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores (both point into:) */
-    float *chunk_scores;      /* [attention_rows, n_heads, capacity] the scores of a chunk's positions */
-    float *chunk_weights;     /* [attention_rows, n_heads, capacity] and their weights */
-    int attention_rows;       /* positions whose attention is computed together (<= QKV_CHUNK) */
+    float *chunk_scores;      /* [attention_rows, n_heads, capacity] the scores of a chunk's positions, */
+    float *chunk_weights;     /* [attention_rows, n_heads, capacity] and their weights, for an observer */
+    int attention_rows;       /* positions whose observed attention is computed together (<= QKV_CHUNK) */
     int attention_block;      /* n_heads * capacity: one position's rows */
+    float *attention_partials; /* a decode row's partial softmax per head and block of keys (attention.h) */
+    float *attention_states;   /* [QKV_CHUNK, n_heads, ...] a prompt row's running softmax per head */
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
@@ -264,6 +270,8 @@ size_t weight_bytes_per_token(const Model *m);
 #include "kv_cache.h"
 #define QKV_KV_WINDOW_IMPLEMENTATION
 #include "kv_window.h"
+#define QKV_ATTENTION_IMPLEMENTATION
+#include "attention.h"
 #include "checkpoint.h"
 #include "gguf.h"
 
@@ -296,6 +304,8 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     s->chunk_scores = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
     s->chunk_weights = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
     s->attention_scores = s->chunk_scores;
+    s->attention_partials = calloc(attention_partials_floats(c->n_heads, capacity, c->head_size), sizeof(float));
+    s->attention_states = calloc(attention_states_floats(QKV_CHUNK, c->n_heads, c->head_size), sizeof(float));
     s->attention_weights = s->chunk_weights;
     s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
     s->rope_cos = calloc((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
@@ -306,7 +316,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, capacity, c->head_size);
     if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
-        !s->x_q_scale) {
+        !s->x_q_scale || !s->attention_partials || !s->attention_states) {
         run_state_free(s);
         return -1;
     }
@@ -316,7 +326,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
 void run_state_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
     free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights); free(s->rope_cos); free(s->rope_sin);
-    free(s->logits); free(s->x_q); free(s->x_q_scale);
+    free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->attention_partials); free(s->attention_states);
     kv_cache_free(&s->kv_cache);
     memset(s, 0, sizeof *s);
 }
@@ -366,11 +376,6 @@ Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
 }
 
 size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes(w->type, w->cols); }
-
-/* Work below this many multiply-adds is not worth waking other threads for. */
-#ifndef QKV_PARALLEL_MIN_WORK
-#define QKV_PARALLEL_MIN_WORK (1 << 15)
-#endif
 
 /* Rows a thread takes at a time: a multiple of the kernels' tile. */
 #define QKV_ROWS_PER_TASK 16
@@ -476,16 +481,9 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  * scores are keys @ q, a matrix (the cached keys) times a vector, so the
  * float32 matmul kernel computes them, four keys at a time. Positions a
  * query may not see are simply not visited: that is the causal mask, and
- * why the cache holds only the past. */
-/* weights = softmax(scores / sqrt(head_size)); out = Σ weights[t] · values[t] */
-static void attend(const KVCache *kv, float *out, const float *scores, float *weights,
-                   const unsigned char *values, int n_visible) {
-    float scale = 1.0f / sqrtf((float)kv->head_size);
-    for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
-    softmax(weights, n_visible);
-    kv_weighted_sum(kv, values, weights, n_visible, out);
-}
-
+ * why the cache holds only the past. This is the plain form, one whole row
+ * of scores: the reference for forward()'s blocked attention (attention.h),
+ * which gives the same numbers without keeping the row. */
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int n_visible, int head_size,
                     const KernelEntry *scores_kernel) {
@@ -494,7 +492,10 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
                      .isa = isa_available() };
     view.f32_kernel = scores_kernel ? scores_kernel : kernel_for(WEIGHT_F32, view.isa);
     kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
-    attend(&view, out, scores, weights, (const unsigned char *)values, n_visible);
+    float scale = 1.0f / sqrtf((float)head_size);
+    for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
+    softmax(weights, n_visible);
+    kv_weighted_sum(&view, (const unsigned char *)values, weights, n_visible, out);
 }
 
 /* GELU, exact: x Φ(x) = x/2 (1 + erf(x/√2)) (nanoGPT's nn.GELU()) */
@@ -540,6 +541,15 @@ static void notify_stage(const ForwardObserver *o, ForwardStage stage, int layer
 #endif
 }
 
+/* Whether the observer reads scores and weights (then the engine keeps them). */
+static int watches_attention(const ForwardObserver *o) {
+#ifndef QKV_NO_OBSERVER
+    return o && o->attention;
+#else
+    return 0;
+#endif
+}
+
 /* The observer reads attention_scores and attention_weights: point them at
  * row t's block of the chunk's scores and weights, then tell it. */
 static void notify_attention(const ForwardObserver *o, int layer, int pos, RunState *s, int t) {
@@ -554,24 +564,20 @@ static void notify_attention(const ForwardObserver *o, int layer, int pos, RunSt
 
 /* Attention of rows first..first+n-1 (positions pos..pos+n-1) for every
  * query head, against the cache, which already holds their keys: q rows ->
- * xb rows. The scores of a head's n queries are one matrix product, the
- * cached keys [pos+n, head_size] times the n query rows (each query's dot
- * products are the same as alone); a query then uses only the keys up to its
- * own position. Row t's scores of head h: chunk_scores + t*block + h*seq_len. */
-static void attention(const Config *c, RunState *s, int layer, int pos, int first, int n) {
-    const KVCache *kv = &s->kv_cache;
-    int heads_per_kv = c->n_heads / c->n_kv_heads, hs = c->head_size, q_dim = c->n_heads * hs;
-    int block = s->attention_block, h;
-#pragma omp parallel for schedule(static) if ((long)c->n_heads * (pos + n) * hs * n >= QKV_PARALLEL_MIN_WORK)
-    for (h = 0; h < c->n_heads; h++) {
-        const unsigned char *keys = kv_keys(kv, layer, h / heads_per_kv), *values = kv_values(kv, layer, h / heads_per_kv);
-        float *scores = s->chunk_scores + (size_t)h * kv->capacity, *weights = s->chunk_weights + (size_t)h * kv->capacity;
-        kv_scores(kv, keys, s->q + (size_t)first * q_dim + (size_t)h * hs, n, q_dim, kv_visible(kv, pos + n - 1),
-                  scores, block);
-        for (int t = 0; t < n; t++)
-            attend(kv, s->xb + (size_t)(first + t) * s->width + (size_t)h * hs, scores + (size_t)t * block,
-                   weights + (size_t)t * block, values, kv_visible(kv, pos + t));
-    }
+ * xb rows, a block of keys at a time (attention.h). Observed, row t's
+ * scores of head h go to chunk_scores + t*block + h*capacity, its weights
+ * likewise. */
+static void attention(const Config *c, RunState *s, int layer, int pos, int first, int n, int observed) {
+    int q_dim = c->n_heads * c->head_size;
+    AttentionRows rows = {
+        .n_heads = c->n_heads, .n = n, .pos = pos,
+        .q = s->q + (size_t)first * q_dim, .q_stride = q_dim,
+        .out = s->xb + (size_t)first * s->width, .out_stride = s->width,
+        .scores = observed ? s->chunk_scores : NULL, .weights = observed ? s->chunk_weights : NULL,
+        .observed_stride = s->attention_block,
+        .partials = s->attention_partials, .states = s->attention_states,
+    };
+    attention_layer(&s->kv_cache, layer, &rows);
 }
 
 /* The architecture's norm of each of n rows: x rows dim apart -> out rows
@@ -643,10 +649,12 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
 
     norm_rows(c, s->xb, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
     project_qkv(c, w, s, layer, pos, n);
-    for (int first = 0; first < n; first += s->attention_rows) {
-        int rows = n - first < s->attention_rows ? n - first : s->attention_rows;
+    /* an observer's score rows hold attention_rows positions; without one, all n go together */
+    int observed = watches_attention(o), at_once = observed ? s->attention_rows : n;
+    for (int first = 0; first < n; first += at_once) {
+        int rows = n - first < at_once ? n - first : at_once;
         notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
-        attention(c, s, layer, pos + first, first, rows);
+        attention(c, s, layer, pos + first, first, rows, observed);
         notify_stage(o, STAGE_ATTENTION_END, layer);
         for (int t = 0; t < rows; t++) notify_attention(o, layer, pos + first + t, s, t);
     }

@@ -135,7 +135,7 @@ static const Flag FLAGS[] = {
       "induction: -m heads' repeat probe as prompt" },
     { "-f", ARG_TEXT, "FILE", 0, 0, 0, PPL, AT(text_file), "required", "the text file to score" },
     { "--ctx", ARG_INT, "N", 1, QKV_MAX_SEQ_LEN, 0, INFO | BENCH, AT(bench.ctx), "context",
-      "FLOPs at N (info); 1..N (bench)" },
+      "FLOPs at N (info); 1..N, log >2048 (bench)" },
     { "--no-cache", ARG_SWITCH, NULL, 0, 0, 0, BENCH, AT(bench.no_cache), "off", "also time recomputing the prefix" },
     { "--repeats", ARG_INT, "N", 1, 1000, 0, BENCH, AT(bench.repeats), "3", "median over N runs" },
     { "--csv", ARG_TEXT, "FILE", 0, 0, 0, BENCH | HEADS, AT(bench.csv_path), "none",

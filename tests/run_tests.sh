@@ -13,11 +13,18 @@ trap 'rm -f "$log"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 mkdir -p build
-if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o build/test_engine tests/test_engine.c tokenizer.c -lm; then
-    echo "FAIL build tests/test_engine.c" | tee -a "$log"
-else
-    ./build/test_engine 2>&1 | tee -a "$log"
-fi
+# c_test NAME [SOURCES]: builds tests/NAME.c (it includes the engine) with
+# tokenizer.c and SOURCES, and runs it.
+c_test() {
+    local name=$1; shift
+    if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o "build/$name" "tests/$name.c" tokenizer.c "$@" -lm; then
+        echo "FAIL build tests/$name.c" | tee -a "$log"
+    else
+        "./build/$name" 2>&1 | tee -a "$log"
+    fi
+}
+c_test test_engine
+c_test test_attention bench.c bench_svg.c roofline.c # attention over blocks of keys (attention.h): every KV type and instruction set
 for t in tests/test_*.sh; do
     bash "$t" 2>&1 | tee -a "$log"
 done

@@ -148,6 +148,31 @@ else
     skip "bench llama2.c legacy checkpoint" "no numpy to make one"
 fi
 
+# ---- a longer context: log-spaced positions past 2048, the crossover, the prefill's memory
+if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
+    $PY export/make_test_models.py --random-legacy "$tmp/long.bin" --dim 32 --hidden 64 --layers 1 --heads 2 \
+        --kv-heads 2 --vocab 64 --seq 3000 >/dev/null; then
+    if bench long "$tmp/long.bin" --ctx 3000; then
+        got=$(awk -F, 'NR > 1 && $1 > 2046 { printf "%s%s", sep, $1; sep = " " }' "$tmp/long.csv")
+        rows=$(awk 'END { print NR - 1 }' "$tmp/long.csv")
+        if [ "$got" = "2047 2048 2233 2435 2656 2896 3000" ] && [ "$rows" = 2053 ]; then
+            ok "bench long: every position to 2048, then 8 log-spaced a doubling, and the last"
+        else fail "bench long: positions" "$rows rows, ending '$got'"; fi
+        check_report long "crossover: the context where attention takes as long as the rest of the step" \
+            "measured, f32 KV cache: (position [0-9]+|not reached by position 3000)" \
+            "q8 KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
+            "prefill memory, 3000 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
+            "attention at position 3000: [0-9.]+ MiB of keys and values"
+        if grep -q "crossover, measured\|predicted from bytes" "$tmp/long.svg"; then ok "bench long: the chart marks the crossover"
+        else fail "bench long: the chart marks the crossover" "no marker"; fi
+        # the progress line is for a terminal only: a file gets plain lines
+        if grep -q $'\r\|\033' "$tmp/long.err"; then fail "bench long: no progress line in a file" "found \\r or ESC"
+        else ok "bench long: no progress line in a file"; fi
+    fi
+else
+    skip "bench long context" "no numpy to make a checkpoint"
+fi
+
 # ---- a bad output path fails at once, before measuring ----------------------
 if [ -f "$MODEL" ]; then
     $RUN "$MODEL" -m bench --csv "$tmp/no/such/dir/x.csv" >"$tmp/bad.out" 2>"$tmp/bad.err"

@@ -1,0 +1,369 @@
+/* attention.h — one layer's attention over the KV cache, a block of keys at
+ * a time, with an online softmax.
+ *
+ * stb-style: the interface everywhere, the implementation where
+ * QKV_ATTENTION_IMPLEMENTATION is defined (model.h's implementation does).
+ *
+ * For a query row q at position p, in one head of size d:
+ *   x_t = q · k_t / √d  for t <= p,    out = Σ_t softmax(x)_t · v_t
+ * The keys are cut into blocks of QKV_KEY_BLOCK at multiples of it: the same
+ * cut for every query, chunk and number of threads. Block b gives a partial
+ * softmax: its own max m_b, e_t = exp(x_t − m_b), l_b = Σ e_t, o_b = Σ e_t v_t.
+ * The partials fold, in block order, into a running (m, l, o) — the online
+ * softmax of FlashAttention:
+ *   M = max(m, m_b),   l ← l·e^(m−M) + l_b·e^(m_b−M),   o ← o·e^(m−M) + o_b·e^(m_b−M)
+ * and out = o / l: softmax(x) · V, with no row of scores longer than a block.
+ * With a window (kv_window.h) the keys are the cache's slots
+ * 0..kv_visible(p)-1, read and cut in slot order: the sinks, then the ring.
+ *
+ * A prompt's rows (forward_tokens, forward_logits) fold each block as soon
+ * as it is made: threads take (head, group of rows), and the n × n scores
+ * are never stored. A decode step has one row: all threads compute its
+ * blocks at once and keep each block's partial, which are then folded in the
+ * same order (flash-decoding), so two threads help even a one-head model.
+ * The same arithmetic in the same order either way: a prompt gives the bits
+ * of token-by-token decoding.
+ *
+ * An observer (trace, tests) needs every score and weight. Then the raw
+ * scores go into its rows instead of a block's scratch, and after the fold
+ * its weights are set to exp(x_t − M) / l: the true softmax, with the final
+ * max and sum the engine used.
+ */
+#ifndef QKV_ATTENTION_H
+#define QKV_ATTENTION_H
+
+#include <stddef.h>
+
+#include "kv_cache.h"
+#include "kv_window.h"
+
+/* Keys per block: a block's keys and values of one head stay in L2 while
+ * a group of queries reads them. */
+#define QKV_KEY_BLOCK 256
+/* Prompt rows that share each block of keys (one small matrix product). */
+#define QKV_QUERY_GROUP 8
+
+typedef struct {
+    int n_heads;             /* query heads; head h reads kv head h / (n_heads / n_kv_heads) */
+    int n, pos;              /* n query rows at positions pos..pos+n-1: row t sees slots
+                                0..kv_visible(pos+t)-1 (positions 0..pos+t without a window) */
+    const float *q;          /* [n, q_stride]: row t's head h at t * q_stride + h * head_size */
+    int q_stride;
+    float *out;              /* [n, out_stride]: the same layout */
+    int out_stride;
+    float *scores, *weights; /* an observer's rows, or NULL for none: row t's head h at
+                                t * observed_stride + h * capacity, slots 0..kv_visible(pos+t)-1 */
+    int observed_stride;
+    float *partials;         /* attention_partials_floats: a decode row's block partials */
+    float *states;           /* attention_states_floats: prompt rows' running softmax */
+} AttentionRows;
+
+/* Floats of the scratch AttentionRows needs, for a KV cache of capacity
+ * positions and up to n_rows rows at a time. */
+size_t attention_partials_floats(int n_heads, int capacity, int head_size);
+size_t attention_states_floats(int n_rows, int n_heads, int head_size);
+
+/* a->out = the attention of a's query rows against layer's cached keys and
+ * values, which already hold those of the rows themselves. */
+void attention_layer(const KVCache *kv, int layer, const AttentionRows *a);
+
+#endif /* QKV_ATTENTION_H */
+
+/* ======================================================================== */
+#ifdef QKV_ATTENTION_IMPLEMENTATION
+#ifndef QKV_ATTENTION_IMPLEMENTED
+#define QKV_ATTENTION_IMPLEMENTED
+
+#include <math.h>
+#include <string.h>
+
+/* A partial (or running) softmax: max, sum, then out[head_size]. */
+#define PARTIAL_FLOATS(head_size) ((size_t)(head_size) + 2)
+
+static int key_blocks(int n_keys) { return (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK; }
+
+size_t attention_partials_floats(int n_heads, int capacity, int head_size) {
+    return (size_t)n_heads * key_blocks(capacity) * PARTIAL_FLOATS(head_size);
+}
+
+size_t attention_states_floats(int n_rows, int n_heads, int head_size) {
+    return (size_t)n_rows * n_heads * 2 * PARTIAL_FLOATS(head_size);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A block's softmax: the max, then e = exp(x − max) and its sum             */
+
+/* exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial
+ * in r, times 2^n. Within 2 ulp for the x <= 0 a softmax gives. Below
+ * EXP_FLUSH the result is 0: e^-64 = 1.6e-28 of the block's largest weight
+ * cannot move a float32 sum (its rounding is 6e-8 of the largest term), and
+ * such weights times values would be subnormal floats, which Intel cores
+ * handle slowly (measured here: a weighted sum of 4,096 value rows of 48
+ * with every weight 1.2e-38 took 33 times as long as with 1e-3 or 0). A NaN
+ * stays NaN, so bad weights still reach the logits' check. */
+#define EXP_FLUSH -64.0f
+#define EXP_LO -87.3365447505f
+#define EXP_HI 88.3762626647f
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693359375f
+#define LN2_LO -2.12194440e-4f
+#define EXP_POLY(fma, r, c)                                                                  \
+    fma(fma(fma(fma(fma(c(1.9875691500e-4f), r, c(1.3981999507e-3f)), r, c(8.3334519073e-3f)), \
+                r, c(4.1665795894e-2f)), r, c(1.6666665459e-1f)), r, c(5.0000001201e-1f))
+
+static inline float scalar_fma(float a, float b, float c) { return a * b + c; }
+static inline float scalar_constant(float c) { return c; }
+
+static float exp_scalar(float x) {
+    if (x != x) return x;
+    if (x < EXP_FLUSH) return 0.0f;
+    x = x > EXP_HI ? EXP_HI : x;
+    float n = floorf(x * LOG2E + 0.5f);
+    float r = x - n * LN2_HI - n * LN2_LO;
+    float y = EXP_POLY(scalar_fma, r, scalar_constant);
+    return ldexpf(y * r * r + r + 1.0f, (int)n);
+}
+
+static float block_max_portable(const float *x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
+/* e[i] = exp(x[i] * scale − max), returns Σ e; e may be x */
+static float block_exp_portable(const float *x, float *e, int n, float scale, float max) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += e[i] = exp_scalar(x[i] * scale - max);
+    return sum;
+}
+
+#ifdef QKV_HAVE_X86_KERNELS
+/* The 16- and 8-lane exp alike (P: the intrinsics' prefix): x clamped, n =
+ * round(x log2e), y = e^r. maxps and minps return their second operand
+ * when either is NaN: x goes second, so a NaN stays NaN. */
+#define EXP_VECTOR(P, x, n, y, ROUND)                                                            \
+    do {                                                                                         \
+        x = P##min_ps(P##set1_ps(EXP_HI), P##max_ps(P##set1_ps(EXP_LO), x));                    \
+        n = P##ROUND(P##mul_ps(x, P##set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
+        __typeof__(x) r = P##fnmadd_ps(n, P##set1_ps(LN2_LO), P##fnmadd_ps(n, P##set1_ps(LN2_HI), x)); \
+        y = EXP_POLY(P##fmadd_ps, r, P##set1_ps);                                                \
+        y = P##fmadd_ps(y, P##mul_ps(r, r), P##add_ps(r, P##set1_ps(1.0f)));                     \
+    } while (0)
+
+TARGET_AVX512 INLINE __m512 exp_512(__m512 x) {
+    __mmask16 flushed = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_FLUSH), _CMP_LT_OQ);
+    __m512 n, y;
+    EXP_VECTOR(_mm512_, x, n, y, roundscale_ps);
+    return _mm512_maskz_mov_ps((__mmask16)~flushed, _mm512_scalef_ps(y, n));
+}
+
+TARGET_AVX2 INLINE __m256 exp_256(__m256 x) {
+    __m256 flushed = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_FLUSH), _CMP_LT_OQ), n, y;
+    EXP_VECTOR(_mm256_, x, n, y, round_ps);
+    __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(flushed, _mm256_mul_ps(y, _mm256_castsi256_ps(two_n)));
+}
+
+TARGET_AVX512 static float block_max_512(const float *x, int n) {
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16) max = _mm512_max_ps(max, _mm512_mask_loadu_ps(max, kv_mask(i, n), x + i));
+    return _mm512_reduce_max_ps(max);
+}
+
+TARGET_AVX512 static float block_exp_512(const float *x, float *e, int n, float scale, float max) {
+    __m512 sum = _mm512_setzero_ps(), s = _mm512_set1_ps(scale), m = _mm512_set1_ps(max);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 lanes = kv_mask(i, n);
+        __m512 v = _mm512_maskz_mov_ps(lanes, exp_512(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(lanes, x + i), s, m)));
+        sum = _mm512_add_ps(sum, v);
+        _mm512_mask_storeu_ps(e + i, lanes, v);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/* Whole vectors of 8, then the last n % 8 by the portable loop */
+TARGET_AVX2 static float block_max_256(const float *x, int n) {
+    __m256 max = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    float lanes[8], m = -INFINITY;
+    for (; i + 8 <= n; i += 8) max = _mm256_max_ps(max, _mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(lanes, max);
+    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+TARGET_AVX2 static float block_exp_256(const float *x, float *e, int n, float scale, float max) {
+    __m256 sum = _mm256_setzero_ps(), s = _mm256_set1_ps(scale), m = _mm256_set1_ps(max);
+    int i = 0;
+    float lanes[8], total = 0.0f;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = exp_256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), s, m));
+        sum = _mm256_add_ps(sum, v);
+        _mm256_storeu_ps(e + i, v);
+    }
+    _mm256_storeu_ps(lanes, sum);
+    for (int l = 0; l < 8; l++) total += lanes[l];
+    return total + block_exp_portable(x + i, e + i, n - i, scale, max);
+}
+#endif
+
+typedef struct {
+    float (*max)(const float *x, int n);
+    float (*exp)(const float *x, float *e, int n, float scale, float max);
+} BlockSoftmax;
+
+static BlockSoftmax block_softmax(Isa isa) {
+#ifdef QKV_HAVE_X86_KERNELS
+    if (isa >= ISA_AVX512) return (BlockSoftmax){ block_max_512, block_exp_512 };
+    if (isa >= ISA_AVX2) return (BlockSoftmax){ block_max_256, block_exp_256 };
+#endif
+    return (BlockSoftmax){ block_max_portable, block_exp_portable };
+}
+
+/* ------------------------------------------------------------------------ */
+/* Partials and their fold                                                   */
+
+/* The partial softmax p = {max, sum, out[head_size]} of one query over n
+ * keys of a block: scores[n] are its raw q·k, values the block's first
+ * value row; e[n] receives exp(x − max) (e may be scores). */
+static void block_partial(const KVCache *kv, const BlockSoftmax *sm, const float *scores, float *e, int n,
+                          const unsigned char *values, float scale, float *p) {
+    p[0] = sm->max(scores, n) * scale; /* scale > 0: the max of the scaled scores */
+    p[1] = sm->exp(scores, e, n, scale, p[0]);
+    kv_weighted_sum(kv, values, e, n, p + 2);
+}
+
+/* state <- state ⊕ p: the online softmax's step (the first block is copied) */
+static void fold(float *state, const float *p, int head_size, int first) {
+    if (first) {
+        memcpy(state, p, PARTIAL_FLOATS(head_size) * sizeof(float));
+        return;
+    }
+    float max = p[0] > state[0] ? p[0] : state[0];
+    float old = expf(state[0] - max), new = expf(p[0] - max);
+    state[0] = max;
+    state[1] = state[1] * old + p[1] * new;
+    for (int i = 0; i < head_size; i++) state[2 + i] = state[2 + i] * old + p[2 + i] * new;
+}
+
+/* out = o / l; an observer's weights row = the true softmax exp(x − M) / l */
+static void finish(const BlockSoftmax *sm, const float *state, float *out, int head_size, const float *scores,
+                   float *weights, int n_keys, float scale) {
+    float inverse = 1.0f / state[1];
+    for (int i = 0; i < head_size; i++) out[i] = state[2 + i] * inverse;
+    if (!weights) return;
+    sm->exp(scores, weights, n_keys, scale, state[0]);
+    for (int t = 0; t < n_keys; t++) weights[t] *= inverse;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The two ways through a layer                                              */
+
+typedef struct {
+    const KVCache *kv;
+    const AttentionRows *a;
+    BlockSoftmax softmax;
+    int layer, heads_per_kv, head_size;
+    float scale;
+} LayerPass;
+
+static const unsigned char *head_keys(const LayerPass *l, int h, int key) {
+    return kv_keys(l->kv, l->layer, h / l->heads_per_kv) + (size_t)key * l->kv->row_bytes;
+}
+
+static const unsigned char *head_values(const LayerPass *l, int h, int key) {
+    return kv_values(l->kv, l->layer, h / l->heads_per_kv) + (size_t)key * l->kv->row_bytes;
+}
+
+/* An observer's row of row t, head h (scores or weights), or NULL */
+static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
+    return rows ? rows + (size_t)t * l->a->observed_stride + (size_t)h * l->kv->capacity : NULL;
+}
+
+/* One decode row: (head, block) tasks on every thread, each leaving its
+ * partial; then each head's partials are folded in block order. */
+static void decode_row(const LayerPass *l) {
+    const AttentionRows *a = l->a;
+    int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys);
+    int tasks = a->n_heads * blocks, task, h;
+    size_t stride = PARTIAL_FLOATS(hs);
+    long work = (long)a->n_heads * n_keys * hs;
+    (void)work; /* read only by OpenMP's if clause */
+#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
+    for (task = 0; task < tasks; task++) {
+        int head = task / blocks, first = task % blocks * QKV_KEY_BLOCK;
+        int n = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
+        float tile[QKV_KEY_BLOCK], *scores = tile, *e = tile;
+        if (a->scores) {
+            scores = observed_row(l, a->scores, 0, head) + first;
+            e = observed_row(l, a->weights, 0, head) + first;
+        }
+        kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, a->q_stride, n, scores, n);
+        block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
+                      a->partials + (size_t)task * stride);
+    }
+    /* the fold is a few multiply-adds per block: one thread, and no second
+     * meeting of the threads (on a busy machine each one can cost a time slice) */
+    for (h = 0; h < a->n_heads; h++) {
+        float *state = a->partials + (size_t)h * blocks * stride;
+        for (int b = 1; b < blocks; b++) fold(state, state + (size_t)b * stride, hs, 0);
+        finish(&l->softmax, state, a->out + (size_t)h * hs, hs, observed_row(l, a->scores, 0, h),
+               observed_row(l, a->weights, 0, h), n_keys, l->scale);
+    }
+}
+
+/* Rows t0..t1-1 of one head: each block of keys once for the group (the
+ * scores of its rows are one product), each row folding it at once. */
+static void prompt_group(const LayerPass *l, int h, int t0, int t1, float *tile) {
+    const AttentionRows *a = l->a;
+    /* keys the group's last row sees; a chunk of n > 1 rows never passes the
+     * cache's capacity (forward_tokens), so row t sees slots 0..pos+t */
+    int hs = l->head_size, last_keys = kv_visible(l->kv, a->pos + t1 - 1);
+    size_t stride = 2 * PARTIAL_FLOATS(hs);
+    for (int first = 0; first < last_keys; first += QKV_KEY_BLOCK) {
+        int row0 = first - a->pos > t0 ? first - a->pos : t0; /* the group's rows that see key first */
+        int n = last_keys - first < QKV_KEY_BLOCK ? last_keys - first : QKV_KEY_BLOCK;
+        float *scores = a->scores ? observed_row(l, a->scores, row0, h) + first : tile;
+        int scores_stride = a->scores ? a->observed_stride : QKV_KEY_BLOCK;
+        kv_scores(l->kv, head_keys(l, h, first), a->q + (size_t)row0 * a->q_stride + (size_t)h * hs, t1 - row0,
+                  a->q_stride, n, scores, scores_stride);
+        for (int t = row0; t < t1; t++) {
+            int seen = kv_visible(l->kv, a->pos + t) - first, visible = seen < n ? seen : n;
+            float *row_scores = scores + (size_t)(t - row0) * scores_stride;
+            float *e = a->weights ? observed_row(l, a->weights, t, h) + first : row_scores;
+            float *state = a->states + ((size_t)t * a->n_heads + h) * stride;
+            block_partial(l->kv, &l->softmax, row_scores, e, visible, head_values(l, h, first), l->scale,
+                          state + PARTIAL_FLOATS(hs));
+            fold(state, state + PARTIAL_FLOATS(hs), hs, first == 0);
+        }
+    }
+    for (int t = t0; t < t1; t++)
+        finish(&l->softmax, a->states + ((size_t)t * a->n_heads + h) * stride,
+               a->out + (size_t)t * a->out_stride + (size_t)h * hs, hs, observed_row(l, a->scores, t, h),
+               observed_row(l, a->weights, t, h), kv_visible(l->kv, a->pos + t), l->scale);
+}
+
+/* A prompt's rows: (head, group of rows) tasks. */
+static void prompt_rows(const LayerPass *l) {
+    const AttentionRows *a = l->a;
+    int groups = (a->n + QKV_QUERY_GROUP - 1) / QKV_QUERY_GROUP, tasks = a->n_heads * groups, task;
+    long work = (long)a->n_heads * (a->pos + a->n) * l->head_size * a->n;
+    (void)work;
+#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
+    for (task = 0; task < tasks; task++) {
+        float tile[QKV_QUERY_GROUP * QKV_KEY_BLOCK];
+        int g = task % groups, t0 = g * QKV_QUERY_GROUP;
+        prompt_group(l, task / groups, t0, a->n - t0 < QKV_QUERY_GROUP ? a->n : t0 + QKV_QUERY_GROUP, tile);
+    }
+}
+
+void attention_layer(const KVCache *kv, int layer, const AttentionRows *a) {
+    LayerPass l = { kv, a, block_softmax(kv->isa), layer, a->n_heads / kv->n_kv_heads, kv->head_size,
+                    1.0f / sqrtf((float)kv->head_size) };
+    if (a->n == 1) decode_row(&l);
+    else prompt_rows(&l);
+}
+
+#endif /* QKV_ATTENTION_IMPLEMENTED */
+#endif /* QKV_ATTENTION_IMPLEMENTATION */

@@ -1,0 +1,84 @@
+/* bench_internal.h — what bench.c (measuring, the text report, the CSV) and
+ * bench_svg.c (the chart, and the series it derives from the curve) share. */
+#ifndef QKV_BENCH_INTERNAL_H
+#define QKV_BENCH_INTERNAL_H
+
+#include <stdio.h>
+
+#include "bench.h"
+#include "roofline.h"
+
+/* A curve: median latency at a list of positions. */
+typedef struct {
+    int n;
+    int *positions;       /* [n], 1-based, ascending */
+    double *total_ms;     /* [n] median over repeats */
+    double *attention_ms; /* [n] median over repeats */
+    double spread;        /* median over positions of (max - min) / median of
+                             the total: how noisy the machine was */
+    size_t *rss;          /* resident bytes at positions rss_every, 2*rss_every, ...
+                             (first run), or NULL */
+    int rss_every;
+} Curve;
+
+typedef struct {
+    double intercept, slope; /* y = intercept + slope * x */
+} LineFit;
+
+typedef struct {
+    const Model *model;
+    const BenchOptions *options;
+    int ctx;                 /* positions measured: 1..ctx */
+    int repeats;
+    Curve cached;            /* positions 1..ctx with the KV cache (past 2048 log-spaced, but
+                                every one with a window) */
+    Curve recomputed;        /* prefix recomputed: the log positions with
+                                --no-cache, else only the prefill lengths */
+    Curve full;              /* with --window: the full cache over 1..min(ctx, seq_len), beside it */
+    int fit_from, fit_count; /* the fits are over the fit_count positions measured in fit_from..ctx */
+    LineFit total_fit;       /* cached total_ms against position */
+    LineFit attention_fit;   /* cached attention_ms against position */
+    double small_flop_rate;  /* FLOP/s over the first SMALL_CONTEXT positions */
+    Roofline roofline;       /* what the machine can do at most */
+    size_t peak_rss;         /* peak resident bytes of the measuring, before the probes' buffer */
+    double crossover;        /* the position where attention takes as long as the rest of the step
+                                (its share's running median reaches 50%), or 0 if not within 1..ctx */
+    double last_attention_ms, last_share; /* attention at ctx (running median) and its share of the step */
+    Roofline kv_roofline;    /* the read bandwidth over the bytes of keys and values at ctx */
+    int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
+    long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
+} Bench;
+
+/* A vertical line at a position across a panel: the crossover, measured
+ * (solid) or predicted from bytes (dashed). */
+typedef struct {
+    double x;
+    const char *label;
+    int dashed;
+} Marker;
+
+/* Per-position series of the cached curve derived for the chart: the raw
+ * ones and their running medians. */
+typedef struct {
+    double *block;                         /* one allocation for all below */
+    double *other_ms, *time_share, *flop_share; /* shares in percent */
+    double *total_smooth, *attention_smooth, *other_smooth, *share_smooth;
+    double *full_smooth;                   /* the full cache beside a window */
+    Marker crossover[2];                   /* measured, predicted from bytes */
+    char labels[2][48];
+} Derived;
+
+/* bench.c */
+double median(double *v, int n); /* sorts v */
+const char *base_name(const char *path);
+int slope_unit(int ctx);
+double attention_flops(const Bench *b, int position);
+double other_flops(const Config *c);
+double predicted_crossover(const Bench *b, KVType type);
+
+/* bench_svg.c */
+int derive(const Bench *b, Derived *d); /* -1 when out of memory */
+void find_crossover(Bench *b, Derived *d);
+int write_svg(const Bench *b, const Derived *d, FILE *f);
+
+#endif

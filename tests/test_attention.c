@@ -1,0 +1,341 @@
+/* test_attention.c — attention over blocks of keys (attention.h) against
+ * independent oracles: float64 attention over the rows the KV cache stores,
+ * the plain one-row softmax, position-by-position decoding, and the resident
+ * memory of a long prefill measured by the kernel (/proc/self/status, read
+ * by the bench's bench_prefill_growth_kb).
+ * Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" per check. */
+#define QKV_MODEL_IMPLEMENTATION
+#include "../model.h"
+#include "../bench.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* clang says AddressSanitizer by __has_feature, gcc by __SANITIZE_ADDRESS__ */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QKV_CLANG_ASAN 1
+#endif
+#endif
+#ifndef QKV_CLANG_ASAN
+#define QKV_CLANG_ASAN 0
+#endif
+
+static int failures = 0;
+
+static void report(int ok, const char *name, const char *fmt, ...) {
+    if (ok) {
+        printf("ok %s\n", name);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL %s: ", name);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures++;
+}
+
+static uint32_t lcg = 2024;
+static float uniform(float lo, float hi) {
+    lcg = lcg * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (float)(lcg >> 8) / 16777216.0f;
+}
+
+/* The shape of the attention under test: GQA (two query heads a kv head),
+ * a head size that is not a whole number of vectors, keys over several
+ * blocks with the last one partial. */
+enum { HEADS = 4, KV_HEADS = 2, HS = 40, KEYS = 3 * QKV_KEY_BLOCK + 77, ROWS = 32 };
+
+typedef struct {
+    KVCache kv;
+    float *q;        /* [ROWS, HEADS * HS] */
+    float *keys;     /* [KEYS, KV_HEADS * HS] as given to the cache */
+    float *values;
+    float *partials, *states;
+} Fixture;
+
+static void fixture_init(Fixture *f, KVType type, Isa isa) {
+    kv_cache_init(&f->kv, type, 1, KV_HEADS, KEYS, HS);
+    f->kv.isa = isa;
+    f->kv.f32_kernel = kernel_for(WEIGHT_F32, isa);
+    f->kv.f16_kernel = kernel_for(WEIGHT_F16, isa);
+    f->q = malloc(sizeof(float) * ROWS * HEADS * HS);
+    f->keys = malloc(sizeof(float) * KEYS * KV_HEADS * HS);
+    f->values = malloc(sizeof(float) * KEYS * KV_HEADS * HS);
+    lcg = 2024;
+    for (int i = 0; i < ROWS * HEADS * HS; i++) f->q[i] = uniform(-1, 1);
+    for (int i = 0; i < KEYS * KV_HEADS * HS; i++) {
+        f->keys[i] = uniform(-1, 1);
+        f->values[i] = uniform(-1, 1);
+    }
+    for (int t = 0; t < KEYS; t++)
+        kv_cache_store(&f->kv, 0, t, f->keys + (size_t)t * KV_HEADS * HS, f->values + (size_t)t * KV_HEADS * HS);
+    f->partials = malloc(sizeof(float) * attention_partials_floats(HEADS, KEYS, HS));
+    f->states = malloc(sizeof(float) * attention_states_floats(ROWS, HEADS, HS));
+}
+
+static void fixture_free(Fixture *f) {
+    kv_cache_free(&f->kv);
+    free(f->q); free(f->keys); free(f->values); free(f->partials); free(f->states);
+}
+
+/* Rows n at positions pos.. of the fixture's queries (from row first) into
+ * out [n, HEADS * HS]; observer rows when scores is not NULL. */
+static void run_rows(Fixture *f, int first, int n, int pos, float *out, float *scores, float *weights) {
+    AttentionRows a = { .n_heads = HEADS, .n = n, .pos = pos, .q = f->q + (size_t)first * HEADS * HS,
+                        .q_stride = HEADS * HS, .out = out, .out_stride = HEADS * HS, .scores = scores,
+                        .weights = weights, .observed_stride = HEADS * KEYS, .partials = f->partials,
+                        .states = f->states };
+    attention_layer(&f->kv, 0, &a);
+}
+
+/* float64 attention of query q (head h) over keys 0..n-1; rows from the
+ * cache as stored (stored = 1) or as given (stored = 0). Returns the scale
+ * of the sums, max_i Σ_t p_t |v_t,i|: what float32 rounding is relative to
+ * (random values cancel, so |out| itself can be far smaller). */
+static double reference(const Fixture *f, const float *q, int h, int n, int stored, double *out) {
+    int kvh = h / (HEADS / KV_HEADS);
+    double *x = malloc(sizeof(double) * n), max = -INFINITY, sum = 0, magnitude[HS], scale = 0;
+    float key[HS], value[HS];
+    for (int i = 0; i < HS; i++) out[i] = magnitude[i] = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int t = 0; t < n; t++) {
+            if (stored) {
+                kv_row_to_float(&f->kv, kv_keys(&f->kv, 0, kvh) + t * f->kv.row_bytes, key);
+                kv_row_to_float(&f->kv, kv_values(&f->kv, 0, kvh) + t * f->kv.row_bytes, value);
+            } else {
+                memcpy(key, f->keys + ((size_t)t * KV_HEADS + kvh) * HS, sizeof key);
+                memcpy(value, f->values + ((size_t)t * KV_HEADS + kvh) * HS, sizeof value);
+            }
+            if (pass == 0) {
+                x[t] = 0;
+                for (int i = 0; i < HS; i++) x[t] += (double)q[i] * key[i];
+                x[t] /= sqrt(HS);
+                max = fmax(max, x[t]);
+                continue;
+            }
+            double e = exp(x[t] - max);
+            sum += e;
+            for (int i = 0; i < HS; i++) {
+                out[i] += e * value[i];
+                magnitude[i] += e * fabs(value[i]);
+            }
+        }
+    for (int i = 0; i < HS; i++) {
+        out[i] /= sum;
+        scale = fmax(scale, magnitude[i] / sum);
+    }
+    free(x);
+    return scale;
+}
+
+/* The plain form: the whole row of scores, softmax (libm's expf), the
+ * weighted sum — model.h's attention_head, through a KV cache of any type. */
+static void one_block(const Fixture *f, const float *q, int h, int n, float *out) {
+    int kvh = h / (HEADS / KV_HEADS);
+    float *w = malloc(sizeof(float) * n);
+    kv_scores(&f->kv, kv_keys(&f->kv, 0, kvh), q, 1, HS, n, w, n);
+    for (int t = 0; t < n; t++) w[t] *= 1.0f / sqrtf((float)HS);
+    softmax(w, n);
+    kv_weighted_sum(&f->kv, kv_values(&f->kv, 0, kvh), w, n, out);
+    free(w);
+}
+
+/* max |a - b| over n, relative to scale */
+static double relative_error(const float *a, const double *b, int n, double scale) {
+    double worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]));
+    return worst / scale;
+}
+
+static double relative_error_f(const float *a, const float *b, int n, double scale) {
+    double d[HS];
+    for (int i = 0; i < n; i++) d[i] = b[i];
+    return relative_error(a, d, n, scale);
+}
+
+/* The scale of head h's sums for the query q over n keys (see reference) */
+static double sum_scale(const Fixture *f, const float *q, int h, int n) {
+    double out[HS];
+    return reference(f, q, h, n, 1, out);
+}
+
+/* Errors are relative to the scale of the sums (see reference). Against
+ * float64 over the rows as stored only float32 arithmetic is left: 1e-6.
+ * Against the rows as given, the storage's rounding moves scores and values
+ * by up to one step: float16's 2^-11 relative (5e-4), int8's 1/127 of the
+ * row's largest element, whose half-step is 4e-3 of it (5e-3 with margin). */
+static const double GIVEN_TOLERANCE[KV_TYPE_COUNT] = { 1e-6, 5e-4, 5e-3 };
+#define STORED_TOLERANCE 1e-6
+#define SAME_TOLERANCE 1e-6
+
+/* Decode (one row, split over blocks) of every head against float64. */
+static void test_against_float64(KVType type, Isa isa) {
+    Fixture f;
+    fixture_init(&f, type, isa);
+    float out[HEADS * HS];
+    double ref[HS], stored = 0, given = 0;
+    run_rows(&f, 0, 1, KEYS - 1, out, NULL, NULL);
+    for (int h = 0; h < HEADS; h++) {
+        double scale = reference(&f, f.q + h * HS, h, KEYS, 1, ref);
+        stored = fmax(stored, relative_error(out + h * HS, ref, HS, scale));
+        scale = reference(&f, f.q + h * HS, h, KEYS, 0, ref);
+        given = fmax(given, relative_error(out + h * HS, ref, HS, scale));
+    }
+    char name[256];
+    snprintf(name, sizeof name, "attention, %s KV cache, %s: %d keys in blocks of %d within %g of float64 over the "
+             "stored rows, %g over the rows given", kv_type_name(type), isa_name(isa), KEYS, QKV_KEY_BLOCK,
+             STORED_TOLERANCE, GIVEN_TOLERANCE[type]);
+    report(stored <= STORED_TOLERANCE && given <= GIVEN_TOLERANCE[type], name, "errors %.3g (stored), %.3g (given)",
+           stored, given);
+    fixture_free(&f);
+}
+
+/* Split-key decode equals one-block attention; two threads give one's bits. */
+static void test_split_equals_one_block(KVType type, Isa isa) {
+    Fixture f;
+    fixture_init(&f, type, isa);
+    float one[HEADS * HS], two[HEADS * HS], whole[HEADS * HS];
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    run_rows(&f, 0, 1, KEYS - 1, one, NULL, NULL);
+    omp_set_num_threads(2);
+    run_rows(&f, 0, 1, KEYS - 1, two, NULL, NULL);
+    omp_set_num_threads(threads);
+    double err = 0;
+    for (int h = 0; h < HEADS; h++) {
+        one_block(&f, f.q + h * HS, h, KEYS, whole + h * HS);
+        err = fmax(err, relative_error_f(one + h * HS, whole + h * HS, HS, sum_scale(&f, f.q + h * HS, h, KEYS)));
+    }
+    char name[256];
+    snprintf(name, sizeof name, "attention, %s KV cache, %s: split over %d blocks within %g of one block (a whole "
+             "row's softmax); 2 threads give 1 thread's bits", kv_type_name(type), isa_name(isa),
+             (KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, SAME_TOLERANCE);
+    report(err <= SAME_TOLERANCE && memcmp(one, two, sizeof one) == 0, name, "error %.3g; threads %s", err,
+           memcmp(one, two, sizeof one) ? "differ" : "agree");
+    fixture_free(&f);
+}
+
+/* A prompt's rows folded block by block against the same rows one position
+ * at a time: the same bits, within 1e-6 of the whole-row softmax, and an
+ * observer changes nothing but receives every score and the true softmax. */
+static void test_prompt_rows(KVType type, Isa isa) {
+    Fixture f;
+    fixture_init(&f, type, isa);
+    int pos = QKV_KEY_BLOCK - ROWS / 2; /* the rows' last keys cross a block boundary */
+    static float tiled[ROWS * HEADS * HS], stepped[ROWS * HEADS * HS], observed[ROWS * HEADS * HS];
+    float whole[HS];
+    float *scores = calloc((size_t)ROWS * HEADS * KEYS, sizeof(float));
+    float *weights = calloc((size_t)ROWS * HEADS * KEYS, sizeof(float));
+    run_rows(&f, 0, ROWS, pos, tiled, NULL, NULL);
+    for (int t = 0; t < ROWS; t++) run_rows(&f, t, 1, pos + t, stepped + t * HEADS * HS, NULL, NULL);
+    run_rows(&f, 0, ROWS, pos, observed, scores, weights);
+    double err = 0, score_err = 0, weight_err = 0;
+    for (int t = 0; t < ROWS; t++)
+        for (int h = 0; h < HEADS; h++) {
+            const float *q = f.q + ((size_t)t * HEADS + h) * HS;
+            int n = pos + t + 1, kvh = h / (HEADS / KV_HEADS);
+            one_block(&f, q, h, n, whole);
+            err = fmax(err, relative_error_f(tiled + (t * HEADS + h) * HS, whole, HS, sum_scale(&f, q, h, n)));
+            const float *s = scores + ((size_t)t * HEADS + h) * KEYS, *w = weights + ((size_t)t * HEADS + h) * KEYS;
+            float *want = malloc(sizeof(float) * n);
+            kv_scores(&f.kv, kv_keys(&f.kv, 0, kvh), q, 1, HS, n, want, n);
+            double max = -INFINITY, sum = 0;
+            for (int k = 0; k < n; k++) {
+                score_err = fmax(score_err, fabs(s[k] - want[k]));
+                max = fmax(max, want[k] / sqrt(HS));
+            }
+            for (int k = 0; k < n; k++) sum += exp(want[k] / sqrt(HS) - max);
+            for (int k = 0; k < n; k++) weight_err = fmax(weight_err, fabs(w[k] - exp(want[k] / sqrt(HS) - max) / sum));
+            free(want);
+        }
+    char name[256];
+    snprintf(name, sizeof name, "attention, %s KV cache, %s: %d prompt rows folded block by block give the bits "
+             "of one position at a time, within %g of the whole-row softmax", kv_type_name(type), isa_name(isa),
+             ROWS, SAME_TOLERANCE);
+    report(memcmp(tiled, stepped, sizeof tiled) == 0 && err <= SAME_TOLERANCE, name, "bits %s, error %.3g",
+           memcmp(tiled, stepped, sizeof tiled) ? "differ" : "agree", err);
+    snprintf(name, sizeof name, "attention, %s KV cache, %s: observed, the same output; the observer gets every "
+             "score (exact) and weight (within %g of float64's softmax of them)", kv_type_name(type), isa_name(isa),
+             SAME_TOLERANCE);
+    report(memcmp(tiled, observed, sizeof tiled) == 0 && score_err == 0 && weight_err <= SAME_TOLERANCE, name,
+           "output %s, score error %.3g, weight error %.3g", memcmp(tiled, observed, sizeof tiled) ? "differs" : "same",
+           score_err, weight_err);
+    free(scores);
+    free(weights);
+    fixture_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resident memory of a long prefill                                         */
+
+/* A llama2.c legacy checkpoint in memory: random weights, the given shape. */
+static unsigned char *legacy_checkpoint(int dim, int hidden, int layers, int heads, int vocab, int seq, size_t *size) {
+    int hs = dim / heads;
+    size_t floats = (size_t)vocab * dim + (size_t)layers * (2 * dim + 4 * (size_t)dim * dim + 3 * (size_t)dim * hidden) +
+                    dim + (size_t)seq * hs;
+    *size = 28 + floats * sizeof(float);
+    unsigned char *buf = malloc(*size);
+    int32_t header[7] = { dim, hidden, layers, heads, heads, vocab, seq };
+    memcpy(buf, header, sizeof header);
+    float *w = (float *)(buf + 28);
+    lcg = 7;
+    for (size_t i = 0; i < floats; i++) w[i] = uniform(-0.1f, 0.1f);
+    return buf;
+}
+
+/* An 8k-token prefill without an observer keeps no row of scores: its
+ * resident memory grows by the KV cache it fills and less than 2 MiB more.
+ * The same prefill observed (it keeps each chunk's score and weight rows)
+ * grows by at least 3/4 of those rows more: the measure sees them. */
+static void test_prefill_memory(void) {
+    enum { N = 8192 };
+#if defined(__SANITIZE_ADDRESS__) || QKV_CLANG_ASAN
+    printf("skip prefill memory: AddressSanitizer's shadow memory and quarantine are resident too\n");
+    return;
+#endif
+    size_t size;
+    unsigned char *buf = legacy_checkpoint(64, 128, 2, 4, 256, N, &size);
+    Model m;
+    char err[256];
+    if (model_load_memory(&m, buf, size, err, sizeof err)) {
+        report(0, "prefill memory: the checkpoint loads", "%s", err);
+        free(buf);
+        return;
+    }
+    const Config *c = &m.config;
+    long kv_kb = (long)(kv_cache_bytes_per_token(c) * N / 1024);
+    long rows_kb = (long)((size_t)QKV_CHUNK * c->n_heads * N * 2 * sizeof(float) / 1024);
+    long tiled = bench_prefill_growth_kb(&m, N, KV_F32, 0), observed = bench_prefill_growth_kb(&m, N, KV_F32, 1);
+    char name[256];
+    if (tiled < 0 || observed < 0) {
+        printf("skip prefill memory: /proc/self/clear_refs or /proc/self/status unavailable\n");
+    } else {
+        snprintf(name, sizeof name, "prefill of %d tokens without an observer: resident memory grows %ld kB, within "
+                 "the KV cache (%ld kB) + 2048 kB", N, tiled, kv_kb);
+        report(tiled <= kv_kb + 2048, name, "grew %ld kB", tiled);
+        snprintf(name, sizeof name, "the same prefill observed grows %ld kB: at least the KV cache + 3/4 of the "
+                 "score and weight rows (%ld kB)", observed, rows_kb);
+        report(observed >= kv_kb + rows_kb * 3 / 4, name, "grew %ld kB", observed);
+    }
+    model_free(&m);
+    free(buf);
+}
+
+int main(void) {
+    Isa widest = isa_available() < ISA_AVX512 ? isa_available() : ISA_AVX512; /* VNNI adds nothing here */
+    for (int isa = 0; isa <= (int)widest; isa++)
+        for (int type = 0; type < KV_TYPE_COUNT; type++) {
+            test_against_float64((KVType)type, (Isa)isa);
+            test_split_equals_one_block((KVType)type, (Isa)isa);
+            test_prompt_rows((KVType)type, (Isa)isa);
+        }
+    test_prefill_memory();
+    return failures ? 1 : 0;
+}
