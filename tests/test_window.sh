@@ -55,6 +55,12 @@ expect_usage "--recompute without --window" "--recompute needs --window" $MODEL 
 expect_usage "--recompute in generate" "--recompute is not used by -m generate" $MODEL --window 8 --recompute
 expect_usage "--window in info" "--window is not used by -m info" $MODEL -m info --window 8
 expect_usage "--no-cache with --window" "not with --window" $MODEL -m bench --window 8 --no-cache
+# learned positions (GPT-2) end at the context: a window has nothing to give past it
+if [ -r models/shakespeare.bin ]; then
+    expect_usage "--window with a GPT-2 model" "needs rotary positions" models/shakespeare.bin --window 64 -n 200
+    expect_usage "--window in ppl with a GPT-2 model" "needs rotary positions" models/shakespeare.bin -m ppl \
+        -f tests/data/grammar-sample.txt --window 64
+else echo "skip --window with a GPT-2 model: models/shakespeare.bin is missing"; fi
 
 # ---- past the context, and the trace's sinks --------------------------------
 $RUN $MODEL -t 0.9 -s 3 -n 320 --window 16 --sinks 2 -i "the" --trace-json "$tmp/long.json" \
