@@ -66,8 +66,15 @@ static int in_block(const int *block, int n, int id) {
     return 0;
 }
 
+/* The token a probe starts from: BOS; a GPT-2 vocabulary's <|endoftext|>
+ * (its EOS) when there is no BOS; else id 0 (a nanoGPT character model's
+ * smallest character, "\n" in its Shakespeare, where its sample.py starts). */
+static int probe_start(const Config *c) {
+    return c->bos_id >= 0 ? c->bos_id : c->eos_id >= 0 ? c->eos_id : 0;
+}
+
 void heads_repeat_probe(int *out, const Config *c, int block_len, uint64_t *rng) {
-    out[0] = c->bos_id;
+    out[0] = probe_start(c);
     int *block = out + 1;
     for (int i = 0; i < block_len; i++) {
         int id;
@@ -159,7 +166,7 @@ static double token_loss(const float *logits, int n, int target) {
 static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *probs, int *tokens,
                           int len, const ForwardObserver *obs) {
     const Config *c = &m->config;
-    tokens[0] = c->bos_id;
+    tokens[0] = probe_start(c);
     for (int pos = 0; pos < len; pos++) {
         float *logits = forward(m, s, tokens[pos], pos, obs);
         if (pos + 1 == len) break;

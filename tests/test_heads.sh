@@ -105,3 +105,17 @@ expect 2 "--json outside -m heads" tests/data/gqa.qkv --json x.json
 expect 2 "--probe with an unknown kind" tests/data/gqa.qkv --probe previous --html x.html
 expect 2 "--probe with -i" tests/data/gqa.qkv --probe induction -i "the cat"
 expect 1 "-m heads --json to a missing directory" tests/data/gqa.qkv -m heads --json /nonexistent/dir/h.json
+
+# A model without BOS (nanoGPT's characters: bos_id -1): the probes start from
+# its id 0 ("\n"), never from -1, which is no token (under AddressSanitizer in
+# CI a read before the embedding table would stop the run)
+if [ -r models/shakespeare.bin ]; then
+    if $RUN models/shakespeare.bin -m heads --probes 2 --json "$tmp/shk.json" >/dev/null 2>"$tmp/err" &&
+        python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+starts = {p[0] for p in d['text_probes'] + d['repeat_probes']}
+sys.exit(0 if starts == {0} else 1)" "$tmp/shk.json" 2>/dev/null
+    then ok "-m heads on a character model without BOS: every probe starts from id 0 (\"\\n\")"
+    else fail "-m heads without BOS" "$(head -c 200 "$tmp/err")"; fi
+else echo "skip -m heads without BOS: models/shakespeare.bin is missing"; fi
