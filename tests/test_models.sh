@@ -83,3 +83,32 @@ if [ -r ../shared/data/tinystories-v1-cased.txt ]; then
 else
     echo "skip ppl of models/stories.bin: ../shared/data is absent"
 fi
+
+# ---- the README's story samples come from the shipped model ---------------
+# Each "$ ./run ..." line of the block after "Samples from `stories.bin`" is
+# run again; the lines below it must be what it prints (greedy and seeded
+# sampling are deterministic, whatever the thread count).
+if command -v python3 >/dev/null && [ -r models/stories.bin ]; then
+    if python3 - "$RUN" >"$tmp/samples" 2>&1 <<'PY'
+import re, shlex, subprocess, sys
+run = sys.argv[1]
+text = open("README.md", encoding="utf-8").read()
+block = text.split("Samples from `stories.bin`", 1)[1].split("```", 2)[1]
+commands = re.split(r"^\$ ", block.strip("\n"), flags=re.M)[1:]
+bad = 0
+for c in commands:
+    line, _, shown = c.partition("\n")
+    argv = shlex.split(line)
+    argv[0] = run
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
+    want = [l.rstrip() for l in shown.strip("\n").splitlines()]
+    got = [l.rstrip() for l in out.strip("\n").splitlines()]
+    if want != got:
+        bad += 1
+        print("differs: %s" % line)
+print("%d commands, %d differ" % (len(commands), bad))
+sys.exit(1 if bad or len(commands) < 2 else 0)
+PY
+    then ok "README's stories.bin samples are what their commands print ($(tail -n 1 "$tmp/samples"))"
+    else fail "README's stories.bin samples" "$(head -n 3 "$tmp/samples")"; fi
+else echo "skip README's stories.bin samples: python3 or models/stories.bin is missing"; fi
