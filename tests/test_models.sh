@@ -51,13 +51,14 @@ else
 fi
 
 # ---- perplexity mode against PyTorch ----------------------------------------
-# check_ppl MODEL TEXT GOLDEN: mean nats/token within 1e-3 of PyTorch's
+# check_ppl MODEL TEXT GOLDEN [TOLERANCE]: mean nats/token within 1e-3 (or
+# TOLERANCE) of PyTorch's
 check_ppl() {
-    local model=$1 text=$2 golden=$3
+    local model=$1 text=$2 golden=$3 tolerance=${4:-1e-3}
     local want got
     want=$(grep -v '^#' "$golden" | head -n 1)
     got=$($RUN "$model" -m ppl -f "$text" 2>/dev/null | awk '/nats\/token/ {print $2}')
-    if [ -n "$got" ] && awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'; then
+    if [ -n "$got" ] && awk -v a="$got" -v b="$want" -v t="$tolerance" 'BEGIN { d = a - b; exit !(d < t && d > -t) }'; then
         ok "ppl of $model on $(basename "$text"): $got nats/token, PyTorch $want"
     else fail "ppl of $model" "engine '$got', PyTorch '$want'"; fi
 }
@@ -79,7 +80,11 @@ else echo "skip ppl progress bar: script(1) is missing"; fi
 if [ -r ../shared/data/tinystories-v1-cased.txt ]; then
     # story 0 of the original mix: held out from training
     printf '%s' "$(awk '/^<\|endoftext\|>$/ {exit} {print}' ../shared/data/tinystories-v1-cased.txt)" >"$tmp/story0.txt"
-    check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt
+    # Q8_0 with int8 activations: a value near a rounding boundary rounds either
+    # way with each kernel's summation order, which moves one 140-token story's
+    # mean by up to 1.5e-3 (AVX2 against AVX-512 VNNI; over the 26,710 held-out
+    # tokens the paths agree within 6e-5): 5e-3 here
+    check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt 5e-3
 else
     echo "skip ppl of models/stories.bin: ../shared/data is absent"
 fi
