@@ -656,6 +656,36 @@ static void pick_kernels(Model *m, Isa isa) {
     }
 }
 
+/* The matrices the forward multiplies by (the classifier and each layer's),
+ * each Q8_0 or Q4_0 one regrouped into its kernels' panels, all in one
+ * allocation. -1 if it cannot be had. */
+static int pack_matrices(Model *m) {
+    int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
+    Matrix **mats = malloc((size_t)n * sizeof *mats);
+    if (!mats) return -1;
+    mats[0] = &m->weights.classifier;
+    for (int l = 0; l < n_layers; l++) {
+        LayerWeights *w = &m->weights.layers[l];
+        Matrix *layer[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+        memcpy(mats + 1 + 7 * l, layer, sizeof layer);
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
+    unsigned char *at = total ? malloc(total) : NULL;
+    if (total && !at) {
+        free(mats);
+        return -1;
+    }
+    m->panels = at;
+    for (int i = 0; i < n; i++)
+        if (weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
+            mats[i]->panels = at;
+            at += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
+        }
+    free(mats);
+    return 0;
+}
+
 static int load_gguf(FileView *f, Model *m); /* gguf.h */
 
 /* Parses the file's bytes by their format, then counts what it holds. */
@@ -685,6 +715,7 @@ static int load_view(FileView *f, Model *m, const char *name) {
     if (rc != 0) return -1;
     const Config *c = &m->config;
     pick_kernels(m, isa_available());
+    if (pack_matrices(m)) return load_error(f, "out of memory for the weights' panels");
     m->n_params = count_norm_params(c) + count_matrix_params(c);
     m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding) +
                       matrix_bytes(&m->weights.position_embedding);
@@ -720,6 +751,7 @@ int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t
 void model_free(Model *m) {
     free(m->weights.layers);
     free(m->repacked);
+    free(m->panels);
     free(m->tokenizer_owned);
     free(m->metadata);
     if (m->mapping) munmap(m->mapping, m->file_bytes);

@@ -16,12 +16,17 @@
  * arithmetic whatever the tile it is part of, so a prompt pushed through as
  * a matrix gives the same bits as one token at a time (tested).
  *
- * Quantized layouts are ggml's: Q8_0 blocks of 32 weights (a float16 scale,
- * then 32 int8: w = q * d) and Q4_0 blocks of 32 (a float16 scale, then 16
- * bytes; low nibbles are elements 0-15, high nibbles 16-31: w = (q - 8) * d).
- * Their kernels take the activations quantized to int8 per block of 32 (a
- * float32 scale each), made once per input and shared by the matrices that
- * read it, and multiply in integers. */
+ * Quantized files hold ggml's layouts: Q8_0 blocks of 32 weights (a float16
+ * scale, then 32 int8: w = q * d) and Q4_0 blocks of 32 (a float16 scale,
+ * then 16 bytes; low nibbles are elements 0-15, high nibbles 16-31: w = (q -
+ * 8) * d). At load they are regrouped into panels of 16 rows (weight_pack,
+ * below), so that one vector lane is one row: a block's integer dot product
+ * builds up in its row's lane and needs no sum across lanes. Their kernels
+ * take the activations quantized to int8 per block of 32 (a float32 scale
+ * and the block's integer sum each), made once per input and shared by the
+ * matrices that read it, and multiply in integers. Every instruction set
+ * adds each (row, position)'s blocks in the same order with the same
+ * roundings, so int8 and 4-bit models give the same bits on every CPU. */
 #ifndef QKV_KERNELS_H
 #define QKV_KERNELS_H
 
@@ -59,6 +64,19 @@ void weight_row_to_float(WeightType type, const void *row, float *out, int cols)
  * and round-to-nearest-even for float16. cols must suit the type. */
 void weight_row_from_float(WeightType type, const float *in, void *row, int cols);
 
+/* Quantized matrices as their kernels read them: panels of QKV_PANEL rows
+ * (the last padded with zero rows). In panel g, block b, the values of its
+ * rows come four bytes at a time: chunk c (64 bytes) holds bytes 4c..4c+3
+ * of the block's values of rows 0..15, in row order; after the values of
+ * every block, the rows' float16 scales, 16 a block. Q8_0 values are kept
+ * as q + 128 (unsigned bytes, as VNNI's vpdpbusd wants them); Q4_0 bytes as
+ * ggml has them (byte j: element j low, element j + 16 high). A panel takes
+ * QKV_PANEL rows' bytes as stored; weight_pack returns 0 for a type that is
+ * not packed (float32 and float16 are read as stored). */
+#define QKV_PANEL 16
+size_t weight_packed_bytes(WeightType type, int rows, int cols);
+int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels);
+
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 
@@ -71,14 +89,16 @@ typedef struct {
     int n, stride, cols;
     int8_t *q;        /* [n, stride] scratch (NULL when no quantized matrix reads it) */
     float *q_scale;   /* [n, stride / QKV_QBLOCK] */
-    int quantized;    /* q and q_scale hold x */
+    int quantized;    /* q, q_scale and q_sum hold x */
+    int32_t *q_sum;   /* [n, stride / QKV_QBLOCK] each block's sum of q */
 } Activations;
 
-/* Fills a->q and a->q_scale from a->x (once). */
+/* Fills a->q, a->q_scale and a->q_sum from a->x (once). */
 void activations_quantize(Activations *a);
 
 /* out[t * out_stride + i] = W[i, :] . x[t, :] for rows begin <= i < end and
- * every position t of a; W is the matrix's data, cols wide. */
+ * every position t of a; W is the matrix's data, cols wide (for Q8_0 and
+ * Q4_0, its panels: weight_pack). */
 typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, const void *w, int cols,
                              int begin, int end);
 
@@ -273,6 +293,46 @@ void weight_row_from_float(WeightType type, const float *in, void *row, int cols
     }
 }
 
+/* Bytes of a row's values in one block, as packed: 32 (Q8_0), 16 (Q4_0). */
+static int packed_value_bytes(int q4) { return q4 ? QKV_QBLOCK / 2 : QKV_QBLOCK; }
+
+size_t weight_packed_bytes(WeightType type, int rows, int cols) {
+    if (type != WEIGHT_Q8_0 && type != WEIGHT_Q4_0) return 0;
+    size_t panels = ((size_t)rows + QKV_PANEL - 1) / QKV_PANEL;
+    return panels * QKV_PANEL * weight_row_bytes(type, cols);
+}
+
+/* Row r (of QKV_PANEL) of a panel: its blocks' values and scales moved from
+ * ggml's row into the panel's places. */
+static void pack_row(const unsigned char *row, int r, int blocks, int q4, unsigned char *panel) {
+    int value_bytes = packed_value_bytes(q4), block_bytes = value_bytes + 2;
+    unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;
+    uint32_t flip = q4 ? 0 : 0x80808080u; /* Q8_0: q + 128 in each byte */
+    for (int b = 0; b < blocks; b++) {
+        const unsigned char *blk = row + (size_t)b * block_bytes;
+        unsigned char *values = panel + (size_t)b * QKV_PANEL * value_bytes + r * 4;
+        for (int c = 0; c < value_bytes / 4; c++) {
+            uint32_t word;
+            memcpy(&word, blk + 2 + 4 * c, 4);
+            word ^= flip;
+            memcpy(values + (size_t)c * 4 * QKV_PANEL, &word, 4);
+        }
+        memcpy(scales + (size_t)b * QKV_PANEL * 2 + r * 2, blk, 2);
+    }
+}
+
+int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels) {
+    if (type != WEIGHT_Q8_0 && type != WEIGHT_Q4_0) return 0;
+    int q4 = type == WEIGHT_Q4_0, blocks = cols / QKV_QBLOCK;
+    size_t row_bytes = weight_row_bytes(type, cols), panel_bytes = QKV_PANEL * row_bytes;
+    if (rows % QKV_PANEL) /* the last panel's padding rows are zeros */
+        memset((unsigned char *)panels + (size_t)(rows / QKV_PANEL) * panel_bytes, 0, panel_bytes);
+    for (int i = 0; i < rows; i++)
+        pack_row((const unsigned char *)data + (size_t)i * row_bytes, i % QKV_PANEL, blocks, q4,
+                 (unsigned char *)panels + (size_t)(i / QKV_PANEL) * panel_bytes);
+    return 1;
+}
+
 /* roundf (halves away from zero) for |v| < 2^31, exactly, in plain
  * arithmetic a compiler vectorizes: the truncation, plus one if the
  * fraction (exact) is half or more. */
@@ -282,29 +342,51 @@ static inline int round_half_away(float v) {
     return t + (fraction >= 0.5f) - (fraction <= -0.5f);
 }
 
-/* The activations, per block of 32: d = max|x| / 127, q = round(x / d),
- * scale kept in float32. */
+/* max |x[j]| over a block, as the bits of a float: the magnitudes' bit
+ * patterns order as their values do, and an integer maximum (unlike a
+ * float one) vectorizes without changing the answer. A NaN or infinity
+ * gives bits above FLT_MAX's. */
+static inline uint32_t block_max_bits(const float *x) {
+    uint32_t top = 0;
+    for (int j = 0; j < QKV_QBLOCK; j++) {
+        uint32_t bits;
+        memcpy(&bits, x + j, 4);
+        bits &= 0x7fffffffu;
+        top = bits > top ? bits : top;
+    }
+    return top;
+}
+
+/* One block: d = max|x| / 127, q = round(x / d), and the sum of q. */
+static void quantize_activation_block(const float *x, int8_t *q, float *scale, int32_t *sum) {
+    uint32_t top = block_max_bits(x);
+    *sum = 0;
+    if (top > 0x7f7fffffu) { /* NaN or infinity: NaN out, and no undefined float -> int */
+        *scale = NAN;
+        memset(q, 0, QKV_QBLOCK);
+        return;
+    }
+    float amax;
+    memcpy(&amax, &top, 4);
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *scale = d;
+    for (int j = 0; j < QKV_QBLOCK; j++) q[j] = (int8_t)round_half_away(x[j] * id);
+    for (int j = 0; j < QKV_QBLOCK; j++) *sum += q[j];
+}
+
+/* The activations, per block of 32, scale kept in float32; a prompt's
+ * positions split across threads. */
 void activations_quantize(Activations *a) {
     if (a->quantized) return;
-    int blocks = a->cols / QKV_QBLOCK;
-    for (int t = 0; t < a->n; t++) {
-        const float *x = a->x + (size_t)t * a->stride;
-        int8_t *q = a->q + (size_t)t * a->stride;
-        float *scale = a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
-        for (int b = 0; b < blocks; b++) {
-            const float *xb = x + b * QKV_QBLOCK;
-            float amax = 0.0f;
-            for (int j = 0; j < QKV_QBLOCK; j++) amax = amax > fabsf(xb[j]) ? amax : fabsf(xb[j]);
-            if (!(amax <= 3.4e38f)) { /* NaN or infinity: NaN out, and no undefined float -> int */
-                scale[b] = NAN;
-                memset(q + b * QKV_QBLOCK, 0, QKV_QBLOCK);
-                continue;
-            }
-            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            scale[b] = d;
-            for (int j = 0; j < QKV_QBLOCK; j++) q[b * QKV_QBLOCK + j] = (int8_t)round_half_away(xb[j] * id);
-        }
-    }
+    int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
+    long work = (long)a->n * a->cols;
+    (void)work; /* read only by OpenMP's if clause */
+#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
+    for (t = 0; t < a->n; t++)
+        for (int b = 0; b < blocks; b++)
+            quantize_activation_block(a->x + (size_t)t * a->stride + b * QKV_QBLOCK,
+                                      a->q + (size_t)t * a->stride + b * QKV_QBLOCK,
+                                      a->q_scale + (size_t)t * row_blocks + b, a->q_sum + (size_t)t * row_blocks + b);
     a->quantized = 1;
 }
 
@@ -313,6 +395,9 @@ static inline const float *act_row(const Activations *a, int t) { return a->x + 
 static inline const int8_t *act_q(const Activations *a, int t) { return a->q + (size_t)t * a->stride; }
 static inline const float *act_scale(const Activations *a, int t) {
     return a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
+}
+static inline const int32_t *act_sum(const Activations *a, int t) {
+    return a->q_sum + (size_t)t * (a->stride / QKV_QBLOCK);
 }
 static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
 
@@ -338,29 +423,6 @@ static float dot_f16(const uint16_t *w, const float *x, int n) {
     return sum;
 }
 
-/* sum over blocks of (integer dot of the block) * d_w * d_x */
-static float dot_q8(const BlockQ8 *w, const int8_t *xq, const float *xd, int blocks) {
-    float sum = 0.0f;
-    for (int b = 0; b < blocks; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < QKV_QBLOCK; j++) isum += w[b].q[j] * xq[b * QKV_QBLOCK + j];
-        sum += (float)isum * (half_to_float(w[b].d) * xd[b]);
-    }
-    return sum;
-}
-
-static float dot_q4(const BlockQ4 *w, const int8_t *xq, const float *xd, int blocks) {
-    float sum = 0.0f;
-    for (int b = 0; b < blocks; b++) {
-        const int8_t *x = xq + b * QKV_QBLOCK;
-        int32_t isum = 0;
-        for (int j = 0; j < QKV_QBLOCK / 2; j++)
-            isum += ((w[b].q[j] & 0x0f) - 8) * x[j] + ((w[b].q[j] >> 4) - 8) * x[j + QKV_QBLOCK / 2];
-        sum += (float)isum * (half_to_float(w[b].d) * xd[b]);
-    }
-    return sum;
-}
-
 static void matmul_f32_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                 int end) {
     for (int i = begin; i < end; i++)
@@ -375,20 +437,48 @@ static void matmul_f16_portable(float *out, int os, const Activations *a, const 
             *out_at(out, os, t, i) = dot_f16((const uint16_t *)w + (size_t)i * cols, act_row(a, t), cols);
 }
 
+/* Row r of a panel times position t of a, the order every int8 kernel
+ * keeps: per block, the integer dot product (exact), then
+ *   sum = fma((float)dot, d_w * d_x, sum)
+ * block after block. fmaf is one rounding, as the vector kernels' FMA. */
+static float panel_row_dot(const unsigned char *panel, int r, int blocks, int q4, const Activations *a, int t) {
+    int value_bytes = packed_value_bytes(q4);
+    const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;
+    float sum = 0.0f;
+    for (int b = 0; b < blocks; b++) {
+        const unsigned char *v = panel + (size_t)b * QKV_PANEL * value_bytes + r * 4;
+        const int8_t *x = act_q(a, t) + b * QKV_QBLOCK;
+        int32_t dot = 0;
+        for (int j = 0; j < value_bytes; j++) {
+            int byte = v[(j / 4) * 4 * QKV_PANEL + j % 4];
+            if (q4) dot += ((byte & 0x0f) - 8) * x[j] + ((byte >> 4) - 8) * x[j + QKV_QBLOCK / 2];
+            else dot += (byte - 128) * x[j];
+        }
+        uint16_t d;
+        memcpy(&d, scales + (size_t)b * QKV_PANEL * 2 + r * 2, 2);
+        sum = fmaf((float)dot, half_to_float(d) * act_scale(a, t)[b], sum);
+    }
+    return sum;
+}
+
+static void matmul_panels_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                   int end, int q4) {
+    size_t panel_bytes = QKV_PANEL * weight_row_bytes(q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);
+    for (int i = begin; i < end; i++) {
+        const unsigned char *panel = (const unsigned char *)w + (size_t)(i / QKV_PANEL) * panel_bytes;
+        for (int t = 0; t < a->n; t++)
+            *out_at(out, os, t, i) = panel_row_dot(panel, i % QKV_PANEL, cols / QKV_QBLOCK, q4, a, t);
+    }
+}
+
 static void matmul_q8_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                int end) {
-    int blocks = cols / QKV_QBLOCK;
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < a->n; t++)
-            *out_at(out, os, t, i) = dot_q8((const BlockQ8 *)w + (size_t)i * blocks, act_q(a, t), act_scale(a, t), blocks);
+    matmul_panels_portable(out, os, a, w, cols, begin, end, 0);
 }
 
 static void matmul_q4_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                int end) {
-    int blocks = cols / QKV_QBLOCK;
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < a->n; t++)
-            *out_at(out, os, t, i) = dot_q4((const BlockQ4 *)w + (size_t)i * blocks, act_q(a, t), act_scale(a, t), blocks);
+    matmul_panels_portable(out, os, a, w, cols, begin, end, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -504,61 +594,99 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
 AVX2_MATMUL(matmul_f32_avx2, tile_float_avx2, WEIGHT_F32, 0)
 AVX2_MATMUL(matmul_f16_avx2, tile_float_avx2, WEIGHT_F16, 1)
 
-/* 32 int8 weights of a block (Q4_0: nibbles unpacked, minus 8). */
-TARGET_AVX2 INLINE __m256i block_q8_256(const unsigned char *blk) {
-    return _mm256_loadu_si256((const __m256i *)(blk + 2));
+/* Four int8 activations x[j..j+3] as one 32-bit word (to broadcast). */
+INLINE int32_t X4(const int8_t *x, int j) {
+    int32_t word;
+    memcpy(&word, x + j, 4);
+    return word;
 }
 
-TARGET_AVX2 INLINE __m256i block_q4_256(const unsigned char *blk) {
-    __m128i packed = _mm_loadu_si128((const __m128i *)(blk + 2)), low4 = _mm_set1_epi8(0x0f);
-    __m128i lo = _mm_and_si128(packed, low4), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
-}
-
-TARGET_AVX2 INLINE float block_scale(const unsigned char *blk) {
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    return _cvtsh_ss(d);
-}
-
-/* Eight int32 partial sums of w[32] . x[32], both int8: |w| times x with
- * w's sign, as unsigned x signed byte products (exact: no pair exceeds
- * 128 * 127 * 2 in 16 bits) */
-TARGET_AVX2 INLINE __m256 block_dot_avx2(__m256i w, __m256i x) {
-    __m256i prod16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(prod16, _mm256_set1_epi16(1)));
-}
-
-TARGET_AVX2 INLINE void tile_quant_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                        int cols, int i, int end, int t, int P, int q4) {
-    const unsigned char *rows[TILE_ROWS];
-    tile_rows(rows, TILE_ROWS, w, row_bytes, i, end);
-    int block_bytes = q4 ? 18 : 34;
-    __m256 acc[TILE_ROWS][2];
-    for (int r = 0; r < TILE_ROWS; r++)
-        for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
-    for (int b = 0; b < cols / QKV_QBLOCK; b++) {
-        __m256i x[2];
-        float xd[2];
-        for (int p = 0; p < P; p++) {
-            x[p] = _mm256_loadu_si256((const __m256i *)(act_q(a, t + p) + b * QKV_QBLOCK));
-            xd[p] = act_scale(a, t + p)[b];
+/* One block of rows 0-7 (half 0) or 8-15 (half 1) of a panel against P
+ * positions: each lane's exact integer dot product. maddubs multiplies
+ * unsigned by signed bytes and adds pairs into 16 bits. Q8_0: q + 128 back
+ * to q, then |q| times x with q's sign (127 * 127 * 2 fits). Q4_0: the
+ * nibbles (0..15) times x, kept in 16 bits over the whole block (eight
+ * pairs of at most 15 * 127: 30480 fits), then minus 8 * sum x. */
+TARGET_AVX2 INLINE void block_dots_avx2(__m256i dots[2], const unsigned char *values, int half,
+                                        const Activations *a, int t, int b, int P, int q4) {
+    const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+    const int8_t *x[2];
+    for (int p = 0; p < P; p++) x[p] = act_q(a, t + p) + b * QKV_QBLOCK;
+    if (!q4) {
+        for (int p = 0; p < P; p++) dots[p] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(values + c * 64 + half * 32)),
+                                         _mm256_set1_epi8((char)0x80));
+            __m256i magnitude = _mm256_sign_epi8(w, w);
+            for (int p = 0; p < P; p++) {
+                __m256i signed_x = _mm256_sign_epi8(_mm256_set1_epi32(X4(x[p], 4 * c)), w);
+                dots[p] = _mm256_add_epi32(dots[p], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones));
+            }
         }
-        for (int r = 0; r < TILE_ROWS; r++) {
-            const unsigned char *blk = rows[r] + (size_t)b * block_bytes;
-            PREFETCH(rows[r], row_bytes, (size_t)b * block_bytes);
-            __m256i wq = q4 ? block_q4_256(blk) : block_q8_256(blk);
-            float wd = block_scale(blk);
-            for (int p = 0; p < P; p++)
-                acc[r][p] = _mm256_fmadd_ps(block_dot_avx2(wq, x[p]), _mm256_set1_ps(wd * xd[p]), acc[r][p]);
+        return;
+    }
+    __m256i pairs[2];
+    for (int p = 0; p < P; p++) pairs[p] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(values + c * 64 + half * 32));
+        __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        for (int p = 0; p < P; p++) {
+            __m256i both = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(X4(x[p], 4 * c))),
+                                            _mm256_maddubs_epi16(hi, _mm256_set1_epi32(X4(x[p], 16 + 4 * c))));
+            pairs[p] = _mm256_add_epi16(pairs[p], both);
         }
     }
     for (int p = 0; p < P; p++)
-        store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
+        dots[p] = _mm256_sub_epi32(_mm256_madd_epi16(pairs[p], ones), _mm256_set1_epi32(8 * act_sum(a, t + p)[b]));
 }
 
-AVX2_MATMUL(matmul_q8_avx2, tile_quant_avx2, WEIGHT_Q8_0, 0)
-AVX2_MATMUL(matmul_q4_avx2, tile_quant_avx2, WEIGHT_Q4_0, 1)
+/* Lanes of v for rows row0..row0+count-1 into position t's output, those
+ * within [begin, end). */
+TARGET_AVX2 INLINE void store_rows_avx2(float *out, int os, int t, int row0, int begin, int end, __m256 v) {
+    float lane[8];
+    _mm256_storeu_ps(lane, v);
+    for (int l = 0; l < 8; l++)
+        if (row0 + l >= begin && row0 + l < end) *out_at(out, os, t, row0 + l) = lane[l];
+}
+
+/* A panel (rows row0..row0+15) times positions t..t+P-1, eight rows (one
+ * half) at a time: per block, the integer dots, then the scales. */
+TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, const unsigned char *panel, int blocks,
+                                   int row0, int begin, int end, int t, int P, int q4) {
+    int value_bytes = packed_value_bytes(q4);
+    const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;
+    for (int half = 0; half < 2; half++) {
+        __m256 acc[2];
+        for (int p = 0; p < P; p++) acc[p] = _mm256_setzero_ps();
+        for (int b = 0; b < blocks; b++) {
+            __m256i dots[2];
+            block_dots_avx2(dots, panel + (size_t)b * QKV_PANEL * value_bytes, half, a, t, b, P, q4);
+            __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * QKV_PANEL * 2 + half * 16)));
+            for (int p = 0; p < P; p++)
+                acc[p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[p]),
+                                         _mm256_mul_ps(ws, _mm256_set1_ps(act_scale(a, t + p)[b])), acc[p]);
+        }
+        for (int p = 0; p < P; p++) store_rows_avx2(out, os, t + p, row0 + half * 8, begin, end, acc[p]);
+    }
+}
+
+/* A kernel over panels: every panel that holds a row of [begin, end), its
+ * positions PMAX at a time, then one at a time. */
+#define PANEL_MATMUL(NAME, TARGET, TILE, Q4, PMAX)                                                             \
+    TARGET static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,     \
+                            int end) {                                                                         \
+        int blocks = cols / QKV_QBLOCK;                                                                        \
+        size_t panel_bytes = QKV_PANEL * weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                \
+        for (int row0 = begin - begin % QKV_PANEL; row0 < end; row0 += QKV_PANEL) {                            \
+            const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
+            int t = 0;                                                                                         \
+            for (; t + PMAX <= a->n; t += PMAX) TILE(out, os, a, panel, blocks, row0, begin, end, t, PMAX, Q4);  \
+            for (; t < a->n; t++) TILE(out, os, a, panel, blocks, row0, begin, end, t, 1, Q4);                  \
+        }                                                                                                      \
+    }
+
+PANEL_MATMUL(matmul_q8_avx2, TARGET_AVX2, panel_avx2, 0, 2)
+PANEL_MATMUL(matmul_q4_avx2, TARGET_AVX2, panel_avx2, 1, 2)
 
 /* ---- AVX-512 (16 floats a vector) ---- */
 
@@ -638,183 +766,103 @@ TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activation
     matmul_float_512(out, os, a, w, cols, begin, end, 1);
 }
 
-/* Int8 and 4-bit weights take two blocks (64 weights) per 512-bit vector.
+/* Int8 and 4-bit weights: a 512-bit vector is one four-byte chunk of a
+ * panel's 16 rows, so each int32 lane adds up one row's block.
  *
- * Q8_0: the 64 weights in order, against the 64 int8 activations in order.
- * Q4_0: the nibbles unpacked as they lie, [block 0 low | block 1 low |
- * block 0 high | block 1 high] (16 each), against the activations permuted
- * to match, and the -8 applied once per activation instead of once per
- * weight: sum (q - 8) x = sum q x - 8 sum x, where the int32 lanes start
- * from -8 sum x (the same for every row, so computed once per tile).
- * With VNNI, Q8_0 uses the same device with q + 128 (an unsigned byte) and
- * -128 sum x; without it (maddubs adds pairs into 16 bits, which 255 * 127
- * * 2 would overflow) Q8_0 multiplies |w| by x with w's sign.
- * Either way the int32 lanes hold exact integer sums; lane k sums bytes
- * 4k..4k+3, so the scale vectors give each lane its block's scale. */
-
-/* The scales of blocks b and b+1 of a row as the lanes want them, 0 past
- * the row's end. Q8_0, {d0 x8, d1 x8}: two broadcasts. Q4_0, {d0 x4, d1 x4,
- * d0 x4, d1 x4}: one masked load of the words up to d1 (it cannot fault on
- * the bytes it leaves out), one word permute (measured faster there, where
- * the scales are twice as many per byte). */
-TARGET_AVX512 INLINE __m512 pair_scales(const unsigned char *row, int b, int blocks, int q4) {
-    int two = b + 1 < blocks;
+ * AVX-512BW: as AVX2's block_dots_avx2, sixteen rows at once. */
+TARGET_AVX512 INLINE void block_dots_bw(__m512i dots[8], const unsigned char *values, const Activations *a, int t,
+                                        int b, int P, int q4) {
+    const __m512i ones = _mm512_set1_epi16(1), low4 = _mm512_set1_epi8(0x0f);
+    const int8_t *x[8];
+    for (int p = 0; p < P; p++) x[p] = act_q(a, t + p) + b * QKV_QBLOCK;
     if (!q4) {
-        uint16_t d0, d1 = 0;
-        memcpy(&d0, row + (size_t)b * 34, 2);
-        if (two) memcpy(&d1, row + (size_t)(b + 1) * 34, 2);
-        return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)d1), _mm_set1_epi16((short)d0)));
+        for (int p = 0; p < P; p++) dots[p] = _mm512_setzero_si512();
+        for (int c = 0; c < 8; c++) {
+            __m512i w = _mm512_xor_si512(_mm512_loadu_si512(values + c * 64), _mm512_set1_epi8((char)0x80));
+            __m512i magnitude = _mm512_abs_epi8(w);
+            __mmask64 negative = _mm512_movepi8_mask(w);
+            for (int p = 0; p < P; p++) {
+                __m512i xv = _mm512_set1_epi32(X4(x[p], 4 * c));
+                __m512i signed_x = _mm512_mask_sub_epi8(xv, negative, _mm512_setzero_si512(), xv);
+                dots[p] = _mm512_add_epi32(dots[p], _mm512_madd_epi16(_mm512_maddubs_epi16(magnitude, signed_x), ones));
+            }
+        }
+        return;
     }
-    __m512i raw = _mm512_maskz_loadu_epi16(two ? (__mmask32)0x3ff : 1u, row + (size_t)b * 18);
-    __m256i order = _mm256_setr_epi16(0, 0, 0, 0, 9, 9, 9, 9, 0, 0, 0, 0, 9, 9, 9, 9); /* d1 is word 9 */
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(_mm512_zextsi256_si512(order), raw)));
+    __m512i pairs[8];
+    for (int p = 0; p < P; p++) pairs[p] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; c++) {
+        __m512i raw = _mm512_loadu_si512(values + c * 64);
+        __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        for (int p = 0; p < P; p++) {
+            __m512i both = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_set1_epi32(X4(x[p], 4 * c))),
+                                            _mm512_maddubs_epi16(hi, _mm512_set1_epi32(X4(x[p], 16 + 4 * c))));
+            pairs[p] = _mm512_add_epi16(pairs[p], both);
+        }
+    }
+    for (int p = 0; p < P; p++)
+        dots[p] = _mm512_sub_epi32(_mm512_madd_epi16(pairs[p], ones), _mm512_set1_epi32(8 * act_sum(a, t + p)[b]));
 }
 
-/* The weights of blocks b and b+1: Q8_0 as int8 in order; Q4_0 as nibbles
- * 0..15 in the order above. Past the row's last block, zeros. */
-TARGET_AVX512 INLINE __m512i pair_weights(const unsigned char *row, int b, int blocks, int q4) {
-    int block_bytes = q4 ? 18 : 34, two = b + 1 < blocks;
-    const unsigned char *b0 = row + (size_t)b * block_bytes + 2, *b1 = b0 + block_bytes;
+/* AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds four
+ * products into a 32-bit lane, so the stored q + 128 (Q8_0) and the nibbles
+ * (Q4_0) go in as they are, each lane starting from the offset's share:
+ * -128 sum x, or -8 sum x. */
+TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *values, const Activations *a, int t,
+                                        int b, int P, int q4) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const int8_t *x[8];
+    for (int p = 0; p < P; p++) {
+        x[p] = act_q(a, t + p) + b * QKV_QBLOCK;
+        dots[p] = _mm512_set1_epi32(-(q4 ? 8 : 128) * act_sum(a, t + p)[b]);
+    }
     if (!q4) {
-        __m256i hi = two ? _mm256_loadu_si256((const __m256i *)b1) : _mm256_setzero_si256();
-        return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b0)), hi, 1);
+        for (int c = 0; c < 8; c++) {
+            __m512i w = _mm512_loadu_si512(values + c * 64);
+            for (int p = 0; p < P; p++) dots[p] = _mm512_dpbusd_epi32(dots[p], w, _mm512_set1_epi32(X4(x[p], 4 * c)));
+        }
+        return;
     }
-    __m128i hi = two ? _mm_loadu_si128((const __m128i *)b1) : _mm_setzero_si128();
-    __m256i packed = _mm256_set_m128i(hi, _mm_loadu_si128((const __m128i *)b0));
-    __m256i low4 = _mm256_set1_epi8(0x0f);
-    __m256i lo = _mm256_and_si256(packed, low4), hi4 = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi4, 1);
+    for (int c = 0; c < 4; c++) {
+        __m512i raw = _mm512_loadu_si512(values + c * 64);
+        __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        for (int p = 0; p < P; p++) {
+            dots[p] = _mm512_dpbusd_epi32(dots[p], lo, _mm512_set1_epi32(X4(x[p], 4 * c)));
+            dots[p] = _mm512_dpbusd_epi32(dots[p], hi, _mm512_set1_epi32(X4(x[p], 16 + 4 * c)));
+        }
+    }
 }
 
-/* Activations of blocks b and b+1 of position t, in the weights' order. */
-TARGET_AVX512 INLINE __m512i pair_x(const Activations *a, int t, int b, int blocks, int q4) {
-    const int8_t *q = act_q(a, t) + b * QKV_QBLOCK;
-    __m256i hi = b + 1 < blocks ? _mm256_loadu_si256((const __m256i *)(q + QKV_QBLOCK)) : _mm256_setzero_si256();
-    __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q)), hi, 1);
-    return q4 ? _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(3, 1, 2, 0)) : x;
-}
-
-TARGET_AVX512 INLINE __m512 pair_x_scales(const Activations *a, int t, int b, int blocks, int q4) {
-    float d0 = act_scale(a, t)[b], d1 = b + 1 < blocks ? act_scale(a, t)[b + 1] : 0.0f;
-    __m256 d = q4 ? _mm256_set_m128(_mm_set1_ps(d1), _mm_set1_ps(d0)) : _mm256_set1_ps(d0);
-    return _mm512_insertf32x8(_mm512_castps256_ps512(d), q4 ? d : _mm256_set1_ps(d1), 1);
-}
-
-/* AVX-512BW: int32 lanes of w . x */
-TARGET_AVX512 INLINE __m512i ones_madd(__m512i prod16) { return _mm512_madd_epi16(prod16, _mm512_set1_epi16(1)); }
-
-TARGET_AVX512 INLINE __m512i offset_bw(__m512i x, int q4) {
-    if (!q4) return _mm512_setzero_si512();
-    return _mm512_sub_epi32(_mm512_setzero_si512(), ones_madd(_mm512_maddubs_epi16(_mm512_set1_epi8(8), x)));
-}
-
-TARGET_AVX512 INLINE __m512i dot_bw(__m512i w, __m512i x, __m512i offset, int q4) {
-    if (q4) return _mm512_add_epi32(offset, ones_madd(_mm512_maddubs_epi16(w, x)));
-    __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
-    return ones_madd(_mm512_maddubs_epi16(_mm512_abs_epi8(w), sx));
-}
-
-/* AVX-512 VNNI: one instruction, starting from -offset * sum x. Q4_0's
- * high nibbles are used in place, as 16 q (one AND instead of a shift and
- * an AND, since vpdpbusd adds in 32 bits and 240 * 127 * 4 cannot
- * overflow): their lanes start from -128 sum x and their scale carries the
- * 1/16 (exact: a power of two). */
-TARGET_VNNI INLINE __m512i offset_vnni(__m512i x, int q4) {
-    __m512i per_lane = q4 ? _mm512_inserti64x4(_mm512_set1_epi8(8), _mm256_set1_epi8((char)0x80), 1)
-                          : _mm512_set1_epi8((char)0x80);
-    __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), per_lane, x);
-    return _mm512_sub_epi32(_mm512_setzero_si512(), sum);
-}
-
-TARGET_VNNI INLINE __m512i dot_vnni(__m512i w, __m512i x, __m512i offset, int q4) {
-    return _mm512_dpbusd_epi32(offset, w, x);
-}
-
-/* Blocks b and b+1 of a row: Q8_0 as q + 128 (unsigned); Q4_0 as [low
- * nibbles | 16 x high nibbles], one broadcast and one AND of the packed
- * bytes. */
-TARGET_VNNI INLINE __m512i weights_vnni(const unsigned char *row, int b, int blocks, int q4) {
-    if (!q4) return _mm512_xor_si512(pair_weights(row, b, blocks, 0), _mm512_set1_epi8((char)0x80));
-    const unsigned char *b0 = row + (size_t)b * 18 + 2;
-    __m128i hi = b + 1 < blocks ? _mm_loadu_si128((const __m128i *)(b0 + 18)) : _mm_setzero_si128();
-    __m256i packed = _mm256_set_m128i(hi, _mm_loadu_si128((const __m128i *)b0));
-    __m512i nibbles = _mm512_inserti64x4(_mm512_set1_epi8(0x0f), _mm256_set1_epi8((char)0xf0), 1);
-    return _mm512_and_si512(_mm512_broadcast_i64x4(packed), nibbles);
-}
-
-TARGET_VNNI INLINE __m512 x_scales_vnni(const Activations *a, int t, int b, int blocks, int q4) {
-    __m512 xs = pair_x_scales(a, t, b, blocks, q4);
-    if (!q4) return xs;
-    return _mm512_mul_ps(xs, _mm512_insertf32x8(_mm512_set1_ps(1.0f), _mm256_set1_ps(1.0f / 16), 1));
-}
-
-/* AVX-512BW: the weights as pair_weights gives them */
-TARGET_AVX512 INLINE __m512i weights_bw(const unsigned char *row, int b, int blocks, int q4) {
-    return pair_weights(row, b, blocks, q4);
-}
-
-TARGET_AVX512 INLINE __m512 x_scales_bw(const Activations *a, int t, int b, int blocks, int q4) {
-    return pair_x_scales(a, t, b, blocks, q4);
-}
-
-/* The quantized tile, written once for both dot-product instructions. */
-#define QUANT_TILE_512(NAME, TARGET, SUFFIX)                                                                   \
-    TARGET INLINE void NAME(float *out, int os, const Activations *a, const void *w, size_t row_bytes,          \
-                            int cols, int i, int end, int t, int R, int P, int q4) {                            \
-        const unsigned char *rows[8];                                                                          \
-        tile_rows(rows, R, w, row_bytes, i, end);                                                              \
-        int blocks = cols / QKV_QBLOCK;                                                                        \
-        __m512 acc[8][4];                                                                                      \
-        for (int r = 0; r < R; r++)                                                                            \
-            for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();                                       \
-        for (int b = 0; b < blocks; b += 2) {                                                                  \
-            __m512i x[4], offset[4];                                                                           \
-            __m512 xs[4];                                                                                      \
-            for (int p = 0; p < P; p++) {                                                                      \
-                x[p] = pair_x(a, t + p, b, blocks, q4);                                                        \
-                offset[p] = offset_##SUFFIX(x[p], q4);                                                         \
-                xs[p] = x_scales_##SUFFIX(a, t + p, b, blocks, q4);                                            \
-            }                                                                                                  \
-            for (int r = 0; r < R; r++) {                                                                      \
-                PREFETCH(rows[r], row_bytes, (size_t)b * (q4 ? 18 : 34));                                      \
-                __m512i wq = weights_##SUFFIX(rows[r], b, blocks, q4);                                         \
-                __m512 ws = pair_scales(rows[r], b, blocks, q4);                                               \
-                for (int p = 0; p < P; p++)                                                                    \
-                    acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_##SUFFIX(wq, x[p], offset[p], q4)),     \
-                                                _mm512_mul_ps(ws, xs[p]), acc[r][p]);                          \
-            }                                                                                                  \
-        }                                                                                                      \
-        for (int r = 0; r < R; r += 4)                                                                         \
+/* A panel (rows row0..row0+15) times positions t..t+P-1: per block, the
+ * integer dots, then one FMA per position with the rows' scales times the
+ * position's. No sums across lanes: lane l is row row0 + l. */
+#define PANEL_TILE_512(NAME, TARGET, DOTS)                                                                     \
+    TARGET INLINE void NAME(float *out, int os, const Activations *a, const unsigned char *panel, int blocks,   \
+                            int row0, int begin, int end, int t, int P, int q4) {                               \
+        int value_bytes = packed_value_bytes(q4);                                                              \
+        const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;                        \
+        __m512 acc[8];                                                                                         \
+        for (int p = 0; p < P; p++) acc[p] = _mm512_setzero_ps();                                              \
+        for (int b = 0; b < blocks; b++) {                                                                     \
+            __m512i dots[8];                                                                                   \
+            DOTS(dots, panel + (size_t)b * QKV_PANEL * value_bytes, a, t, b, P, q4);                           \
+            __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * QKV_PANEL * 2))); \
             for (int p = 0; p < P; p++)                                                                        \
-                store_tile(out, os, t + p, i + r, end,                                                         \
-                           reduce4_512(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));               \
+                acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[p]),                                         \
+                                         _mm512_mul_ps(ws, _mm512_set1_ps(act_scale(a, t + p)[b])), acc[p]);  \
+        }                                                                                                      \
+        int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;   \
+        __mmask16 rows = (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));                              \
+        for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(out_at(out, os, t + p, row0), rows, acc[p]);        \
     }
 
-QUANT_TILE_512(tile_quant_512, TARGET_AVX512, bw)
-QUANT_TILE_512(tile_quant_vnni, TARGET_VNNI, vnni)
+PANEL_TILE_512(panel_bw, TARGET_AVX512, block_dots_bw)
+PANEL_TILE_512(panel_vnni, TARGET_VNNI, block_dots_vnni)
 
-/* A decode step takes eight rows a tile (the activations' side of the
- * products, made once a tile, serves twice as many rows); a prompt four
- * rows by four positions. */
-#define QUANT_MATMUL_512(NAME, TARGET, TILE, Q4)                                                               \
-    TARGET static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,     \
-                            int end) {                                                                         \
-        size_t row_bytes = weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                              \
-        if (a->n == 1) {                                                                                       \
-            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, Q4);    \
-            return;                                                                                            \
-        }                                                                                                      \
-        for (int i = begin; i < end; i += 4) {                                                                 \
-            int t = 0;                                                                                         \
-            for (; t + 4 <= a->n; t += 4) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, 4, Q4);            \
-            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 4, 1, Q4);                    \
-        }                                                                                                      \
-    }
-
-QUANT_MATMUL_512(matmul_q8_avx512, TARGET_AVX512, tile_quant_512, 0)
-QUANT_MATMUL_512(matmul_q4_avx512, TARGET_AVX512, tile_quant_512, 1)
-QUANT_MATMUL_512(matmul_q8_vnni, TARGET_VNNI, tile_quant_vnni, 0)
-QUANT_MATMUL_512(matmul_q4_vnni, TARGET_VNNI, tile_quant_vnni, 1)
+PANEL_MATMUL(matmul_q8_avx512, TARGET_AVX512, panel_bw, 0, 4)
+PANEL_MATMUL(matmul_q4_avx512, TARGET_AVX512, panel_bw, 1, 4)
+PANEL_MATMUL(matmul_q8_vnni, TARGET_VNNI, panel_vnni, 0, 8)
+PANEL_MATMUL(matmul_q4_vnni, TARGET_VNNI, panel_vnni, 1, 8)
 
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their
  * registers. */

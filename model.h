@@ -59,6 +59,7 @@ typedef struct {
     int rows, cols;   /* y[rows] = W[rows, cols] x[cols], row-major */
     const void *data;
     const KernelEntry *kernel; /* NULL: the best one for type, looked up at use */
+    const void *panels;        /* Q8_0, Q4_0: the data as the kernels read it (weight_pack) */
 } Matrix;
 
 /* A matrix over data of a type; model_load then gives every matrix the
@@ -104,6 +105,7 @@ typedef struct {
     size_t n_params;
     void *mapping;        /* the mmap'd file */
     void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
+    void *panels;         /* the quantized matrices' panels (weight_pack), else NULL */
     size_t file_bytes;
 } Model;
 
@@ -163,6 +165,7 @@ typedef struct {
     float *logits;  /* [QKV_CHUNK, vocab_size]; forward() fills row 0 */
     int8_t *x_q;    /* [QKV_CHUNK, max(width, hidden_dim)] an input quantized to int8, */
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
+    int32_t *x_q_sum; /*   and its sums per block */
     float *rope_cos, *rope_sin; /* [QKV_CHUNK, head_size/2] the chunk's RoPE turns, shared by the layers */
     int width;      /* row length of xb */
     KVCache kv_cache;
@@ -313,10 +316,11 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
     s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
     s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
+    s->x_q_sum = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(int32_t));
     int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, capacity, c->head_size);
     if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
-        !s->x_q_scale || !s->attention_partials || !s->attention_states) {
+        !s->x_q_scale || !s->x_q_sum || !s->attention_partials || !s->attention_states) {
         run_state_free(s);
         return -1;
     }
@@ -326,7 +330,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
 void run_state_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
     free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights); free(s->rope_cos); free(s->rope_sin);
-    free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->attention_partials); free(s->attention_states);
+    free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->x_q_sum); free(s->attention_partials); free(s->attention_states);
     kv_cache_free(&s->kv_cache);
     memset(s, 0, sizeof *s);
 }
@@ -371,7 +375,7 @@ void softmax(float *x, int n) {
 #endif
 
 Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
-    Matrix mat = { type, rows, cols, data, NULL };
+    Matrix mat = { type, rows, cols, data, NULL, NULL };
     return mat;
 }
 
@@ -383,7 +387,7 @@ size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes
 /* The input rows of a product: x[t * stride + i] for n positions, with the
  * run state's scratch for their int8 copy. */
 static Activations activations(RunState *s, const float *x, int n, int stride, int cols) {
-    Activations a = { x, n, stride, cols, s->x_q, s->x_q_scale, 0 };
+    Activations a = { x, n, stride, cols, s->x_q, s->x_q_scale, 0, s->x_q_sum };
     return a;
 }
 
@@ -415,7 +419,7 @@ static void matmul_group(Activations *x, const Product *p, int n_products) {
         const Matrix *w = p[i].w;
         const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
         int begin = block * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < w->rows ? begin + QKV_ROWS_PER_TASK : w->rows;
-        k->run(p[i].out, p[i].out_stride, x, w->data, w->cols, begin, end);
+        k->run(p[i].out, p[i].out_stride, x, w->panels ? w->panels : w->data, w->cols, begin, end);
     }
 }
 
@@ -429,12 +433,22 @@ static void matmul_rows(float *out, int out_stride, Activations *x, const Matrix
 /* out[rows] = W[rows, cols] @ x[cols] (for tests and one-off products; a
  * quantized matrix needs scratch for x, allocated here) */
 void matmul(float *out, const float *x, const Matrix *w) {
+    size_t blocks = (size_t)w->cols / QKV_QBLOCK + 1, panel_bytes = weight_packed_bytes(w->type, w->rows, w->cols);
     int8_t *q = malloc((size_t)w->cols + QKV_QBLOCK);
-    float *scale = malloc(((size_t)w->cols / QKV_QBLOCK + 1) * sizeof(float));
-    Activations a = { x, 1, w->cols, w->cols, q, scale, 0 };
-    if (q && scale) matmul_rows(out, w->rows, &a, w);
+    float *scale = malloc(blocks * sizeof(float));
+    int32_t *sum = malloc(blocks * sizeof(int32_t));
+    Matrix packed = *w;
+    void *panels = NULL;
+    if (panel_bytes && !w->panels && (panels = malloc(panel_bytes)) != NULL) {
+        weight_pack(w->type, w->data, w->rows, w->cols, panels);
+        packed.panels = panels;
+    }
+    Activations a = { x, 1, w->cols, w->cols, q, scale, 0, sum };
+    if (q && scale && sum && (!panel_bytes || packed.panels)) matmul_rows(out, w->rows, &a, &packed);
     free(q);
     free(scale);
+    free(sum);
+    free(panels);
 }
 
 /* out[cols] = W[row, :] as float32 (an embedding lookup) */

@@ -81,9 +81,10 @@ if [ -r ../shared/data/tinystories-v1-cased.txt ]; then
     # story 0 of the original mix: held out from training
     printf '%s' "$(awk '/^<\|endoftext\|>$/ {exit} {print}' ../shared/data/tinystories-v1-cased.txt)" >"$tmp/story0.txt"
     # Q8_0 with int8 activations: a value near a rounding boundary rounds either
-    # way with each kernel's summation order, which moves one 140-token story's
-    # mean by up to 1.5e-3 (AVX2 against AVX-512 VNNI; over the 26,710 held-out
-    # tokens the paths agree within 6e-5): 5e-3 here
+    # way with a last-bit difference in the float paths (attention's sums and
+    # exponentials differ by instruction set; the int8 kernels do not), which
+    # moves one 140-token story's mean by up to 1.5e-3 (over the 26,710
+    # held-out tokens the paths agree within 6e-5): 5e-3 here
     check_ppl models/stories.bin "$tmp/story0.txt" tests/golden/models/stories-ppl.txt 5e-3
 else
     echo "skip ppl of models/stories.bin: ../shared/data is absent"
@@ -93,8 +94,9 @@ fi
 # Each "$ ./run ..." line of the block after "Samples from `stories.bin`" is
 # run again; the lines below it must be what it prints (greedy and seeded
 # sampling are deterministic, whatever the thread count).
-# They were made with one instruction set's int8 kernels (the README names
-# it); with another, a near tie may break the other way: then skipped.
+# They were made with one instruction set's kernels (the README names it);
+# with another, attention's float kernels can break a near tie the other way:
+# then skipped.
 made_with=$(sed -n 's/.*made with the `\([a-z0-9]*\)`.*/\1/p' README.md | head -n 1)
 kernels=$($RUN models/stories.bin -m info 2>/dev/null | awk '/^kernels/ {print $2}')
 if [ -n "$made_with" ] && [ "$kernels" != "$made_with" ]; then
