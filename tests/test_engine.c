@@ -236,31 +236,95 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
 }
 
 /* Every kernel this CPU can run, on a [ROWS, n] matrix of each type and
- * POS positions:
+ * POS positions (int8 and 4-bit as panels, as they are multiplied):
  *  - against float64 sums of the dequantized weights times the input (for
  *    int8 and 4-bit, the input as quantized by the reference above), within
  *    1e-6 of the sum of magnitudes;
  *  - all positions in one call give the bits of each position alone (the
  *    prompt path against the decode path), and a block of rows the bits of
  *    the whole matrix (the thread split);
- * at lengths that exercise every loop and tail. */
+ *  - int8 and 4-bit: the bits of the portable kernel (one order of sums on
+ *    every instruction set);
+ * at lengths that exercise every loop and tail: 37 rows are two panels and
+ * a part, 17 positions every tile of positions (8, 6, 4, 3, 2, 1). */
+enum { KT_ROWS = 37, KT_POS = 17, KT_MAX = 288, KT_PANEL_ROWS = 48 };
+typedef struct {
+    float wf[KT_ROWS * KT_MAX], x[KT_POS * KT_MAX], deq[KT_ROWS * KT_MAX], xq_f[KT_POS * KT_MAX];
+    unsigned char w[KT_ROWS * KT_MAX * 4], panels[KT_PANEL_ROWS * KT_MAX * 4];
+    int8_t xq[KT_POS * KT_MAX];
+    float xd[KT_POS * KT_MAX / 32];
+    int32_t xs[KT_POS * KT_MAX / 32];
+} KernelTestData;
+
+/* The weights and inputs of length n for a type: w (rows as stored), its
+ * panels, the dequantized weights, and the input as the kernels see it. */
+static void kernel_test_inputs(KernelTestData *d, WeightType type, int n) {
+    size_t row_bytes = weight_row_bytes(type, n);
+    for (int r = 0; r < KT_ROWS; r++) {
+        weight_row_from_float(type, d->wf + r * KT_MAX, d->w + r * row_bytes, n);
+        weight_row_to_float(type, d->w + r * row_bytes, d->deq + r * KT_MAX, n);
+    }
+    weight_pack(type, d->w, KT_ROWS, n, d->panels);
+    for (int t = 0; t < KT_POS; t++) {
+        if (!weight_traits(type)->quantized) {
+            memcpy(d->xq_f + t * KT_MAX, d->x + t * KT_MAX, (size_t)n * sizeof(float));
+            continue;
+        }
+        quantize_reference(d->x + t * KT_MAX, n, d->xq + t * KT_MAX, d->xd + t * (KT_MAX / 32));
+        for (int b = 0; b < n / 32; b++) {
+            int32_t *sum = &d->xs[t * (KT_MAX / 32) + b];
+            *sum = 0;
+            for (int j = 0; j < 32; j++) *sum += d->xq[t * KT_MAX + b * 32 + j];
+        }
+        for (int j = 0; j < n; j++) d->xq_f[t * KT_MAX + j] = d->xq[t * KT_MAX + j] * d->xd[t * (KT_MAX / 32) + j / 32];
+    }
+}
+
+/* One kernel at length n: the worst relative error, and whether one
+ * position at a time, a block of rows and the portable kernel (if given)
+ * gave the same bits. */
+static void kernel_test_run(const KernelTestData *d, MatmulKernel run, MatmulKernel portable, const void *data, int n,
+                            double *worst, int *same, int *as_portable) {
+    static float all[KT_POS * KT_ROWS], one[KT_POS * KT_ROWS], part[KT_POS * KT_ROWS], plain[KT_POS * KT_ROWS];
+    enum { BEGIN = 13, END = 35 }; /* a block of rows across panels */
+    Activations a = { d->x, KT_POS, KT_MAX, n, (int8_t *)d->xq, (float *)d->xd, 1, (int32_t *)d->xs };
+    run(all, KT_ROWS, &a, data, n, 0, KT_ROWS);
+    run(part, KT_ROWS, &a, data, n, BEGIN, END);
+    for (int t = 0; t < KT_POS; t++) {
+        Activations a1 = { d->x + t * KT_MAX, 1, KT_MAX, n, (int8_t *)d->xq + t * KT_MAX,
+                           (float *)d->xd + t * (KT_MAX / 32), 1, (int32_t *)d->xs + t * (KT_MAX / 32) };
+        run(one + t * KT_ROWS, KT_ROWS, &a1, data, n, 0, KT_ROWS);
+    }
+    if (portable) {
+        portable(plain, KT_ROWS, &a, data, n, 0, KT_ROWS);
+        *as_portable &= memcmp(plain, all, sizeof all) == 0;
+    }
+    for (int t = 0; t < KT_POS; t++)
+        for (int r = 0; r < KT_ROWS; r++) {
+            double want = 0, scale = 0;
+            for (int j = 0; j < n; j++) {
+                want += (double)d->deq[r * KT_MAX + j] * d->xq_f[t * KT_MAX + j];
+                scale += fabs((double)d->deq[r * KT_MAX + j] * d->xq_f[t * KT_MAX + j]);
+            }
+            double err = fabs(all[t * KT_ROWS + r] - want) / (scale + 1e-30);
+            if (!(err <= *worst)) *worst = err; /* a NaN is the worst */
+            *same &= memcmp(&all[t * KT_ROWS + r], &one[t * KT_ROWS + r], sizeof(float)) == 0;
+            if (r >= BEGIN && r < END) *same &= memcmp(&all[t * KT_ROWS + r], &part[t * KT_ROWS + r], sizeof(float)) == 0;
+        }
+}
+
 static void test_matmul_kernels(void) {
     static const int float_lengths[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 37, 100, 257 };
     static const int quant_lengths[] = { 32, 64, 96, 288 };
-    enum { ROWS = 7, POS = 7, MAX = 288 };
-    static float wf[ROWS * MAX], x[POS * MAX], deq[ROWS * MAX], xq_f[POS * MAX];
-    static unsigned char w[ROWS * MAX * 4], panels[QKV_PANEL * MAX * 4];
-    static int8_t xq[POS * MAX];
-    static float xd[POS * MAX / 32];
-    static int32_t xs[POS * MAX / 32];
+    static KernelTestData d;
     uint32_t lcg = 7;
-    for (int j = 0; j < ROWS * MAX; j++) {
+    for (int j = 0; j < KT_ROWS * KT_MAX; j++) {
         lcg = lcg * 1664525u + 1013904223u;
-        wf[j] = (float)(lcg >> 8) / 16777216.0f * 2 - 1;
+        d.wf[j] = (float)(lcg >> 8) / 16777216.0f * 2 - 1;
     }
-    for (int j = 0; j < POS * MAX; j++) {
+    for (int j = 0; j < KT_POS * KT_MAX; j++) {
         lcg = lcg * 1664525u + 1013904223u;
-        x[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
+        d.x[j] = (float)(lcg >> 8) / 16777216.0f - 0.5f;
     }
     for (int k = 0; k < kernel_count(); k++) {
         const KernelEntry *e = kernel_at(k);
@@ -273,62 +337,22 @@ static void test_matmul_kernels(void) {
         int quant = weight_traits(e->type)->quantized;
         const int *lengths = quant ? quant_lengths : float_lengths;
         int n_lengths = quant ? 4 : (int)(sizeof float_lengths / sizeof float_lengths[0]);
-        int close = 1, same = 1, as_portable = 1;
+        /* the int8 kernels against the portable one (which is itself the reference's order) */
+        MatmulKernel portable = quant && e->isa != ISA_PORTABLE ? kernel_for(e->type, ISA_PORTABLE)->run : NULL;
+        int same = 1, as_portable = 1;
         double worst = 0;
-        const KernelEntry *portable = kernel_for(e->type, ISA_PORTABLE);
         for (int li = 0; li < n_lengths; li++) {
-            int n = lengths[li];
-            size_t row_bytes = weight_row_bytes(e->type, n);
-            for (int r = 0; r < ROWS; r++) {
-                weight_row_from_float(e->type, wf + r * MAX, w + r * row_bytes, n);
-                weight_row_to_float(e->type, w + r * row_bytes, deq + r * MAX, n);
-            }
-            for (int t = 0; t < POS; t++) {
-                if (quant) {
-                    quantize_reference(x + t * MAX, n, xq + t * MAX, xd + t * (MAX / 32));
-                    for (int b = 0; b < n / 32; b++) {
-                        xs[t * (MAX / 32) + b] = 0;
-                        for (int j = 0; j < 32; j++) xs[t * (MAX / 32) + b] += xq[t * MAX + b * 32 + j];
-                    }
-                    for (int j = 0; j < n; j++) xq_f[t * MAX + j] = xq[t * MAX + j] * xd[t * (MAX / 32) + j / 32];
-                } else {
-                    memcpy(xq_f + t * MAX, x + t * MAX, (size_t)n * sizeof(float));
-                }
-            }
-            float all[POS * ROWS], one[POS * ROWS], part[POS * ROWS];
-            /* the quantized kernels read the rows as panels */
-            const void *data = weight_pack(e->type, w, ROWS, n, panels) ? (const void *)panels : (const void *)w;
-            Activations a = { x, POS, MAX, n, xq, xd, 1, xs };
-            e->run(all, ROWS, &a, data, n, 0, ROWS);
-            e->run(part, ROWS, &a, data, n, 2, 5);
-            for (int t = 0; t < POS; t++) {
-                Activations a1 = { x + t * MAX, 1, MAX, n, xq + t * MAX, xd + t * (MAX / 32), 1, xs + t * (MAX / 32) };
-                e->run(one + t * ROWS, ROWS, &a1, data, n, 0, ROWS);
-            }
-            float plain[POS * ROWS];
-            portable->run(plain, ROWS, &a, data, n, 0, ROWS);
-            as_portable &= memcmp(plain, all, sizeof all) == 0;
-            for (int t = 0; t < POS; t++)
-                for (int r = 0; r < ROWS; r++) {
-                    double want = 0, scale = 0;
-                    for (int j = 0; j < n; j++) {
-                        want += (double)deq[r * MAX + j] * xq_f[t * MAX + j];
-                        scale += fabs((double)deq[r * MAX + j] * xq_f[t * MAX + j]);
-                    }
-                    double err = fabs(all[t * ROWS + r] - want) / (scale + 1e-30);
-                    if (err > worst) worst = err;
-                    close &= err <= 1e-6;
-                    same &= memcmp(&all[t * ROWS + r], &one[t * ROWS + r], sizeof(float)) == 0;
-                    if (r >= 2 && r < 5) same &= memcmp(&all[t * ROWS + r], &part[t * ROWS + r], sizeof(float)) == 0;
-                }
+            kernel_test_inputs(&d, e->type, lengths[li]);
+            kernel_test_run(&d, e->run, portable, quant ? (const void *)d.panels : (const void *)d.w, lengths[li],
+                            &worst, &same, &as_portable);
         }
-        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (7 rows, 7 positions, every tail)",
+        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (37 rows, 17 positions, every tail)",
                  e->name);
-        report(close, name, "worst relative error %.3g", worst);
+        report(worst <= 1e-6, name, "worst relative error %.3g", worst);
         snprintf(name, sizeof name, "matmul kernel %s: a prompt in one call gives the bits of one position at a time",
                  e->name);
         report(same, name, "a result differs");
-        if (quant && e->isa != ISA_PORTABLE) { /* the int8 kernels add up in one order on every instruction set */
+        if (portable) {
             snprintf(name, sizeof name, "matmul kernel %s: the bits of the portable kernel", e->name);
             report(as_portable, name, "a result differs");
         }
