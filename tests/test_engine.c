@@ -313,6 +313,42 @@ static void kernel_test_run(const KernelTestData *d, MatmulKernel run, MatmulKer
         }
 }
 
+/* The engine's activation quantizer against the reference above (values,
+ * scales) and its block sums against sums of those values, on inputs with
+ * exact ties (k + 0.5 steps), a zero block and a NaN block. */
+static void test_activations_quantize(void) {
+    enum { N = 3, COLS = 128, STRIDE = 160 };
+    static float x[N * STRIDE], want_d[N * STRIDE / 32], got_d[N * STRIDE / 32];
+    static int8_t want_q[N * STRIDE], got_q[N * STRIDE];
+    static int32_t got_sum[N * STRIDE / 32];
+    uint32_t lcg = 11;
+    for (int i = 0; i < N * STRIDE; i++) {
+        lcg = lcg * 1664525u + 1013904223u;
+        x[i] = ((float)(lcg >> 8) / 16777216.0f - 0.5f) * 8;
+    }
+    for (int j = 0; j < 32; j++) x[j] = (j % 2 ? 127.0f : (float)(j - 16) + 0.5f); /* d = 1: ties */
+    for (int j = 32; j < 64; j++) x[STRIDE + j] = 0.0f;
+    x[2 * STRIDE + 70] = NAN;
+    Activations a = { x, N, STRIDE, COLS, got_q, got_d, 0, got_sum };
+    activations_quantize(&a);
+    int bad = 0;
+    for (int t = 0; t < N; t++) {
+        quantize_reference(x + t * STRIDE, COLS, want_q + t * STRIDE, want_d + t * (STRIDE / 32));
+        for (int b = 0; b < COLS / 32; b++) {
+            int nan_block = t == 2 && b == 2, sum = 0;
+            for (int j = 0; j < 32; j++) {
+                sum += got_q[t * STRIDE + b * 32 + j];
+                if (!nan_block) bad += got_q[t * STRIDE + b * 32 + j] != want_q[t * STRIDE + b * 32 + j];
+            }
+            float d = got_d[t * (STRIDE / 32) + b];
+            bad += nan_block ? !(isnan(d) && sum == 0) : d != want_d[t * (STRIDE / 32) + b];
+            bad += sum != got_sum[t * (STRIDE / 32) + b];
+        }
+    }
+    report(bad == 0 && a.quantized, "activations_quantize: the reference's values and scales, the blocks' sums, NaN blocks zeroed",
+           "%d wrong", bad);
+}
+
 static void test_matmul_kernels(void) {
     static const int float_lengths[] = { 1, 7, 8, 9, 15, 16, 17, 31, 32, 37, 100, 257 };
     static const int quant_lengths[] = { 32, 64, 96, 288 };
@@ -1039,6 +1075,7 @@ int main(void) {
     test_worked_example();
     test_kernels();
     test_float16();
+    test_activations_quantize();
     test_matmul_kernels();
     test_quantizers();
     test_kv_types();
