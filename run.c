@@ -425,18 +425,6 @@ static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
     }
 }
 
-/* The token a sequence starts from when nothing of the text is before it:
- * BOS (llama2.c's kind, always first); "\n" for a character model (nanoGPT's
- * sample.py starts an empty prompt so); GPT-2's <|endoftext|> (its EOS). */
-static int start_token(const Tokenizer *t) {
-    if (t->kind == TOKENIZER_LLAMA) return t->bos_id;
-    if (t->kind == TOKENIZER_GPT2_BPE) return t->eos_id;
-    int newline = 0;
-    if (tokenizer_encode(t, "\n", 0, 0, &newline) != 1 || tokenizer_unknown_at(t, "\n"))
-        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
-    return newline;
-}
-
 /* Exits with one error line unless text is valid UTF-8 made of characters the
  * vocabulary has (a character-level model has no byte fallback). */
 static void check_text(const Tokenizer *t, const char *text, const char *what) {
@@ -454,14 +442,17 @@ static void check_text(const Tokenizer *t, const char *text, const char *what) {
 }
 
 /* Encodes a whole text (a prompt or a file); exits on bad input. The
- * sequence starts with start_token() for llama2.c's kind (BOS) and, for the
- * other kinds, only when the text is empty; *started says whether it does. */
-static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n, int *started) {
+ * sequence starts with start, the model's start token (Config.start_id), for
+ * llama2.c's kind (BOS) and, for the other kinds, only when the text is
+ * empty; *started says whether it does. */
+static int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int *n, int *started) {
     check_text(t, text, what);
     int *tokens = malloc((strlen(text) + 3) * sizeof(int));
     if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
     *started = t->kind == TOKENIZER_LLAMA || *n == 0;
-    if (*started) tokens[0] = start_token(t), ++*n;
+    if (*started && start < 0) /* only a character vocabulary lacks one (checkpoint.h: start_id_of) */
+        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
+    if (*started) tokens[0] = start, ++*n;
     else memmove(tokens, tokens + 1, (size_t)*n * sizeof(int));
     return tokens;
 }
@@ -505,6 +496,7 @@ static int check_logits(const float *logits, int n, int pos) {
 static int *probe_prompt(const Config *c, const Options *o, int *n) {
     int block_len = heads_block_length(c);
     if (!block_len) die("%s", "--probe induction: the context or vocabulary is too small for a probe");
+    if (c->start_id < 0) die("%s", "--probe induction: this character vocabulary has no \"\\n\" to start the probe from");
     int *tokens = malloc((2 * (size_t)block_len + 1) * sizeof(int));
     if (!tokens) die("%s", "out of memory");
     uint64_t rng = heads_repeat_rng(o->seed ? o->seed : HEADS_DEFAULT_SEED);
@@ -530,7 +522,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     ThreadChoice threads = choose_threads(o);
     int n_prompt, started = 1;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
-                           : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
+                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
     if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
@@ -647,9 +639,10 @@ static void print_piece_escaped(const char *piece, int len) {
     }
 }
 
-static void tokenize(const Tokenizer *t, const Options *o) {
+/* start: the model's start token (Config.start_id). */
+static void tokenize(const Tokenizer *t, int start, const Options *o) {
     int n, started;
-    int *tokens = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n, &started);
+    int *tokens = encode_text(t, start, o->prompt ? o->prompt : "", "the prompt", &n, &started);
     for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", tokens[i]);
     printf("\n");
     for (int i = 0; i < n; i++) {
@@ -810,14 +803,14 @@ static const char *document_end(const char *text, const char **next) {
  * the one before, so the separators' bytes are scored too. starts[d] is the
  * index of document d's BOS, starts[*n_docs] = *n. A model without BOS (a
  * character or GPT-2 vocabulary) reads the whole text as one document. */
-static int *encode_documents(const Tokenizer *t, char *text, const char *what, int *n, int **starts,
+static int *encode_documents(const Tokenizer *t, int start, char *text, const char *what, int *n, int **starts,
                              int *n_docs) {
     size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
     *starts = malloc((max_docs + 1) * sizeof(int));
     if (!*starts) die("out of memory encoding %s", what);
     if (t->kind != TOKENIZER_LLAMA) {
         int started;
-        int *tokens = encode_text(t, text, what, n, &started);
+        int *tokens = encode_text(t, start, text, what, n, &started);
         (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
         return tokens;
     }
@@ -834,11 +827,12 @@ static int *encode_documents(const Tokenizer *t, char *text, const char *what, i
         if (end > doc) {
             char saved = *end;
             *end = '\0';
-            int k = tokenizer_encode(t, doc, 1, 0, tokens + *n);
+            int k = tokenizer_encode(t, doc, 0, 0, tokens + *n + 1);
             *end = saved;
             if (k < 0) die("out of memory encoding %s", what);
+            tokens[*n] = start;
             (*starts)[(*n_docs)++] = *n;
-            *n += k;
+            *n += k + 1;
         }
         doc = (char *)next;
     }
@@ -938,7 +932,7 @@ static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
     int n = 0, n_docs = 0, *starts = NULL;
-    int *tokens = bytes ? encode_documents(t, text, o->text_file, &n, &starts, &n_docs) : NULL;
+    int *tokens = bytes ? encode_documents(t, m->config.start_id, text, o->text_file, &n, &starts, &n_docs) : NULL;
     if (!tokens || n < 2) {
         fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
         free(tokens);
@@ -1020,7 +1014,7 @@ int main(int argc, char **argv) {
     Tokenizer t;
     if (o.mode == TOKENIZE && !o.checkpoint && o.tokenizer) {
         load_tokenizer(&t, &o, NULL);
-        tokenize(&t, &o);
+        tokenize(&t, t.bos_id, &o); /* a tokenizer.bin alone is llama2.c's kind: BOS starts */
         tokenizer_free(&t);
         free(owned_prompt);
         return 0;
@@ -1064,7 +1058,7 @@ int main(int argc, char **argv) {
             status = 1;
         }
     } else if (o.mode == TOKENIZE) {
-        tokenize(&t, &o);
+        tokenize(&t, m.config.start_id, &o);
     } else if (o.mode == QUANTIZE) {
         if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
