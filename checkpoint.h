@@ -688,6 +688,41 @@ static int pack_matrices(Model *m) {
 
 static int load_gguf(FileView *f, Model *m); /* gguf.h */
 
+/* The id of the one-byte piece "\n" in a tokenizer section (tokenizer.h's
+ * layout: i32 max_token_length, then per token f32 score, i32 length,
+ * bytes), or -1 if it has none. A damaged section gives -1 too: the
+ * tokenizer's own loader refuses it later, with the reason. */
+static int newline_piece(const unsigned char *section, size_t bytes, int vocab_size) {
+    size_t at = 4;
+    for (int id = 0; id < vocab_size && at <= bytes && bytes - at >= 8; id++) {
+        int32_t len = read_i32(section + at + 4);
+        if (len < 0 || (size_t)len > bytes - at - 8) return -1;
+        if (len == 1 && section[at + 8] == '\n') return id;
+        at += 8 + (size_t)len;
+    }
+    return -1;
+}
+
+/* The token a sequence starts from when none of its text comes before it:
+ * one definition, recorded at load, for generate's prompt, -m ppl and -m
+ * heads' probes (which load no tokenizer). It follows the tokenizer kind the
+ * file declares (legacy, v1, v2 and GGUF files are llama2.c's kind):
+ *   llama2.c BPE  BOS, always first: llama2.c's 1 in its own formats, the
+ *                 qkv header's bos_id, GGUF's tokenizer.ggml.bos_token_id
+ *   GPT-2 BPE     <|endoftext|>, its EOS: GPT-2 has no BOS, and starts an
+ *                 unconditional sample from it
+ *   characters    "\n", where nanoGPT's sample.py starts an empty prompt.
+ *                 Only the vocabulary knows its id, and the loader has it: a
+ *                 character model's tokenizer is always the file's own
+ *                 section (-z gives llama2.c's kind only). -1 if the
+ *                 vocabulary has no "\n": then nothing starts a sequence
+ *                 but a text, and an empty prompt or a probe is refused. */
+static int start_id_of(const Config *c, const unsigned char *tokenizer, size_t bytes) {
+    if (c->tokenizer_kind == TOKENIZER_LLAMA) return c->bos_id;
+    if (c->tokenizer_kind == TOKENIZER_GPT2_BPE) return c->eos_id;
+    return tokenizer ? newline_piece(tokenizer, bytes, c->vocab_size) : -1;
+}
+
 /* Parses the file's bytes by their format, then counts what it holds. */
 static int load_view(FileView *f, Model *m, const char *name) {
     int rc;
@@ -713,6 +748,7 @@ static int load_view(FileView *f, Model *m, const char *name) {
         }
     }
     if (rc != 0) return -1;
+    m->config.start_id = start_id_of(&m->config, m->tokenizer_data, m->tokenizer_bytes);
     const Config *c = &m->config;
     pick_kernels(m, isa_available());
     if (pack_matrices(m)) return load_error(f, "out of memory for the weights' panels");

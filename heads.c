@@ -66,15 +66,8 @@ static int in_block(const int *block, int n, int id) {
     return 0;
 }
 
-/* The token a probe starts from: BOS; a GPT-2 vocabulary's <|endoftext|>
- * (its EOS) when there is no BOS; else id 0 (a nanoGPT character model's
- * smallest character, "\n" in its Shakespeare, where its sample.py starts). */
-static int probe_start(const Config *c) {
-    return c->bos_id >= 0 ? c->bos_id : c->eos_id >= 0 ? c->eos_id : 0;
-}
-
 void heads_repeat_probe(int *out, const Config *c, int block_len, uint64_t *rng) {
-    out[0] = probe_start(c);
+    out[0] = c->start_id; /* as any sequence of the model starts (checkpoint.h: start_id_of) */
     int *block = out + 1;
     for (int i = 0; i < block_len; i++) {
         int id;
@@ -166,7 +159,7 @@ static double token_loss(const float *logits, int n, int target) {
 static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *probs, int *tokens,
                           int len, const ForwardObserver *obs) {
     const Config *c = &m->config;
-    tokens[0] = probe_start(c);
+    tokens[0] = c->start_id;
     for (int pos = 0; pos < len; pos++) {
         float *logits = forward(m, s, tokens[pos], pos, obs);
         if (pos + 1 == len) break;
@@ -244,6 +237,10 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
     if (!r->block_len) {
         snprintf(err, err_len, "the context (%d) or vocabulary (%d) is too small for the probes "
                  "(a repeated block of at least 3 tokens)", c->seq_len, c->vocab_size);
+        return -1;
+    }
+    if (c->start_id < 0) {
+        snprintf(err, err_len, "this character vocabulary has no \"\\n\", the token a probe starts from");
         return -1;
     }
     r->n_layers = c->n_layers;

@@ -57,8 +57,10 @@ typedef struct {
  * vocabulary is too small for a block of 3. */
 int heads_block_length(const Config *c);
 
-/* A repeat probe: BOS, then block_len distinct random token ids (from 3 up,
- * never BOS or EOS), then the same block again; out holds 2*block_len + 1.
+/* A repeat probe: the model's start token (Config.start_id: BOS, GPT-2's
+ * <|endoftext|>, a character model's "\n"; not -1), then block_len distinct
+ * random token ids (from 3 up, never BOS or EOS), then the same block again;
+ * out holds 2*block_len + 1.
  * rng is a xorshift state (nonzero), advanced. */
 void heads_repeat_probe(int *out, const Config *c, int block_len, uint64_t *rng);
 

@@ -45,6 +45,7 @@ typedef struct {
     int shared_classifier; /* 1: logits use tok_embeddings as the classifier */
     int weight_type;  /* WeightType of the matrices */
     int bos_id, eos_id; /* -1: none (a character-level vocabulary) */
+    int start_id;       /* the token a sequence starts from, set at load (checkpoint.h: start_id_of); -1: none */
     int arch;           /* Architecture */
     int activation;     /* Activation */
     int tokenizer_kind; /* TokenizerKind (tokenizer.h) of the embedded tokenizer */

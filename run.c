@@ -1,5 +1,7 @@
 /* run.c — the qkv command line: load a checkpoint, then generate text,
- * tokenize, describe the model, score a file, or benchmark.
+ * tokenize or describe the model; the other modes (score a file, benchmark,
+ * quantize, the heads' roles) have files of their own: ppl.c, bench.c,
+ * quantize.c, heads.c. What the modes share is in cli.c.
  *
  *   ./run [checkpoint] [-t TEMP] [-p TOPP] [-k TOPK] [-s SEED] [-n STEPS]
  *         [-i PROMPT] [-z TOKENIZER] [-m MODE] ...
@@ -15,14 +17,13 @@
 #include "stepper.h"
 #include "bench.h"
 #include "quantize.h"
-#include "progress.h"
 #include "threads.h"
 #include "heads.h"
+#include "cli.h"
+#include "ppl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
-#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,18 +51,17 @@ typedef struct {
     const char *prompt_file; /* --prompt-file */
     const char *mode_name;   /* -m */
     int mode;                /* one of the mode bits */
-    const char *text_file;   /* -f, for ppl */
     const char *output;      /* -o, for quantize */
     int dtype;               /* --dtype, for quantize: a WeightType */
     int kv_type;             /* --kv-type: a KVType */
     int window, sinks;       /* --window W --sinks S (kv_window.h); window 0: off; sinks -1: not given */
-    int recompute;           /* --recompute: ppl recomputes the window for every token */
     float temperature, topp;
     int topk, steps, threads, help;
     unsigned long long seed;
     TraceOptions trace;
     BenchOptions bench;
     HeadsOptions heads;      /* its --csv and --svg are bench's fields */
+    PplOptions ppl;          /* its --kv-type, --window, --sinks and --threads are the fields above */
     const char *probe;       /* --probe: the prompt is a probe sequence (with --html) */
 } Options;
 
@@ -133,7 +133,7 @@ static const Flag FLAGS[] = {
     { "--step", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.step), "off", "pause after each token (keys below)" },
     { "--probe", ARG_TEXT, "KIND", 0, 0, 0, GENERATE, AT(probe), "none",
       "induction: -m heads' repeat probe as prompt" },
-    { "-f", ARG_TEXT, "FILE", 0, 0, 0, PPL, AT(text_file), "required", "the text file to score" },
+    { "-f", ARG_TEXT, "FILE", 0, 0, 0, PPL, AT(ppl.text_file), "required", "the text file to score" },
     { "--ctx", ARG_INT, "N", 1, QKV_MAX_SEQ_LEN, 0, INFO | BENCH, AT(bench.ctx), "context",
       "FLOPs at N (info); 1..N, log >2048 (bench)" },
     { "--no-cache", ARG_SWITCH, NULL, 0, 0, 0, BENCH, AT(bench.no_cache), "off", "also time recomputing the prefix" },
@@ -152,7 +152,7 @@ static const Flag FLAGS[] = {
       "keep W positions (S sinks, W-S recent); run past ctx" },
     { "--sinks", ARG_INT, "S", 0, QKV_MAX_SEQ_LEN, 0, GENERATE | PPL | BENCH, AT(sinks), "0",
       "with --window: the first S positions are never evicted" },
-    { "--recompute", ARG_SWITCH, NULL, 0, 0, 0, PPL, AT(recompute), "off",
+    { "--recompute", ARG_SWITCH, NULL, 0, 0, 0, PPL, AT(ppl.recompute), "off",
       "with --window: each token from scratch over it" },
 };
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
@@ -320,7 +320,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench, quantize or heads");
     check_modes(o, given);
     if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
-    if (o->mode == PPL && !o->text_file) usage("-m ppl needs -f FILE");
+    if (o->mode == PPL && !o->ppl.text_file) usage("-m ppl needs -f FILE");
     if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
     if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
@@ -341,7 +341,7 @@ static void parse_options(Options *o, int argc, char **argv) {
     if (o->trace.level_name && trace_level_parse(o->trace.level_name) < 0)
         usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
     if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
-    if (o->recompute && !o->window) usage("--recompute needs --window W");
+    if (o->ppl.recompute && !o->window) usage("--recompute needs --window W");
     if (o->sinks < 0) o->sinks = 0;
     if (o->bench.no_cache && o->window)
         usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
@@ -349,13 +349,6 @@ static void parse_options(Options *o, int argc, char **argv) {
 
 /* ------------------------------------------------------------------------ */
 /* Small utilities                                                           */
-
-static void die(const char *fmt, const char *detail) {
-    fprintf(stderr, "error: ");
-    fprintf(stderr, fmt, detail);
-    fprintf(stderr, "\n");
-    exit(1);
-}
 
 /* --window and --sinks against the model: a usage error, like any flag. */
 static void check_window(const Options *o, const Config *c) {
@@ -370,14 +363,6 @@ static void check_window(const Options *o, const Config *c) {
     }
 }
 
-/* A run state for the run's positions: capacity of them, or with --window
- * W positions however long the run (positions past it evict). */
-static void run_state_for(RunState *s, const Config *c, int capacity, const Options *o) {
-    if (o->window) capacity = o->window;
-    if (run_state_init_kv(s, c, capacity, (KVType)o->kv_type) || kv_window_init(&s->kv_cache, o->sinks))
-        die("%s", "out of memory for the run state");
-}
-
 /* A seed from the clock when -s is absent or 0 (as in llama2.c, where 0 would
  * freeze xorshift): nanoseconds, so two runs in one second differ. It is
  * printed with the speed line, so any run can be repeated with -s. */
@@ -387,16 +372,6 @@ static unsigned long long clock_seed(void) {
     unsigned long long seed = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
     seed &= 0x7fffffffffffffffull;
     return seed ? seed : 1;
-}
-
-/* Defined with ppl below; the prompt file is read the same way. */
-static char *read_text_file(const char *path, size_t *n);
-static char *read_stream(FILE *f, const char *path, size_t *n);
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* The tokenizer: -z FILE if given, else the one inside a qkv checkpoint. An
@@ -425,47 +400,6 @@ static void load_tokenizer(Tokenizer *t, const Options *o, const Model *m) {
     }
 }
 
-/* The token a sequence starts from when nothing of the text is before it:
- * BOS (llama2.c's kind, always first); "\n" for a character model (nanoGPT's
- * sample.py starts an empty prompt so); GPT-2's <|endoftext|> (its EOS). */
-static int start_token(const Tokenizer *t) {
-    if (t->kind == TOKENIZER_LLAMA) return t->bos_id;
-    if (t->kind == TOKENIZER_GPT2_BPE) return t->eos_id;
-    int newline = 0;
-    if (tokenizer_encode(t, "\n", 0, 0, &newline) != 1 || tokenizer_unknown_at(t, "\n"))
-        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
-    return newline;
-}
-
-/* Exits with one error line unless text is valid UTF-8 made of characters the
- * vocabulary has (a character-level model has no byte fallback). */
-static void check_text(const Tokenizer *t, const char *text, const char *what) {
-    size_t bad = utf8_invalid_at(text);
-    char msg[160];
-    if (bad) {
-        snprintf(msg, sizeof msg, "%%s is not valid UTF-8 (bad byte at offset %zu)", bad - 1);
-        die(msg, what);
-    }
-    if ((bad = tokenizer_unknown_at(t, text))) {
-        snprintf(msg, sizeof msg, "%%s has a character (at byte %zu) that is not in this character-level "
-                                  "model's vocabulary", bad - 1);
-        die(msg, what);
-    }
-}
-
-/* Encodes a whole text (a prompt or a file); exits on bad input. The
- * sequence starts with start_token() for llama2.c's kind (BOS) and, for the
- * other kinds, only when the text is empty; *started says whether it does. */
-static int *encode_text(const Tokenizer *t, const char *text, const char *what, int *n, int *started) {
-    check_text(t, text, what);
-    int *tokens = malloc((strlen(text) + 3) * sizeof(int));
-    if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
-    *started = t->kind == TOKENIZER_LLAMA || *n == 0;
-    if (*started) tokens[0] = start_token(t), ++*n;
-    else memmove(tokens, tokens + 1, (size_t)*n * sizeof(int));
-    return tokens;
-}
-
 static void print_token(TextPrinter *out, const Tokenizer *t, int prev, int token) {
     int len;
     const char *piece = tokenizer_decode(t, prev, token, &len);
@@ -488,23 +422,13 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
     return logits;
 }
 
-/* Non-finite logits mean the weights (or the arithmetic) broke down: there is
- * no distribution to sample from, and no silent answer to give. Returns 0
- * if the logits at pos are all finite, else says so and returns -1. */
-static int check_logits(const float *logits, int n, int pos) {
-    int bad = logits_check(logits, n);
-    if (bad < 0) return 0;
-    fprintf(stderr, "error: the model produced %s logits at position %d\n",
-            isnan(logits[bad]) ? "NaN" : "infinite", pos);
-    return -1;
-}
-
 /* --probe induction: the prompt is -m heads' first repeat probe (BOS, a
  * block of random tokens, the block again) for the same seed, so the
  * explorer shows the induction stripe. */
 static int *probe_prompt(const Config *c, const Options *o, int *n) {
     int block_len = heads_block_length(c);
     if (!block_len) die("%s", "--probe induction: the context or vocabulary is too small for a probe");
+    if (c->start_id < 0) die("%s", "--probe induction: this character vocabulary has no \"\\n\" to start the probe from");
     int *tokens = malloc((2 * (size_t)block_len + 1) * sizeof(int));
     if (!tokens) die("%s", "out of memory");
     uint64_t rng = heads_repeat_rng(o->seed ? o->seed : HEADS_DEFAULT_SEED);
@@ -513,24 +437,13 @@ static int *probe_prompt(const Config *c, const Options *o, int *n) {
     return tokens;
 }
 
-/* The threads of generate and ppl: measured step by step (threads.h),
- * unless --threads or OMP_NUM_THREADS sets them. Called before any step. */
-static ThreadChoice choose_threads(const Options *o) {
-#ifdef _OPENMP
-    int most = omp_get_max_threads();
-#else
-    int most = 1;
-#endif
-    return thread_choice(most, o->threads > 0 || getenv("OMP_NUM_THREADS") != NULL);
-}
-
 /* Returns the exit status: 0, or 1 after one error line (bad logits). */
 static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     const Config *c = &m->config;
-    ThreadChoice threads = choose_threads(o);
+    ThreadChoice threads = choose_threads(o->threads);
     int n_prompt, started = 1;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
-                           : encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
+                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
     if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
@@ -554,7 +467,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     unsigned long long seed = o->seed ? o->seed : clock_seed();
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
-    run_state_for(&s, c, steps, o);
+    run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
@@ -647,9 +560,10 @@ static void print_piece_escaped(const char *piece, int len) {
     }
 }
 
-static void tokenize(const Tokenizer *t, const Options *o) {
+/* start: the model's start token (Config.start_id). */
+static void tokenize(const Tokenizer *t, int start, const Options *o) {
     int n, started;
-    int *tokens = encode_text(t, o->prompt ? o->prompt : "", "the prompt", &n, &started);
+    int *tokens = encode_text(t, start, o->prompt ? o->prompt : "", "the prompt", &n, &started);
     for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", tokens[i]);
     printf("\n");
     for (int i = 0; i < n; i++) {
@@ -706,274 +620,6 @@ static void info(const Model *m, const char *path, int ctx) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Perplexity                                                                */
-
-/* The largest text qkv reads (-m ppl, a prompt): 4x the largest corpus here, and about
- * 1.5 GB of encoder scratch at 90 bytes per byte of text. */
-#define MAX_TEXT_BYTES (16u << 20)
-
-/* Reads f to its end into a NUL-terminated buffer: at most MAX_TEXT_BYTES
- * (the limit is checked as it reads, so a stream that never ends is cut
- * off, with an error), and no NUL byte inside. */
-static char *read_stream(FILE *f, const char *path, size_t *n) {
-    size_t len = 0, cap = 1 << 16;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-        if (len == cap) {
-            if (cap >= MAX_TEXT_BYTES) {
-                free(buf);
-                fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path,
-                        MAX_TEXT_BYTES >> 20);
-                exit(1);
-            }
-            cap *= 2;
-            char *grown = realloc(buf, cap + 1);
-            if (!grown) free(buf);
-            buf = grown;
-        }
-    }
-    if (!buf) die("out of memory reading %s", path);
-    if (ferror(f)) {
-        free(buf);
-        die("cannot read %s", path);
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        free(buf);
-        die("%s contains a NUL byte: not a text file", path);
-    }
-    *n = len;
-    return buf;
-}
-
-/* Reads a whole text file. A device (/dev/urandom, /dev/zero) could run
- * forever or fill memory, and a directory has no text: only a regular file
- * of at most MAX_TEXT_BYTES is read. */
-static char *read_text_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die("cannot open %s", path);
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        die("%s is not a regular file", path);
-    }
-    if (st.st_size > (off_t)MAX_TEXT_BYTES) {
-        fclose(f);
-        fprintf(stderr, "error: %s has %lld bytes, more than the %u MiB qkv reads as a text\n", path,
-                (long long)st.st_size, MAX_TEXT_BYTES >> 20);
-        exit(1);
-    }
-    char *text = read_stream(f, path, n);
-    fclose(f);
-    return text;
-}
-
-/* -log p(target) from logits, in double: log-sum-exp minus the target's logit */
-static double negative_log_likelihood(const float *logits, int n, int target) {
-    double max = logits[0], sum = 0;
-    for (int i = 1; i < n; i++) if (logits[i] > max) max = logits[i];
-    for (int i = 0; i < n; i++) sum += exp(logits[i] - max);
-    return max + log(sum) - logits[target];
-}
-
-/* A text for -m ppl may hold several documents, in TinyStories' layout: a
- * line that reads <|endoftext|> between two stories. */
-#define DOCUMENT_SEPARATOR "<|endoftext|>"
-
-/* The end of the document that starts at text: the start of its separator
- * line, or the end of the text. *next is where the next document starts. */
-static const char *document_end(const char *text, const char **next) {
-    size_t sep = strlen(DOCUMENT_SEPARATOR);
-    for (const char *line = text; *line; ) {
-        const char *eol = strchr(line, '\n');
-        const char *stop = eol ? eol : line + strlen(line);
-        const char *end = line + sep;
-        if (stop - line >= (ptrdiff_t)sep && memcmp(line, DOCUMENT_SEPARATOR, sep) == 0) {
-            while (end < stop && isspace((unsigned char)*end)) end++;
-            if (end == stop) {
-                *next = eol ? eol + 1 : stop;
-                return line;
-            }
-        }
-        line = eol ? eol + 1 : stop;
-    }
-    *next = text + strlen(text);
-    return *next;
-}
-
-/* The tokens of every document of text, each BOS + its tokens (without the
- * line break before a separator line), one after another:
- * the BOS that starts a document is what the model predicts at the end of
- * the one before, so the separators' bytes are scored too. starts[d] is the
- * index of document d's BOS, starts[*n_docs] = *n. A model without BOS (a
- * character or GPT-2 vocabulary) reads the whole text as one document. */
-static int *encode_documents(const Tokenizer *t, char *text, const char *what, int *n, int **starts,
-                             int *n_docs) {
-    size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
-    *starts = malloc((max_docs + 1) * sizeof(int));
-    if (!*starts) die("out of memory encoding %s", what);
-    if (t->kind != TOKENIZER_LLAMA) {
-        int started;
-        int *tokens = encode_text(t, text, what, n, &started);
-        (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
-        return tokens;
-    }
-    int *tokens = malloc((len + 3 * max_docs) * sizeof(int));
-    if (!tokens) die("out of memory encoding %s", what);
-    check_text(t, text, what);
-    *n = *n_docs = 0;
-    for (char *doc = text; *doc; ) {
-        const char *next;
-        char *end = (char *)document_end(doc, &next);
-        int at_separator = end != next;
-        if (at_separator && end > doc && end[-1] == '\n') end--;
-        if (at_separator && end > doc && end[-1] == '\r') end--;
-        if (end > doc) {
-            char saved = *end;
-            *end = '\0';
-            int k = tokenizer_encode(t, doc, 1, 0, tokens + *n);
-            *end = saved;
-            if (k < 0) die("out of memory encoding %s", what);
-            (*starts)[(*n_docs)++] = *n;
-            *n += k;
-        }
-        doc = (char *)next;
-    }
-    (*starts)[*n_docs] = *n;
-    return tokens;
-}
-
-/* What -m ppl carries through its scoring loops. */
-typedef struct {
-    const Model *m;
-    RunState *s;
-    const int *tokens;  /* the text's n tokens */
-    int n;
-    double total;       /* the sum of -log p(next token) so far, in nats */
-    Progress progress;
-    ThreadChoice threads;
-} Scoring;
-
-/* Adds -log p(next token) for the rows of logits that predict the tokens
- * after at..at+rows-1. Returns 0, or -1 after one error line (bad logits). */
-static int add_losses(Scoring *sc, const float *logits, int rows, int at) {
-    int V = sc->m->config.vocab_size;
-    for (int j = 0; j < rows; j++) {
-        if (check_logits(logits + (size_t)j * V, V, at + j)) return -1;
-        sc->total += negative_log_likelihood(logits + (size_t)j * V, V, sc->tokens[at + j + 1]);
-    }
-    return 0;
-}
-
-static void show_scoring(Scoring *sc, int done) {
-    char what[48];
-    snprintf(what, sizeof what, "token %d/%d", done, sc->n - 1);
-    progress_update(&sc->progress, done, sc->n - 1, what);
-}
-
-/* Tokens first+from..first+to-1 of the text at positions from..to-1 of one
- * stream, as chunks that never pass the cache's capacity (a window evicts
- * one position a token beyond it). */
-static int score_stream(Scoring *sc, int first, int from, int to) {
-    for (int pos = from; pos < to;) {
-        int chunk = to - pos < QKV_CHUNK ? to - pos : QKV_CHUNK, room = sc->s->kv_cache.capacity - pos;
-        if (chunk > room) chunk = room > 1 ? room : 1;
-        thread_choice_apply(&sc->threads);
-        double start = now_seconds();
-        float *logits = forward_logits(sc->m, sc->s, sc->tokens + first + pos, chunk, pos, NULL);
-        thread_choice_record(&sc->threads, now_seconds() - start, chunk);
-        if (add_losses(sc, logits, chunk, first + pos)) return -1;
-        pos += chunk;
-        show_scoring(sc, first + pos);
-    }
-    return 0;
-}
-
-/* Without --window, each document from BOS at position 0, restarting when
- * full: window w of a document runs its tokens w*T..w*T+T-1 from position 0
- * and predicts the token after each (the last window of a document predicts
- * the next document's BOS). A text without separators is one document. */
-static int score_restarting(Scoring *sc, const int *starts, int n_docs) {
-    int T = sc->m->config.seq_len;
-    for (int d = 0; d < n_docs; d++) {
-        int end = starts[d + 1] < sc->n - 1 ? starts[d + 1] : sc->n - 1; /* the last token predicts nothing */
-        for (int start = starts[d]; start < end; start += T)
-            if (score_stream(sc, start, 0, end - start < T ? end - start : T)) return -1;
-    }
-    return 0;
-}
-
-/* --window W --recompute: each position p past the window runs from scratch
- * over what a sliding cache would hold, the S sinks and the W-S tokens up
- * to p, at positions 0..W-1 (StreamingLLM's "sliding window with
- * re-computation", the quality reference); positions inside the window are
- * one stream. */
-static int score_recomputing(Scoring *sc, int W, int S) {
-    int V = sc->m->config.vocab_size, n = sc->n, first = n - 1 < W ? n - 1 : W;
-    if (score_stream(sc, 0, 0, first)) return -1;
-    int *view = malloc((size_t)W * sizeof(int));
-    if (!view) die("%s", "out of memory");
-    int rc = 0;
-    for (int p = first; p < n - 1 && rc == 0; p++) {
-        memcpy(view, sc->tokens, (size_t)S * sizeof(int));
-        memcpy(view + S, sc->tokens + p - (W - S) + 1, (size_t)(W - S) * sizeof(int));
-        float *logits = forward_tokens(sc->m, sc->s, view, W, 0, NULL);
-        if (check_logits(logits, V, p)) rc = -1;
-        else sc->total += negative_log_likelihood(logits, V, sc->tokens[p + 1]);
-        show_scoring(sc, p + 1);
-    }
-    free(view);
-    return rc;
-}
-
-/* Mean loss of predicting each token of the file from the ones before it:
- * each document restarting every context (the default), the whole text
- * through one stream with a sliding window (--window, --sinks), or
- * recomputing each window (--recompute). Returns the exit status: 0, or 1
- * after one error line. */
-static int perplexity(const Model *m, const Tokenizer *t, const Options *o) {
-    size_t bytes;
-    char *text = read_text_file(o->text_file, &bytes);
-    int n = 0, n_docs = 0, *starts = NULL;
-    int *tokens = bytes ? encode_documents(t, text, o->text_file, &n, &starts, &n_docs) : NULL;
-    if (!tokens || n < 2) {
-        fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
-        free(tokens);
-        free(starts);
-        free(text);
-        return 1;
-    }
-    int T = m->config.seq_len;
-    RunState s;
-    /* a window is at most T positions, and no more than the text has */
-    run_state_for(&s, &m->config, n - 1 < T ? n - 1 : T, o);
-    Scoring sc = { m, &s, tokens, n, 0, progress_start("ppl"), choose_threads(o) };
-    double start = now_seconds();
-    int rc;
-    if (o->recompute) rc = score_recomputing(&sc, o->window, o->sinks);
-    else if (o->window) rc = score_stream(&sc, 0, 0, n - 1);
-    else rc = score_restarting(&sc, starts, n_docs);
-    double seconds = now_seconds() - start;
-    progress_end(&sc.progress);
-    if (rc == 0) {
-        int predicted = n - 1;
-        double total = sc.total;
-        printf("tokens %d  bytes %zu  documents %d  %.1f tok/s\n", predicted, bytes, n_docs,
-               predicted / (seconds + 1e-9));
-        printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
-               exp(total / predicted), total / log(2.0) / bytes);
-    }
-    run_state_free(&s);
-    free(tokens);
-    free(starts);
-    free(text);
-    return rc ? 1 : 0;
-}
-
-/* ------------------------------------------------------------------------ */
 
 /* The default checkpoint: models/stories.bin from the current directory,
  * else beside the executable (/proc/self/exe), so ./run works from anywhere
@@ -1020,7 +666,7 @@ int main(int argc, char **argv) {
     Tokenizer t;
     if (o.mode == TOKENIZE && !o.checkpoint && o.tokenizer) {
         load_tokenizer(&t, &o, NULL);
-        tokenize(&t, &o);
+        tokenize(&t, t.bos_id, &o); /* a tokenizer.bin alone is llama2.c's kind: BOS starts */
         tokenizer_free(&t);
         free(owned_prompt);
         return 0;
@@ -1064,14 +710,18 @@ int main(int argc, char **argv) {
             status = 1;
         }
     } else if (o.mode == TOKENIZE) {
-        tokenize(&t, &o);
+        tokenize(&t, m.config.start_id, &o);
     } else if (o.mode == QUANTIZE) {
         if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             status = 1;
         }
     } else if (o.mode == PPL) {
-        status = perplexity(&m, &t, &o);
+        o.ppl.kv_type = o.kv_type;
+        o.ppl.window = o.window;
+        o.ppl.sinks = o.sinks;
+        o.ppl.threads = o.threads;
+        status = ppl_run(&m, &t, &o.ppl);
     } else {
         status = generate(&m, &t, &o);
     }

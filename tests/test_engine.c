@@ -1038,6 +1038,76 @@ static void test_loader_hostile(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The start token, recorded at load (Config.start_id)                       */
+
+/* The piece of model m's start token, from its own tokenizer, or "" */
+static const char *start_piece(const Model *m, Tokenizer *t) {
+    char err[256];
+    const Config *c = &m->config;
+    if (!m->tokenizer_data || c->start_id < 0 ||
+        tokenizer_load_kind(t, m->tokenizer_data, m->tokenizer_bytes, c->vocab_size, c->tokenizer_kind, err, sizeof err))
+        return "";
+    return t->vocab[c->start_id];
+}
+
+/* Loads path (from memory, so a test can change its bytes first) and checks
+ * its start token's id and, where the file has a tokenizer, its piece. */
+static void check_start(const char *path, const unsigned char *data, size_t size, int id, const char *piece) {
+    Model m;
+    Tokenizer t = { 0 };
+    char err[256], name[200];
+    snprintf(name, sizeof name, "start token of %s: id %d%s%s", path, id, piece ? ", piece " : "",
+             piece ? (piece[0] == '\n' ? "\"\\n\"" : piece) : "");
+    if (model_load_memory(&m, data, size, err, sizeof err)) { report(0, name, "%s", err); return; }
+    const char *got = piece ? start_piece(&m, &t) : NULL;
+    report(m.config.start_id == id && (!piece || !strcmp(got, piece)), name, "id %d, piece \"%s\"",
+           m.config.start_id, got ? got : "");
+    tokenizer_free(&t);
+    model_free(&m);
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *data = malloc(*size);
+    if (data && fread(data, 1, *size, f) != *size) { free(data); data = NULL; }
+    fclose(f);
+    return data;
+}
+
+/* Each kind's start: BOS (llama2.c, its own formats imply 1), GPT-2's
+ * <|endoftext|> (EOS), a character model's "\n" (found in its vocabulary,
+ * not always id 0); a character vocabulary without "\n" has none (-1). */
+static void test_start_token(void) {
+    struct { const char *path; int id; const char *piece; } cases[] = {
+        { "models/stories.bin", 1, NULL },          /* Llama, BOS in the qkv header */
+        { "tests/data/gqa.legacy.bin", 1, NULL },   /* llama2.c legacy: BOS 1, no tokenizer inside */
+        { "tests/data/mqa.v1.bin", 1, NULL },       /* llama2.c v1 */
+        { "tests/data/gpt2-bpe.qkv", 406, "<|endoftext|>" },
+        { "models/shakespeare.bin", 0, "\n" },      /* nanoGPT's characters: "\n" is its smallest */
+        { "tests/data/gpt2.qkv", 0, "\n" },         /* characters (last: changed below) */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t size;
+        unsigned char *data = read_file(cases[i].path, &size);
+        if (!data) { skip(cases[i].path, "missing"); continue; }
+        check_start(cases[i].path, data, size, cases[i].id, cases[i].piece);
+        if (i + 1 == sizeof cases / sizeof cases[0]) { /* its one-byte pieces 0 ("\n") and 1 swapped */
+            unsigned char *first = data + read_u64(data + 72) + 4 + 8, *second = first + 9, was = *first;
+            *first = *second;
+            *second = was;
+            check_start("tests/data/gpt2.qkv with \"\\n\" as piece 1", data, size, 1, "\n");
+            *second = 0x7F; /* DEL: a character, and the vocabulary has no "\n" */
+            check_start("tests/data/gpt2.qkv without \"\\n\"", data, size, -1, NULL);
+        }
+        free(data);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* Threads chosen by measuring (threads.h), on made-up step times            */
 
 /* steps steps whose time a token is one_s with one thread and all_s with
@@ -1085,5 +1155,6 @@ int main(void) {
     test_sampler_hostile();
     test_small_tokenizers();
     test_loader_hostile();
+    test_start_token();
     return failures ? 1 : 0;
 }

@@ -65,6 +65,30 @@ $RUN $CHAR -n 6 -t 0 >"$tmp/out" 2>/dev/null
 [ "$(head -c 1 "$tmp/out" | od -An -c | tr -d ' ')" = '\n' ] && ok "character model: an empty prompt starts from \"\\n\", as nanoGPT's sample.py" ||
     fail "character model empty prompt" "$(od -c "$tmp/out" | head -2)"
 
+# The start token is recorded once at load (Config.start_id); generate and
+# -m heads both read it. A copy of $CHAR with its pieces 0 ("\n") and 1
+# swapped starts from id 1 in both; a copy whose "\n" is DEL starts nowhere,
+# and both refuse with one error line.
+$PY - "$CHAR" "$tmp" <<'PYEOF'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+first = struct.unpack_from("<Q", data, 72)[0] + 4 + 8  # piece 0's byte; piece 1's is 9 bytes on
+data[first], data[first + 9] = data[first + 9], data[first]
+open(sys.argv[2] + "/newline-1.qkv", "wb").write(data)
+data[first + 9] = 0x7F
+open(sys.argv[2] + "/no-newline.qkv", "wb").write(data)
+PYEOF
+ids=$($RUN "$tmp/newline-1.qkv" -m tokenize 2>&1 | head -n 1)
+$RUN "$tmp/newline-1.qkv" -m heads --probes 1 --json "$tmp/nl.json" >/dev/null 2>&1
+starts=$($PY -c 'import json, sys; d = json.load(open(sys.argv[1])); print(sorted({p[0] for p in d["text_probes"] + d["repeat_probes"]}))' "$tmp/nl.json" 2>&1)
+[ "$ids" = "1" ] && [ "$starts" = "[1]" ] && ok "character model with \"\\n\" as id 1: an empty prompt and every head probe start from id 1" ||
+    fail "character model start token" "tokenize '$ids', probe starts $starts"
+$RUN "$tmp/no-newline.qkv" -n 4 >/dev/null 2>"$tmp/err"; rc=$?
+$RUN "$tmp/no-newline.qkv" -m heads --probes 1 >/dev/null 2>"$tmp/err2"; rc2=$?
+[ $rc -eq 1 ] && grep -q "lacks" "$tmp/err" && [ $rc2 -eq 1 ] && [ "$(wc -l <"$tmp/err2")" -eq 1 ] && grep -q "probe starts from" "$tmp/err2" &&
+    ok "character model without \"\\n\": an empty prompt and -m heads are refused, one error line each" ||
+    fail "character model without a start token" "exit $rc: $(head -c 120 "$tmp/err"); exit $rc2: $(head -c 120 "$tmp/err2")"
+
 $RUN $CHAR -z tests/data/tiny-tokenizer.bin -n 4 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "does not apply" "$tmp/err" &&

@@ -1,0 +1,127 @@
+/* cli.c — what the command line's modes share: run.c's generate and
+ * tokenize, and ppl.c. cli.h says what each piece does. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "cli.h"
+#include "sampler.h"
+
+void die(const char *fmt, const char *detail) {
+    fprintf(stderr, "error: ");
+    fprintf(stderr, fmt, detail);
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+char *read_stream(FILE *f, const char *path, size_t *n) {
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+        if (len == cap) {
+            if (cap >= MAX_TEXT_BYTES) {
+                free(buf);
+                fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path,
+                        MAX_TEXT_BYTES >> 20);
+                exit(1);
+            }
+            cap *= 2;
+            char *grown = realloc(buf, cap + 1);
+            if (!grown) free(buf);
+            buf = grown;
+        }
+    }
+    if (!buf) die("out of memory reading %s", path);
+    if (ferror(f)) {
+        free(buf);
+        die("cannot read %s", path);
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        die("%s contains a NUL byte: not a text file", path);
+    }
+    *n = len;
+    return buf;
+}
+
+/* A device (/dev/urandom, /dev/zero) could run forever or fill memory, and a
+ * directory has no text: hence a regular file only, its size checked first. */
+char *read_text_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open %s", path);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        die("%s is not a regular file", path);
+    }
+    if (st.st_size > (off_t)MAX_TEXT_BYTES) {
+        fclose(f);
+        fprintf(stderr, "error: %s has %lld bytes, more than the %u MiB qkv reads as a text\n", path,
+                (long long)st.st_size, MAX_TEXT_BYTES >> 20);
+        exit(1);
+    }
+    char *text = read_stream(f, path, n);
+    fclose(f);
+    return text;
+}
+
+void check_text(const Tokenizer *t, const char *text, const char *what) {
+    size_t bad = utf8_invalid_at(text);
+    char msg[160];
+    if (bad) {
+        snprintf(msg, sizeof msg, "%%s is not valid UTF-8 (bad byte at offset %zu)", bad - 1);
+        die(msg, what);
+    }
+    if ((bad = tokenizer_unknown_at(t, text))) {
+        snprintf(msg, sizeof msg, "%%s has a character (at byte %zu) that is not in this character-level "
+                                  "model's vocabulary", bad - 1);
+        die(msg, what);
+    }
+}
+
+int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int *n, int *started) {
+    check_text(t, text, what);
+    int *tokens = malloc((strlen(text) + 3) * sizeof(int));
+    if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
+    *started = t->kind == TOKENIZER_LLAMA || *n == 0;
+    if (*started && start < 0) /* only a character vocabulary lacks one (checkpoint.h: start_id_of) */
+        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
+    if (*started) tokens[0] = start, ++*n;
+    else memmove(tokens, tokens + 1, (size_t)*n * sizeof(int));
+    return tokens;
+}
+
+int check_logits(const float *logits, int n, int pos) {
+    int bad = logits_check(logits, n);
+    if (bad < 0) return 0;
+    fprintf(stderr, "error: the model produced %s logits at position %d\n",
+            isnan(logits[bad]) ? "NaN" : "infinite", pos);
+    return -1;
+}
+
+void run_state_for(RunState *s, const Config *c, int capacity, int kv_type, int window, int sinks) {
+    if (window) capacity = window;
+    if (run_state_init_kv(s, c, capacity, (KVType)kv_type) || kv_window_init(&s->kv_cache, sinks))
+        die("%s", "out of memory for the run state");
+}
+
+ThreadChoice choose_threads(int threads) {
+#ifdef _OPENMP
+    int most = omp_get_max_threads();
+#else
+    int most = 1;
+#endif
+    return thread_choice(most, threads > 0 || getenv("OMP_NUM_THREADS") != NULL);
+}
