@@ -833,6 +833,12 @@ TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *va
     }
 }
 
+/* The lanes of rows row0..row0+15 that lie within [begin, end). */
+TARGET_AVX512 INLINE __mmask16 panel_rows_mask(int row0, int begin, int end) {
+    int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;
+    return last <= first ? 0 : (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));
+}
+
 /* A panel (rows row0..row0+15) times positions t..t+P-1: per block, the
  * integer dots, then one FMA per position with the rows' scales times the
  * position's. No sums across lanes: lane l is row row0 + l. */
@@ -851,8 +857,7 @@ TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *va
                 acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[p]),                                         \
                                          _mm512_mul_ps(ws, _mm512_set1_ps(act_scale(a, t + p)[b])), acc[p]);  \
         }                                                                                                      \
-        int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;   \
-        __mmask16 rows = (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));                              \
+        __mmask16 rows = panel_rows_mask(row0, begin, end);                                                    \
         for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(out_at(out, os, t + p, row0), rows, acc[p]);        \
     }
 
@@ -861,8 +866,82 @@ PANEL_TILE_512(panel_vnni, TARGET_VNNI, block_dots_vnni)
 
 PANEL_MATMUL(matmul_q8_avx512, TARGET_AVX512, panel_bw, 0, 4)
 PANEL_MATMUL(matmul_q4_avx512, TARGET_AVX512, panel_bw, 1, 4)
-PANEL_MATMUL(matmul_q8_vnni, TARGET_VNNI, panel_vnni, 0, 8)
-PANEL_MATMUL(matmul_q4_vnni, TARGET_VNNI, panel_vnni, 1, 8)
+/* A prompt with VNNI: two panels (32 rows) times six positions a tile,
+ * each broadcast of four activations serving both panels (the broadcasts,
+ * not the weights, are most of a tile's loads). Each (row, position) has
+ * panel_vnni's arithmetic in panel_vnni's order. */
+TARGET_VNNI INLINE void panel_pair_vnni(float *out, int os, const Activations *a, const unsigned char *panel,
+                                        size_t panel_bytes, int blocks, int row0, int begin, int end, int t, int P,
+                                        int q4) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    int value_bytes = packed_value_bytes(q4);
+    const unsigned char *scales[2] = { panel + (size_t)blocks * QKV_PANEL * value_bytes,
+                                       panel + panel_bytes + (size_t)blocks * QKV_PANEL * value_bytes };
+    __m512 acc[2][6];
+    for (int p = 0; p < P; p++) acc[0][p] = acc[1][p] = _mm512_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const unsigned char *values = panel + (size_t)b * QKV_PANEL * value_bytes;
+        const int8_t *x[6];
+        __m512i dots[2][6];
+        for (int p = 0; p < P; p++) {
+            x[p] = act_q(a, t + p) + b * QKV_QBLOCK;
+            dots[0][p] = dots[1][p] = _mm512_set1_epi32(-(q4 ? 8 : 128) * act_sum(a, t + p)[b]);
+        }
+        for (int c = 0; c < value_bytes / 4; c++) {
+            __m512i w0 = _mm512_loadu_si512(values + c * 64), w1 = _mm512_loadu_si512(values + panel_bytes + c * 64);
+            if (!q4) {
+                for (int p = 0; p < P; p++) {
+                    __m512i bx = _mm512_set1_epi32(X4(x[p], 4 * c));
+                    dots[0][p] = _mm512_dpbusd_epi32(dots[0][p], w0, bx);
+                    dots[1][p] = _mm512_dpbusd_epi32(dots[1][p], w1, bx);
+                }
+                continue;
+            }
+            __m512i lo0 = _mm512_and_si512(w0, low4), hi0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), low4);
+            __m512i lo1 = _mm512_and_si512(w1, low4), hi1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), low4);
+            for (int p = 0; p < P; p++) {
+                __m512i bx = _mm512_set1_epi32(X4(x[p], 4 * c)), bx16 = _mm512_set1_epi32(X4(x[p], 16 + 4 * c));
+                dots[0][p] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dots[0][p], lo0, bx), hi0, bx16);
+                dots[1][p] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dots[1][p], lo1, bx), hi1, bx16);
+            }
+        }
+        for (int g = 0; g < 2; g++) {
+            __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales[g] + (size_t)b * QKV_PANEL * 2)));
+            for (int p = 0; p < P; p++)
+                acc[g][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[g][p]),
+                                            _mm512_mul_ps(ws, _mm512_set1_ps(act_scale(a, t + p)[b])), acc[g][p]);
+        }
+    }
+    for (int g = 0; g < 2; g++) {
+        __mmask16 rows = panel_rows_mask(row0 + g * QKV_PANEL, begin, end);
+        for (int p = 0; p < P; p++) _mm512_mask_storeu_ps(out_at(out, os, t + p, row0 + g * QKV_PANEL), rows, acc[g][p]);
+    }
+}
+
+/* VNNI: a decode step (or a last lone panel) one panel at a time, a
+ * prompt two panels at a time. */
+#define VNNI_MATMUL(NAME, Q4)                                                                                  \
+    TARGET_VNNI static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin, \
+                                 int end) {                                                                    \
+        int blocks = cols / QKV_QBLOCK;                                                                        \
+        size_t panel_bytes = QKV_PANEL * weight_row_bytes(Q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);                \
+        int row0 = begin - begin % QKV_PANEL;                                                                  \
+        for (; a->n > 1 && row0 + QKV_PANEL < end; row0 += 2 * QKV_PANEL) {                                    \
+            const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
+            int t = 0;                                                                                         \
+            for (; t + 6 <= a->n; t += 6) panel_pair_vnni(out, os, a, panel, panel_bytes, blocks, row0, begin, end, t, 6, Q4); \
+            for (; t < a->n; t++) panel_pair_vnni(out, os, a, panel, panel_bytes, blocks, row0, begin, end, t, 1, Q4); \
+        }                                                                                                      \
+        for (; row0 < end; row0 += QKV_PANEL) {                                                                \
+            const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
+            int t = 0;                                                                                         \
+            for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, Q4);   \
+            for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, Q4);           \
+        }                                                                                                      \
+    }
+
+VNNI_MATMUL(matmul_q8_vnni, 0)
+VNNI_MATMUL(matmul_q4_vnni, 1)
 
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their
  * registers. */

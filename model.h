@@ -382,8 +382,12 @@ Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
 
 size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes(w->type, w->cols); }
 
-/* Rows a thread takes at a time: a multiple of the kernels' tile. */
+/* Rows a thread takes at a time: a multiple of the kernels' tiles. A decode
+ * step's are small, so that two threads share even a 288-row matrix
+ * evenly; a prompt's are large, so that its kernels can take two panels of
+ * rows at once. */
 #define QKV_ROWS_PER_TASK 16
+#define QKV_PROMPT_ROWS_PER_TASK 64
 
 /* The input rows of a product: x[t * stride + i] for n positions, with the
  * run state's scratch for their int8 copy. */
@@ -404,22 +408,21 @@ typedef struct {
  * for the group, not once a matrix. A quantized matrix quantizes x first
  * (once: the matrices that share x share it). */
 static void matmul_group(Activations *x, const Product *p, int n_products) {
-    int n_blocks = 0, b;
+    int n_blocks = 0, b, task = x->n > 1 ? QKV_PROMPT_ROWS_PER_TASK : QKV_ROWS_PER_TASK;
     long work = 0;
     for (int i = 0; i < n_products; i++) {
         if (weight_traits(p[i].w->type)->quantized) activations_quantize(x);
-        n_blocks += (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK;
+        n_blocks += (p[i].w->rows + task - 1) / task;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
     (void)work; /* read only by OpenMP's if clause */
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (b = 0; b < n_blocks; b++) {
         int i = 0, block = b;
-        while (block >= (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK)
-            block -= (p[i].w->rows + QKV_ROWS_PER_TASK - 1) / QKV_ROWS_PER_TASK, i++;
+        while (block >= (p[i].w->rows + task - 1) / task) block -= (p[i].w->rows + task - 1) / task, i++;
         const Matrix *w = p[i].w;
         const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
-        int begin = block * QKV_ROWS_PER_TASK, end = begin + QKV_ROWS_PER_TASK < w->rows ? begin + QKV_ROWS_PER_TASK : w->rows;
+        int begin = block * task, end = begin + task < w->rows ? begin + task : w->rows;
         k->run(p[i].out, p[i].out_stride, x, w->panels ? w->panels : w->data, w->cols, begin, end);
     }
 }
