@@ -159,7 +159,7 @@ TARGET_AVX2 INLINE void block_dots_avx2(__m256i dots[2], const unsigned char *va
         dots[p] = _mm256_sub_epi32(_mm256_madd_epi16(pairs[p], ones), _mm256_set1_epi32(8 * act_sum(a, t + p)[b]));
 }
 
-/* Lanes of v for rows row0..row0+count-1 into position t's output, those
+/* Lanes of v for rows row0..row0+7 into position t's output, those
  * within [begin, end). */
 TARGET_AVX2 INLINE void store_rows_avx2(float *out, int os, int t, int row0, int begin, int end, __m256 v) {
     float lane[8];
