@@ -474,36 +474,44 @@ TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
     return _mm256_loadu_ps(f);
 }
 
-/* W[i..i+3] . x[t..t+P-1] for float32 or float16 rows */
+/* W[i..i+R-1] . x[t..t+P-1] for float32 or float16 rows: R = 8 rows for a
+ * float16 decode step (more rows' bytes in flight: measured 4-6% faster on
+ * the 15M and 42M shapes, and float32 4% slower), else 4. */
 TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                        int cols, int i, int end, int t, int P, int half) {
-    const unsigned char *rows[TILE_ROWS];
-    tile_rows(rows, TILE_ROWS, w, row_bytes, i, end);
-    __m256 acc[TILE_ROWS][2];
-    for (int r = 0; r < TILE_ROWS; r++)
+                                        int cols, int i, int end, int t, int R, int P, int half) {
+    const unsigned char *rows[8];
+    tile_rows(rows, R, w, row_bytes, i, end);
+    __m256 acc[8][2];
+    for (int r = 0; r < R; r++)
         for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
     for (int j = 0; j < cols; j += 8) {
         __m256 x[2];
         for (int p = 0; p < P; p++) x[p] = load8_x(act_row(a, t + p), j, cols);
-        for (int r = 0; r < TILE_ROWS; r++) {
+        for (int r = 0; r < R; r++) {
             if (j % 16 == 0) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
             __m256 wv = load8_w(rows[r], j, cols, half);
             for (int p = 0; p < P; p++) acc[r][p] = _mm256_fmadd_ps(wv, x[p], acc[r][p]);
         }
     }
-    for (int p = 0; p < P; p++)
-        store_tile(out, os, t + p, i, end, reduce4_256(acc[0][p], acc[1][p], acc[2][p], acc[3][p]));
+    for (int r = 0; r < R; r += 4)
+        for (int p = 0; p < P; p++)
+            store_tile(out, os, t + p, i + r, end, reduce4_256(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
 }
 
-/* An AVX2 kernel: four rows a tile, positions two at a time then one. */
+/* An AVX2 kernel: a float16 decode step eight rows a tile; otherwise four
+ * rows, positions two at a time then one. */
 #define AVX2_MATMUL(NAME, TILE, TYPE, FLAG)                                                                    \
     TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
                                  int end) {                                                                    \
         size_t row_bytes = weight_row_bytes(TYPE, cols);                                                       \
+        if (a->n == 1 && FLAG) {                                                                               \
+            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG);   \
+            return;                                                                                            \
+        }                                                                                                      \
         for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
             int t = 0;                                                                                         \
-            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, 2, FLAG);             \
-            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, 1, FLAG);                     \
+            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG);  \
+            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG);          \
         }                                                                                                      \
     }
 
