@@ -296,17 +296,16 @@ TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {
     return n - i >= 16 ? (__mmask16)0xffff : n <= i ? (__mmask16)0 : (__mmask16)((1u << (n - i)) - 1);
 }
 
-/* 16 elements from i as floats (masked lanes are 0) */
+/* 16 elements from i of a float32 or float16 row as floats (masked lanes
+ * are 0); int8 rows have kernels of their own (below) */
 TARGET_AVX512 INLINE __m512 kv_load16(KVType type, const unsigned char *data, int i, __mmask16 m) {
     if (type == KV_F32) return _mm512_maskz_loadu_ps(m, (const float *)data + i);
-    if (type == KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, data + 2 * (size_t)i));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, data + i)));
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, data + 2 * (size_t)i));
 }
 
 TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i) {
     if (type == KV_F32) return _mm256_loadu_ps((const float *)data + i);
-    if (type == KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(data + 2 * (size_t)i)));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(data + i))));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(data + 2 * (size_t)i)));
 }
 
 /* ---- int8 rows: a group of rows at a time ----
@@ -560,9 +559,9 @@ TARGET_AVX2 static void weighted_sum_q8_avx2(const unsigned char *rows, size_t r
     if (whole < hs) weighted_sum_portable(KV_Q8, rows, row_bytes, w, n, whole, hs, out);
 }
 
+/* float32 and float16 rows */
 TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
                                            int n, int hs, float *out) {
-    size_t skip = type == KV_Q8 ? sizeof(float) : 0;
     for (int d = 0; d < hs; d += 16 * KV_SLICE_512) {
         __mmask16 m[KV_SLICE_512];
         __m512 acc[KV_SLICE_512];
@@ -573,19 +572,18 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
         for (int t = 0; t < n; t++) {
             const unsigned char *row = rows + (size_t)t * row_bytes;
             if (d == 0) kv_prefetch_row(row, row_bytes);
-            __m512 wt = _mm512_set1_ps(kv_row_weight(type, row, w[t]));
+            __m512 wt = _mm512_set1_ps(w[t]);
             for (int v = 0; v < KV_SLICE_512; v++)
-                if (m[v]) acc[v] = _mm512_fmadd_ps(wt, kv_load16(type, row + skip, d + 16 * v, m[v]), acc[v]);
+                if (m[v]) acc[v] = _mm512_fmadd_ps(wt, kv_load16(type, row, d + 16 * v, m[v]), acc[v]);
         }
         for (int v = 0; v < KV_SLICE_512; v++) _mm512_mask_storeu_ps(out + d + 16 * v, m[v], acc[v]);
     }
 }
 
-/* Whole vectors of 8 in registers; the last hs % 8 elements by the
- * portable loop. */
+/* float32 and float16 rows: whole vectors of 8 in registers; the last
+ * hs % 8 elements by the portable loop. */
 TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
                                          int n, int hs, float *out) {
-    size_t skip = type == KV_Q8 ? sizeof(float) : 0;
     int whole = hs / 8 * 8;
     for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
         int vectors = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
@@ -594,9 +592,9 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
         for (int t = 0; t < n; t++) {
             const unsigned char *row = rows + (size_t)t * row_bytes;
             if (d == 0) kv_prefetch_row(row, row_bytes);
-            __m256 wt = _mm256_set1_ps(kv_row_weight(type, row, w[t]));
+            __m256 wt = _mm256_set1_ps(w[t]);
             for (int v = 0; v < KV_SLICE_256; v++)
-                if (v < vectors) acc[v] = _mm256_fmadd_ps(wt, kv_load8(type, row + skip, d + 8 * v), acc[v]);
+                if (v < vectors) acc[v] = _mm256_fmadd_ps(wt, kv_load8(type, row, d + 8 * v), acc[v]);
         }
         for (int v = 0; v < vectors; v++) _mm256_storeu_ps(out + d + 8 * v, acc[v]);
     }
