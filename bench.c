@@ -581,8 +581,10 @@ static void print_roofline(const Bench *b) {
                       keys_read(b, b->ctx);
     double kv_gbps = kv_bytes / (b->last_attention_ms * 1e-3) * 1e-9;
     printf("  attention at position %d: %.1f MiB of keys and values in %.3f ms (running median) = %.1f GB/s ="
-           " %.0f%% of the read bandwidth over as many bytes (%.1f GB/s)\n", b->ctx, mib(kv_bytes),
-           b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, b->kv_roofline.read_gbps);
+           " %.0f%% of the read bandwidth over the step's bytes (weights and KV, %.1f MiB: %.1f GB/s);"
+           " %.0f%% of a read over the KV bytes alone (%.1f GB/s)\n", b->ctx, mib(kv_bytes), b->last_attention_ms,
+           kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, mib((double)b->kv_roofline.probe_bytes),
+           b->kv_roofline.read_gbps, 100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
            "%.1f GFLOP/s (%.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
@@ -781,10 +783,13 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         rc = measure_all(&b, &s, tokens) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
         run_state_free(&s);
-        fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, then the KV cache's) and FMA peak\n");
+        fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, the step's at ctx, the KV cache's) "
+                "and FMA peak\n");
+        size_t kv_bytes = kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
+                          (size_t)keys_read(&b, b.ctx);
         roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
-        roofline_measure(&b.kv_roofline, kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads,
-                                                               c->head_size) * (size_t)keys_read(&b, b.ctx), o->threads);
+        roofline_measure(&b.kv_roofline, weight_bytes_per_token(m) + kv_bytes, o->threads);
+        roofline_measure(&b.kv_alone_roofline, kv_bytes, o->threads);
     }
     if (!rc) {
         find_crossover(&b, &d);

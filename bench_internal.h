@@ -44,7 +44,11 @@ typedef struct {
     double crossover;        /* the position where attention takes as long as the rest of the step
                                 (its share's running median reaches 50%), or 0 if not within 1..ctx */
     double last_attention_ms, last_share; /* attention at ctx (running median) and its share of the step */
-    Roofline kv_roofline;    /* the read bandwidth over the bytes of keys and values at ctx */
+    Roofline kv_roofline;    /* the read bandwidth over the bytes a step streams at ctx: the weights,
+                                then the keys and values (each pass pushes the other's out of the
+                                caches, as a decode step does), attention's yardstick */
+    Roofline kv_alone_roofline; /* over the keys and values alone (they may stay in a cache between
+                                passes, which a decode step's do not when the weights come between) */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
     long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
 } Bench;

@@ -70,6 +70,16 @@ void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out);
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
                float *scores, int scores_stride);
 
+/* kv_scores of one query (n = 1), requesting from memory the n_keys value
+ * rows from values while the keys are read: a decode step sums them next,
+ * and reads every row once, so they come from memory (int8 rows; measured,
+ * 15M shape at 16,384 positions after 60 MB of other reads, 1 thread, Xeon:
+ * about 10% faster, 9.5 -> 10.4 GB/s; requesting the next block's keys
+ * while the values are summed, likewise, was slower). The same scores as
+ * kv_scores. */
+void kv_scores_fetching(const KVCache *kv, const unsigned char *keys, const unsigned char *values, const float *q,
+                        int n_keys, float *scores);
+
 /* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible */
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out);
@@ -286,76 +296,272 @@ TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {
     return n - i >= 16 ? (__mmask16)0xffff : n <= i ? (__mmask16)0 : (__mmask16)((1u << (n - i)) - 1);
 }
 
-/* 16 elements from i as floats (masked lanes are 0) */
+/* 16 elements from i of a float32 or float16 row as floats (masked lanes
+ * are 0); int8 rows have kernels of their own (below) */
 TARGET_AVX512 INLINE __m512 kv_load16(KVType type, const unsigned char *data, int i, __mmask16 m) {
     if (type == KV_F32) return _mm512_maskz_loadu_ps(m, (const float *)data + i);
-    if (type == KV_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, data + 2 * (size_t)i));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, data + i)));
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, data + 2 * (size_t)i));
 }
 
 TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i) {
     if (type == KV_F32) return _mm256_loadu_ps((const float *)data + i);
-    if (type == KV_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(data + 2 * (size_t)i)));
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(data + i))));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(data + 2 * (size_t)i)));
 }
 
-/* scores[k] = keys[k] · q (times the key's scale) for k < n, int8 keys:
- * four keys a step, their lanes summed by one reduction (kernels.h's tree,
- * the same for each of the four, so a key's score does not depend on its
- * group), the rows of the next groups prefetched. Whole vectors are loaded
- * without a mask (measured, cache-resident rows of 48: 3.1 -> 2.2 ns a key). */
+/* ---- int8 rows: a group of rows at a time ----
+ * An int8 row is short (52 bytes for llama2.c's head size of 48), so work
+ * done once a row is not amortized: the old kernels reduced each row's
+ * score horizontally and multiplied each value row's scale into its weight
+ * alone, and ran at 21 GB/s with the rows in cache (1 thread, Xeon). Here
+ * a group of 16 rows (8 with AVX2) goes at once: one accumulator a row,
+ * summed lane-wise by a transposing tree into one vector of the group's
+ * scores; the group's scales gathered into one vector, applied after the
+ * dot products (score = scale · Σ q_i k_i) and to the weights before the
+ * values (w_t · scale_t), as the portable loops do. */
+
+/* Bytes ahead of an int8 group whose lines are requested. The rows come
+ * from memory at long contexts, and a decode step reads them once: 8 rows
+ * ahead (416 bytes) left the core waiting on the loads; 1 to 2 KiB ran
+ * fastest, 4 and 8 KiB slower (measured, rows of 48 after 60 MB of other
+ * reads, 1 thread, Xeon). */
+#ifndef KV_Q8_PREFETCH_BYTES
+#define KV_Q8_PREFETCH_BYTES 2048
+#endif
+
+INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
+}
+
+/* 16 int8 at x as floats; the masked form zeroes the lanes past m */
+TARGET_AVX512 INLINE __m512 int8x16_512(const unsigned char *x) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x)));
+}
+
+TARGET_AVX512 INLINE __m512 int8x16_masked_512(const unsigned char *x, __mmask16 m) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x)));
+}
+
+/* Lane j = the sum of v[j]'s 16 lanes, for every j by the same tree (lanes
+ * 2 apart, then 1 apart, then 128-bit blocks 1 apart, then 2 apart), so a
+ * score does not depend on its row's place in a group. */
+TARGET_AVX512 INLINE __m512 transpose_sum16_512(const __m512 v[16]) {
+    __m512 pairs[8], quads[4], halves[2];
+    for (int j = 0; j < 8; j++) /* per block: [a0+a2, b0+b2, a1+a3, b1+b3] */
+        pairs[j] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm512_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+    for (int j = 0; j < 4; j++) /* per block: rows 4j..4j+3 */
+        quads[j] = _mm512_add_ps(_mm512_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0x44),
+                                 _mm512_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0xEE));
+    for (int j = 0; j < 2; j++) /* blocks [8j..8j+3 (0+1), (2+3), 8j+4..8j+7 (0+1), (2+3)] */
+        halves[j] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], 0x88),
+                                  _mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], 0x88),
+                         _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
+}
+
+/* Byte offsets of 16 rows from the first: the gathers' index */
+TARGET_AVX512 INLINE __m512i row_offsets16(size_t row_bytes) {
+    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32((int)row_bytes));
+}
+
+/* The scales of a group's first rows rows (the other lanes 0) */
+TARGET_AVX512 INLINE __m512 q8_scales16(const unsigned char *group, __m512i offsets, int rows) {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), kv_mask(0, rows), offsets, group, 1);
+}
+
+/* acc[r] = the lanes of q · row r of the group for r < 16, rows past the
+ * group's rows repeating its last (their lanes are not stored). The rows
+ * inside the loop over q: 16 independent sums in registers. */
+TARGET_AVX512 INLINE void q8_dots16(const unsigned char *group, size_t row_bytes, int rows, const float *q, int hs,
+                                    __m512 acc[16]) {
+    const unsigned char *x[16];
+    for (int r = 0; r < 16; r++) {
+        x[r] = group + (size_t)(r < rows ? r : rows - 1) * row_bytes + sizeof(float);
+        acc[r] = _mm512_setzero_ps();
+    }
+    int i = 0;
+    for (; i + 16 <= hs; i += 16) {
+        __m512 qv = _mm512_loadu_ps(q + i);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(int8x16_512(x[r] + i), qv, acc[r]);
+    }
+    if (i < hs) {
+        __mmask16 tail = kv_mask(i, hs);
+        __m512 qv = _mm512_maskz_loadu_ps(tail, q + i);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(int8x16_masked_512(x[r] + i, tail), qv, acc[r]);
+    }
+}
+
+/* scores[k] = scale_k · (keys[k] · q) for k < n, 16 keys a step; the
+ * rows of fetch (NULL: none) requested as those of keys are read */
 TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
-                                           int n, float *scores) {
-    for (int k = 0; k < n; k += 4) {
-        const unsigned char *rows[4];
-        __m512 acc[4];
-        for (int r = 0; r < 4; r++) {
-            rows[r] = keys + (size_t)(k + r < n ? k + r : k) * row_bytes;
-            acc[r] = _mm512_setzero_ps();
+                                           int n, float *scores, const unsigned char *fetch) {
+    __m512i offsets = row_offsets16(row_bytes);
+    for (int k = 0; k < n; k += 16) {
+        const unsigned char *group = keys + (size_t)k * row_bytes;
+        int rows = n - k < 16 ? n - k : 16;
+        __m512 acc[16];
+        kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
+        if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 16 * row_bytes);
+        q8_dots16(group, row_bytes, rows, q, hs, acc);
+        _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows),
+                              _mm512_mul_ps(transpose_sum16_512(acc), q8_scales16(group, offsets, rows)));
+    }
+}
+
+/* out[d..d+16V) (the last vector masked by last) = Σ_t w[t] · scale_t ·
+ * v_t[d..], t < n: 16 rows a step, their weights times their scales in one
+ * vector, then each row's broadcast into V sums; each element summed in
+ * row order, as the portable loop. With fetch (the first slice), the rows
+ * ahead are requested. */
+TARGET_AVX512 INLINE void q8_slice_512(const unsigned char *rows, size_t row_bytes, __m512i offsets, const float *w,
+                                       int n, int d, int V, __mmask16 last, int fetch, float *out) {
+    __m512 acc[KV_SLICE_512];
+    for (int v = 0; v < V; v++) acc[v] = _mm512_setzero_ps();
+    for (int t = 0; t < n; t += 16) {
+        const unsigned char *group = rows + (size_t)t * row_bytes;
+        int count = n - t < 16 ? n - t : 16;
+        float wt[16];
+        if (fetch) kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
+        _mm512_storeu_ps(wt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kv_mask(0, count), w + t),
+                                           q8_scales16(group, offsets, count)));
+        for (int r = 0; r < count; r++) {
+            const unsigned char *x = group + (size_t)r * row_bytes + sizeof(float) + d;
+            __m512 weight = _mm512_set1_ps(wt[r]);
+            for (int v = 0; v + 1 < V; v++) acc[v] = _mm512_fmadd_ps(weight, int8x16_512(x + 16 * v), acc[v]);
+            acc[V - 1] = _mm512_fmadd_ps(weight, int8x16_masked_512(x + 16 * (V - 1), last), acc[V - 1]);
         }
-        for (size_t at = 0; at < 4 * row_bytes; at += 64)
-            _mm_prefetch((const char *)rows[0] + 4 * KV_PREFETCH * row_bytes + at, _MM_HINT_T0);
-        int i = 0;
-        for (; i + 16 <= hs; i += 16) { /* whole vectors unmasked: each load folds into its conversion */
-            __m512 qv = _mm512_loadu_ps(q + i);
-            for (int r = 0; r < 4; r++) {
-                __m128i x = _mm_loadu_si128((const __m128i *)(rows[r] + sizeof(float) + i));
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x)), qv, acc[r]);
-            }
-        }
-        if (i < hs) {
-            __mmask16 m = kv_mask(i, hs);
-            __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
-            for (int r = 0; r < 4; r++) acc[r] = _mm512_fmadd_ps(kv_load16(KV_Q8, rows[r] + sizeof(float), i, m), qv, acc[r]);
-        }
-        float sums[4];
-        _mm_storeu_ps(sums, reduce4_512(acc[0], acc[1], acc[2], acc[3]));
-        for (int r = 0; r < 4 && k + r < n; r++) {
-            float scale;
-            memcpy(&scale, rows[r], sizeof scale);
-            scores[k + r] = sums[r] * scale;
+    }
+    for (int v = 0; v < V; v++) _mm512_mask_storeu_ps(out + d + 16 * v, v + 1 < V ? (__mmask16)0xffff : last, acc[v]);
+}
+
+/* out[hs] = Σ_t w[t] · scale_t · v_t, slices of KV_SLICE_512 vectors (a
+ * constant V in each call, so the slice's sums stay in registers) */
+TARGET_AVX512 static void weighted_sum_q8_avx512(const unsigned char *rows, size_t row_bytes, const float *w, int n,
+                                                 int hs, float *out) {
+    __m512i offsets = row_offsets16(row_bytes);
+    for (int d = 0; d < hs; d += 16 * KV_SLICE_512) {
+        int V = (hs - d + 15) / 16 < KV_SLICE_512 ? (hs - d + 15) / 16 : KV_SLICE_512;
+        __mmask16 last = kv_mask(d + 16 * (V - 1), hs);
+        int f = d == 0;
+        switch (V) {
+        case 1: q8_slice_512(rows, row_bytes, offsets, w, n, d, 1, last, f, out); break;
+        case 2: q8_slice_512(rows, row_bytes, offsets, w, n, d, 2, last, f, out); break;
+        case 3: q8_slice_512(rows, row_bytes, offsets, w, n, d, 3, last, f, out); break;
+        default: q8_slice_512(rows, row_bytes, offsets, w, n, d, KV_SLICE_512, last, f, out); break;
         }
     }
 }
 
-/* q8_row_dot with its eight partial sums in one vector */
-TARGET_AVX2 static float q8_row_dot_avx2(const unsigned char *row, const float *q, int n) {
-    float scale, lanes[8];
-    memcpy(&scale, row, sizeof scale);
-    const int8_t *x = (const int8_t *)(row + sizeof scale);
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(kv_load8(KV_Q8, row + sizeof scale, i), _mm256_loadu_ps(q + i)));
-    _mm256_storeu_ps(lanes, acc);
-    float sum = 0.0f;
-    for (int l = 0; l < 8; l++) sum += lanes[l];
-    for (; i < n; i++) sum += (float)x[i] * q[i];
-    return sum * scale;
+/* 8 int8 at x as floats; the partial form reads only the first count */
+TARGET_AVX2 INLINE __m256 int8x8_256(const unsigned char *x) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x)));
 }
 
+TARGET_AVX2 INLINE __m256 int8x8_partial_256(const unsigned char *x, int count) {
+    int64_t bytes = 0;
+    memcpy(&bytes, x, (size_t)count);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
+}
+
+/* -1 in the lanes below count: AVX2's masked loads and gathers */
+TARGET_AVX2 INLINE __m256i lanes_below(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* transpose_sum16_512's tree for 8 vectors of 8 */
+TARGET_AVX2 INLINE __m256 transpose_sum8_256(const __m256 v[8]) {
+    __m256 pairs[4], quads[2];
+    for (int j = 0; j < 4; j++)
+        pairs[j] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm256_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+    for (int j = 0; j < 2; j++)
+        quads[j] = _mm256_add_ps(_mm256_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0x44),
+                                 _mm256_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0xEE));
+    return _mm256_add_ps(_mm256_permute2f128_ps(quads[0], quads[1], 0x20),
+                         _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
+}
+
+TARGET_AVX2 INLINE __m256 q8_scales8(const unsigned char *group, size_t row_bytes, int rows) {
+    __m256i offsets = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)row_bytes));
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (const float *)group, offsets,
+                                    _mm256_castsi256_ps(lanes_below(rows)), 1);
+}
+
+/* q8_dots16 with 8 rows of vectors of 8 */
+TARGET_AVX2 INLINE void q8_dots8(const unsigned char *group, size_t row_bytes, int rows, const float *q, int hs,
+                                 __m256 acc[8]) {
+    int whole = hs / 8 * 8;
+    __m256 q_tail = _mm256_maskload_ps(q + whole, lanes_below(hs - whole));
+    for (int r = 0; r < 8; r++) {
+        const unsigned char *x = group + (size_t)(r < rows ? r : rows - 1) * row_bytes + sizeof(float);
+        acc[r] = _mm256_setzero_ps();
+        for (int i = 0; i < whole; i += 8) acc[r] = _mm256_fmadd_ps(int8x8_256(x + i), _mm256_loadu_ps(q + i), acc[r]);
+        if (whole < hs) acc[r] = _mm256_fmadd_ps(int8x8_partial_256(x + whole, hs - whole), q_tail, acc[r]);
+    }
+}
+
+/* q8_scores_avx512, 8 keys a step */
+TARGET_AVX2 static void q8_scores_avx2(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
+                                       float *scores, const unsigned char *fetch) {
+    for (int k = 0; k < n; k += 8) {
+        const unsigned char *group = keys + (size_t)k * row_bytes;
+        int rows = n - k < 8 ? n - k : 8;
+        __m256 acc[8];
+        kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
+        if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 8 * row_bytes);
+        q8_dots8(group, row_bytes, rows, q, hs, acc);
+        __m256 s = _mm256_mul_ps(transpose_sum8_256(acc), q8_scales8(group, row_bytes, rows));
+        _mm256_maskstore_ps(scores + k, lanes_below(rows), s);
+    }
+}
+
+/* q8_slice_512 with 8 rows a step and V whole vectors of 8 */
+TARGET_AVX2 INLINE void q8_slice_256(const unsigned char *rows, size_t row_bytes, const float *w, int n, int d, int V,
+                                     int fetch, float *out) {
+    __m256 acc[KV_SLICE_256];
+    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
+    for (int t = 0; t < n; t += 8) {
+        const unsigned char *group = rows + (size_t)t * row_bytes;
+        int count = n - t < 8 ? n - t : 8;
+        float wt[8];
+        if (fetch) kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
+        _mm256_storeu_ps(wt, _mm256_mul_ps(_mm256_maskload_ps(w + t, lanes_below(count)),
+                                           q8_scales8(group, row_bytes, count)));
+        for (int r = 0; r < count; r++) {
+            const unsigned char *x = group + (size_t)r * row_bytes + sizeof(float) + d;
+            __m256 weight = _mm256_set1_ps(wt[r]);
+            for (int v = 0; v < V; v++) acc[v] = _mm256_fmadd_ps(weight, int8x8_256(x + 8 * v), acc[v]);
+        }
+    }
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(out + d + 8 * v, acc[v]);
+}
+
+/* Whole vectors of 8 in slices of KV_SLICE_256; the last hs % 8 elements
+ * by the portable loop */
+TARGET_AVX2 static void weighted_sum_q8_avx2(const unsigned char *rows, size_t row_bytes, const float *w, int n,
+                                             int hs, float *out) {
+    int whole = hs / 8 * 8;
+    for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
+        int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
+        int f = d == 0;
+        switch (V) {
+        case 1: q8_slice_256(rows, row_bytes, w, n, d, 1, f, out); break;
+        case 2: q8_slice_256(rows, row_bytes, w, n, d, 2, f, out); break;
+        case 3: q8_slice_256(rows, row_bytes, w, n, d, 3, f, out); break;
+        case 4: q8_slice_256(rows, row_bytes, w, n, d, 4, f, out); break;
+        case 5: q8_slice_256(rows, row_bytes, w, n, d, 5, f, out); break;
+        case 6: q8_slice_256(rows, row_bytes, w, n, d, 6, f, out); break;
+        case 7: q8_slice_256(rows, row_bytes, w, n, d, 7, f, out); break;
+        default: q8_slice_256(rows, row_bytes, w, n, d, KV_SLICE_256, f, out); break;
+        }
+    }
+    if (whole < hs) weighted_sum_portable(KV_Q8, rows, row_bytes, w, n, whole, hs, out);
+}
+
+/* float32 and float16 rows */
 TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
                                            int n, int hs, float *out) {
-    size_t skip = type == KV_Q8 ? sizeof(float) : 0;
     for (int d = 0; d < hs; d += 16 * KV_SLICE_512) {
         __mmask16 m[KV_SLICE_512];
         __m512 acc[KV_SLICE_512];
@@ -366,19 +572,18 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
         for (int t = 0; t < n; t++) {
             const unsigned char *row = rows + (size_t)t * row_bytes;
             if (d == 0) kv_prefetch_row(row, row_bytes);
-            __m512 wt = _mm512_set1_ps(kv_row_weight(type, row, w[t]));
+            __m512 wt = _mm512_set1_ps(w[t]);
             for (int v = 0; v < KV_SLICE_512; v++)
-                if (m[v]) acc[v] = _mm512_fmadd_ps(wt, kv_load16(type, row + skip, d + 16 * v, m[v]), acc[v]);
+                if (m[v]) acc[v] = _mm512_fmadd_ps(wt, kv_load16(type, row, d + 16 * v, m[v]), acc[v]);
         }
         for (int v = 0; v < KV_SLICE_512; v++) _mm512_mask_storeu_ps(out + d + 16 * v, m[v], acc[v]);
     }
 }
 
-/* Whole vectors of 8 in registers; the last hs % 8 elements by the
- * portable loop. */
+/* float32 and float16 rows: whole vectors of 8 in registers; the last
+ * hs % 8 elements by the portable loop. */
 TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
                                          int n, int hs, float *out) {
-    size_t skip = type == KV_Q8 ? sizeof(float) : 0;
     int whole = hs / 8 * 8;
     for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
         int vectors = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
@@ -387,9 +592,9 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
         for (int t = 0; t < n; t++) {
             const unsigned char *row = rows + (size_t)t * row_bytes;
             if (d == 0) kv_prefetch_row(row, row_bytes);
-            __m256 wt = _mm256_set1_ps(kv_row_weight(type, row, w[t]));
+            __m256 wt = _mm256_set1_ps(w[t]);
             for (int v = 0; v < KV_SLICE_256; v++)
-                if (v < vectors) acc[v] = _mm256_fmadd_ps(wt, kv_load8(type, row + skip, d + 8 * v), acc[v]);
+                if (v < vectors) acc[v] = _mm256_fmadd_ps(wt, kv_load8(type, row, d + 8 * v), acc[v]);
         }
         for (int v = 0; v < vectors; v++) _mm256_storeu_ps(out + d + 8 * v, acc[v]);
     }
@@ -402,34 +607,33 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
     TARGET static void weighted_sum_f32_##ISA(const unsigned char *r, size_t b, const float *w, int n, int hs,  \
                                               float *out) { BODY(KV_F32, r, b, w, n, hs, out); }                \
     TARGET static void weighted_sum_f16_##ISA(const unsigned char *r, size_t b, const float *w, int n, int hs,  \
-                                              float *out) { BODY(KV_F16, r, b, w, n, hs, out); }                \
-    TARGET static void weighted_sum_q8_##ISA(const unsigned char *r, size_t b, const float *w, int n, int hs,   \
-                                             float *out) { BODY(KV_Q8, r, b, w, n, hs, out); }
+                                              float *out) { BODY(KV_F16, r, b, w, n, hs, out); }
 KV_WEIGHTED_SUMS(avx512, TARGET_AVX512, weighted_sum_512)
 KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 #endif
 
-static float q8_dot(const KVCache *kv, const unsigned char *row, const float *q) {
+/* scores[k] = keys[k] · q for k < n, int8 keys (fetch: kv_scores_fetching's) */
+static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores,
+                      const unsigned char *fetch) {
 #ifdef QKV_HAVE_X86_KERNELS
-    if (kv->isa >= ISA_AVX2) return q8_row_dot_avx2(row, q, kv->head_size);
+    if (kv->isa >= ISA_AVX512) {
+        q8_scores_avx512(keys, kv->row_bytes, q, kv->head_size, n, scores, fetch);
+        return;
+    }
+    if (kv->isa >= ISA_AVX2) {
+        q8_scores_avx2(keys, kv->row_bytes, q, kv->head_size, n, scores, fetch);
+        return;
+    }
 #endif
-    return q8_row_dot(row, q, kv->head_size);
+    (void)fetch;
+    for (int key = 0; key < n; key++) scores[key] = q8_row_dot(keys + (size_t)key * kv->row_bytes, q, kv->head_size);
 }
 
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
                float *scores, int scores_stride) {
     if (kv->type == KV_Q8) {
-#ifdef QKV_HAVE_X86_KERNELS
-        if (kv->isa >= ISA_AVX512) {
-            for (int t = 0; t < n; t++)
-                q8_scores_avx512(keys, kv->row_bytes, q + (size_t)t * q_stride, kv->head_size, n_keys,
-                                 scores + (size_t)t * scores_stride);
-            return;
-        }
-#endif
         for (int t = 0; t < n; t++)
-            for (int key = 0; key < n_keys; key++)
-                scores[(size_t)t * scores_stride + key] = q8_dot(kv, keys + (size_t)key * kv->row_bytes, q + (size_t)t * q_stride);
+            q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride, NULL);
         return;
     }
     const KernelEntry *k = kv->type == KV_F16 ? kv->f16_kernel : kv->f32_kernel;
@@ -437,13 +641,38 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
     k->run(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }
 
+void kv_scores_fetching(const KVCache *kv, const unsigned char *keys, const unsigned char *values, const float *q,
+                        int n_keys, float *scores) {
+    if (kv->type == KV_Q8) q8_scores(kv, keys, q, n_keys, scores, values);
+    else kv_scores(kv, keys, q, 1, kv->head_size, n_keys, scores, n_keys);
+}
+
+/* out = Σ_t w[t] · values[t] over t < n, int8 values */
+static void q8_weighted_sum(const KVCache *kv, const unsigned char *values, const float *w, int n, float *out) {
+#ifdef QKV_HAVE_X86_KERNELS
+    if (kv->isa >= ISA_AVX512) {
+        weighted_sum_q8_avx512(values, kv->row_bytes, w, n, kv->head_size, out);
+        return;
+    }
+    if (kv->isa >= ISA_AVX2) {
+        weighted_sum_q8_avx2(values, kv->row_bytes, w, n, kv->head_size, out);
+        return;
+    }
+#endif
+    weighted_sum_portable(KV_Q8, values, kv->row_bytes, w, n, 0, kv->head_size, out);
+}
+
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out) {
+    if (kv->type == KV_Q8) {
+        q8_weighted_sum(kv, values, weights, n_visible, out);
+        return;
+    }
 #ifdef QKV_HAVE_X86_KERNELS
     typedef void (*WeightedSum)(const unsigned char *, size_t, const float *, int, int, float *);
-    static const WeightedSum sums[2][KV_TYPE_COUNT] = {
-        { weighted_sum_f32_avx2, weighted_sum_f16_avx2, weighted_sum_q8_avx2 },
-        { weighted_sum_f32_avx512, weighted_sum_f16_avx512, weighted_sum_q8_avx512 },
+    static const WeightedSum sums[2][KV_F16 + 1] = {
+        { weighted_sum_f32_avx2, weighted_sum_f16_avx2 },
+        { weighted_sum_f32_avx512, weighted_sum_f16_avx512 },
     };
     if (kv->isa >= ISA_AVX2) {
         sums[kv->isa >= ISA_AVX512][kv->type](values, kv->row_bytes, weights, n_visible, kv->head_size, out);

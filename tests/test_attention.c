@@ -273,6 +273,68 @@ static void test_prompt_rows(KVType type, Isa isa) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The int8 kernels alone                                                    */
+
+/* The int8 kernels work on groups of 16 (AVX-512) or 8 (AVX2) rows and on
+ * vectors of 16 or 8 elements, so head sizes with partial vectors and row
+ * counts with partial groups. Each score and weighted sum within 1e-6 of
+ * float64 over the stored rows (relative to Σ|products|); each key's score
+ * the same bits whether it is computed alone, first in a group, or wherever
+ * a call from row 0 puts it (the prompt's blocks and a decode step's may
+ * group a key differently; their bits must not differ). */
+static void test_q8_kernels(Isa isa) {
+    enum { ROWS_Q8 = 37, MAX_HS = 136 };
+    static const int sizes[] = { 8, 20, 40, 48, 64, 72, 136 };
+    double worst_score = 0, worst_sum = 0;
+    int placed = 1;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int hs = sizes[s];
+        KVCache kv;
+        kv_cache_init(&kv, KV_Q8, 1, 1, ROWS_Q8, hs);
+        kv.isa = isa;
+        float q[MAX_HS], k[MAX_HS], v[MAX_HS], w[ROWS_Q8], all[ROWS_Q8], from[ROWS_Q8], out[MAX_HS];
+        for (int t = 0; t < ROWS_Q8; t++) {
+            float range = 1.0f + (float)(t % 5); /* rows of different scales */
+            for (int i = 0; i < hs; i++) {
+                k[i] = uniform(-range, range);
+                v[i] = uniform(-range, range);
+            }
+            kv_cache_store(&kv, 0, t, k, v);
+            w[t] = uniform(0, 1);
+        }
+        for (int i = 0; i < hs; i++) q[i] = uniform(-1, 1);
+        const unsigned char *keys = kv_keys(&kv, 0, 0), *values = kv_values(&kv, 0, 0);
+        kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
+        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 };
+        for (int t = 0; t < ROWS_Q8; t++) {
+            double dot = 0, size = 0;
+            kv_row_to_float(&kv, keys + t * kv.row_bytes, k);
+            kv_row_to_float(&kv, values + t * kv.row_bytes, v);
+            for (int i = 0; i < hs; i++) {
+                dot += (double)q[i] * k[i];
+                size += fabs((double)q[i] * k[i]);
+                ref[i] += (double)w[t] * v[i];
+                magnitude[i] += fabs((double)w[t] * v[i]);
+            }
+            worst_score = fmax(worst_score, fabs(all[t] - dot) / size);
+            kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, ROWS_Q8 - t, from, ROWS_Q8);
+            placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
+            kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, 1, from, ROWS_Q8);
+            placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
+        }
+        kv_weighted_sum(&kv, values, w, ROWS_Q8, out);
+        for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, fabs(out[i] - ref[i]) / magnitude[i]);
+        kv_cache_free(&kv);
+    }
+    char name[256];
+    snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows, head sizes 8 to 136, within "
+             "%g of float64; a key's score the same bits alone, first in a group or anywhere in one", isa_name(isa),
+             37, STORED_TOLERANCE);
+    report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed, name,
+           "score error %.3g, sum error %.3g, scores %s", worst_score, worst_sum, placed ? "agree" : "depend on place");
+}
+
+/* ------------------------------------------------------------------------ */
 /* Resident memory of a long prefill                                         */
 
 /* A llama2.c legacy checkpoint in memory: random weights, the given shape. */
@@ -336,6 +398,7 @@ int main(void) {
             test_split_equals_one_block((KVType)type, (Isa)isa);
             test_prompt_rows((KVType)type, (Isa)isa);
         }
+    for (int isa = 0; isa <= (int)widest; isa++) test_q8_kernels((Isa)isa);
     test_prefill_memory();
     return failures ? 1 : 0;
 }
