@@ -330,8 +330,13 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
     memcpy(&amax, &top, 4);
     float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     *scale = d;
-    for (int j = 0; j < QKV_QBLOCK; j++) q[j] = (int8_t)round_half_away(x[j] * id);
-    for (int j = 0; j < QKV_QBLOCK; j++) *sum += q[j];
+    int32_t total = 0; /* a local: q's bytes may alias *sum, which would keep the loop scalar */
+    for (int j = 0; j < QKV_QBLOCK; j++) {
+        int level = round_half_away(x[j] * id);
+        q[j] = (int8_t)level;
+        total += level;
+    }
+    *sum = total;
 }
 
 /* The activations, per block of 32, scale kept in float32; a prompt's

@@ -267,6 +267,9 @@ size_t weight_bytes_per_token(const Model *m);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define QKV_KERNELS_IMPLEMENTATION
 #include "kernels.h"
@@ -382,12 +385,9 @@ Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
 
 size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes(w->type, w->cols); }
 
-/* Rows a thread takes at a time: a multiple of the kernels' tiles. A decode
- * step's are small, so that two threads share even a 288-row matrix
- * evenly; a prompt's are large, so that its kernels can take two panels of
- * rows at once. */
-#define QKV_ROWS_PER_TASK 16
-#define QKV_PROMPT_ROWS_PER_TASK 64
+/* The unit of rows the threads share: one panel of the int8 kernels, a
+ * multiple of every kernel's tile. */
+#define QKV_ROW_UNIT 16
 
 /* The input rows of a product: x[t * stride + i] for n positions, with the
  * run state's scratch for their int8 copy. */
@@ -403,27 +403,46 @@ typedef struct {
     const Matrix *w;
 } Product;
 
+/* Units first..last-1 of a group's rows (its products' units in order),
+ * each product's part in one call of its kernel. */
+static void matmul_units(Activations *x, const Product *p, int n_products, int first, int last) {
+    for (int i = 0, base = 0; i < n_products && base < last; i++) {
+        const Matrix *w = p[i].w;
+        int units = (w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
+        int from = first > base ? first : base, to = last < base + units ? last : base + units;
+        if (from < to) {
+            const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
+            int begin = (from - base) * QKV_ROW_UNIT, end = (to - base) * QKV_ROW_UNIT;
+            k->run(p[i].out, p[i].out_stride, x, w->panels ? w->panels : w->data, w->cols, begin,
+                   end < w->rows ? end : w->rows);
+        }
+        base += units;
+    }
+}
+
 /* The products of matrices that read the same input x (wq, wk, wv; w1, w3),
- * in one parallel loop over all their blocks of rows: the threads meet once
- * for the group, not once a matrix. A quantized matrix quantizes x first
- * (once: the matrices that share x share it). */
+ * in one parallel region over all their rows: the threads meet once for the
+ * group, not once a matrix, and each takes one run of rows (as equal as
+ * whole units of 16 allow), so a kernel sees long runs it can tile. A
+ * quantized matrix quantizes x first (once: the matrices that share x
+ * share it). */
 static void matmul_group(Activations *x, const Product *p, int n_products) {
-    int n_blocks = 0, b, task = x->n > 1 ? QKV_PROMPT_ROWS_PER_TASK : QKV_ROWS_PER_TASK;
+    int n_units = 0;
     long work = 0;
     for (int i = 0; i < n_products; i++) {
         if (weight_traits(p[i].w->type)->quantized) activations_quantize(x);
-        n_blocks += (p[i].w->rows + task - 1) / task;
+        n_units += (p[i].w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
     (void)work; /* read only by OpenMP's if clause */
-#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
-    for (b = 0; b < n_blocks; b++) {
-        int i = 0, block = b;
-        while (block >= (p[i].w->rows + task - 1) / task) block -= (p[i].w->rows + task - 1) / task, i++;
-        const Matrix *w = p[i].w;
-        const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
-        int begin = block * task, end = begin + task < w->rows ? begin + task : w->rows;
-        k->run(p[i].out, p[i].out_stride, x, w->panels ? w->panels : w->data, w->cols, begin, end);
+#pragma omp parallel if (work >= QKV_PARALLEL_MIN_WORK)
+    {
+#ifdef _OPENMP
+        int threads = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+        int threads = 1, id = 0;
+#endif
+        matmul_units(x, p, n_products, (int)((long)n_units * id / threads), (int)((long)n_units * (id + 1) / threads));
     }
 }
 
@@ -525,8 +544,15 @@ float gelu_tanh(float x) {
 }
 
 /* rows of h[n, hidden] <- gelu(h), the chosen GELU */
+/* Elementwise work below this many elements stays on one thread (a decode
+ * step's); a prompt's activations and norms are split across threads (each
+ * element's arithmetic is the same either way). */
+#define QKV_PARALLEL_ELEMENTS 8192
+
 static void gelu(float *h, int n, Activation act) {
-    for (int i = 0; i < n; i++) h[i] = act == ACT_GELU_TANH ? gelu_tanh(h[i]) : gelu_erf(h[i]);
+    int i;
+#pragma omp parallel for schedule(static) if (n >= QKV_PARALLEL_ELEMENTS)
+    for (i = 0; i < n; i++) h[i] = act == ACT_GELU_TANH ? gelu_tanh(h[i]) : gelu_erf(h[i]);
 }
 
 /* each of n rows of out (stride apart) += bias[len]; a NULL bias adds nothing (Llama) */
@@ -538,7 +564,9 @@ static void add_bias(float *out, int stride, const float *bias, int len, int n) 
 
 /* x <- silu(gate) * up, elementwise over hidden_dim */
 static void swiglu(float *gate, const float *up, int n) {
-    for (int i = 0; i < n; i++) {
+    int i;
+#pragma omp parallel for schedule(static) if (n >= QKV_PARALLEL_ELEMENTS)
+    for (i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];
     }
@@ -602,7 +630,9 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
  * out_stride apart. RMSNorm (Llama) or LayerNorm with its bias (GPT-2). */
 static void norm_rows(const Config *c, float *out, int out_stride, const float *x, const float *weight,
                       const float *bias, int n) {
-    for (int t = 0; t < n; t++) {
+    int t;
+#pragma omp parallel for schedule(static) if ((long)n * c->dim >= QKV_PARALLEL_ELEMENTS)
+    for (t = 0; t < n; t++) {
         float *o = out + (size_t)t * out_stride;
         const float *in = x + (size_t)t * c->dim;
         if (c->arch == ARCH_GPT2) layernorm(o, in, weight, bias, c->dim, c->norm_eps);
