@@ -656,9 +656,35 @@ static void pick_kernels(Model *m, Isa isa) {
     }
 }
 
+/* madvise is Linux's (and the BSDs'), outside the POSIX names the build
+ * asks for; POSIX's posix_madvise(POSIX_MADV_DONTNEED) does nothing on
+ * Linux. */
+#if defined(__linux__) && !defined(MADV_DONTNEED)
+#define MADV_DONTNEED 4
+int madvise(void *addr, size_t length, int advice);
+#endif
+
+/* The whole pages of [data, data + bytes) that lie in the mapped file are
+ * no longer needed: they leave this process's resident memory (a private
+ * mapping never written reads them from the file again if touched, as
+ * -m quantize does). */
+static void release_mapped(const Model *m, const void *data, size_t bytes) {
+#ifdef MADV_DONTNEED
+    const unsigned char *base = m->mapping, *p = data;
+    if (!base || p < base || p + bytes > base + m->file_bytes) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t first = ((uintptr_t)p + page - 1) / page * page, last = ((uintptr_t)p + bytes) / page * page;
+    if (last > first) madvise((void *)first, last - first, MADV_DONTNEED);
+#else
+    (void)m, (void)data, (void)bytes;
+#endif
+}
+
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each Q8_0 or Q4_0 one regrouped into its kernels' panels, all in one
- * allocation. -1 if it cannot be had. */
+ * allocation; the file's copy of a packed matrix is then released (not the
+ * classifier's when it is the embedding table, read by rows). -1 if the
+ * memory cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -681,6 +707,7 @@ static int pack_matrices(Model *m) {
         if (weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
             at += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
+            if (mats[i]->data != m->weights.token_embedding.data) release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
         }
     free(mats);
     return 0;
