@@ -622,6 +622,37 @@ static void prefault(const unsigned char *p, size_t n) {
     (void)sink;
 }
 
+/* llama2.c's legacy files have no magic and a 28-byte header, so in a
+ * mapping (which starts on a page) every float32 row sits 28 bytes past a
+ * cache line and a prompt's tiles split each vector load across two lines
+ * (measured: a quarter slower). Such a file is read instead, to the address
+ * that puts its weights on a 64-byte boundary. */
+#define LEGACY_HEADER_BYTES 28
+
+static int has_magic(int fd) {
+    unsigned char head[4];
+    if (pread(fd, head, 4, 0) != 4) return 1; /* too short: the parser says so */
+    return memcmp(head, "QKVM", 4) == 0 || memcmp(head, "GGUF", 4) == 0 || read_u32(head) == 0x616b3432u;
+}
+
+/* The whole file into memory at base + LEGACY_HEADER_BYTES = a 64-byte
+ * boundary. */
+static int read_file_aligned(FileView *f, Model *m, int fd, size_t size, const char *path) {
+    size_t shift = (64 - LEGACY_HEADER_BYTES % 64) % 64;
+    unsigned char *copy = zalloc_aligned(size + shift, 1);
+    if (!copy) return load_error(f, "out of memory for %s (%zu bytes)", path, size);
+    m->file_copy = copy;
+    for (size_t done = 0; done < size;) {
+        ssize_t got = pread(fd, copy + shift + done, size - done, (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return load_error(f, "cannot read %s: %s", path, got < 0 ? strerror(errno) : "file shrank");
+        done += (size_t)got;
+    }
+    f->base = m->file = copy + shift;
+    f->size = size;
+    return 0;
+}
+
 static int map_file(FileView *f, Model *m, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
@@ -634,13 +665,18 @@ static int map_file(FileView *f, Model *m, const char *path) {
         close(fd);
         return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
     }
+    if (!has_magic(fd)) {
+        int rc = read_file_aligned(f, m, fd, (size_t)st.st_size, path);
+        close(fd);
+        return rc;
+    }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return load_error(f, "cannot map %s: %s", path, strerror(errno));
     m->mapping = p;
     m->file_bytes = (size_t)st.st_size;
     prefault(p, m->file_bytes);
-    f->base = p;
+    f->base = m->file = p;
     f->size = (size_t)st.st_size;
     return 0;
 }
@@ -697,7 +733,7 @@ static int pack_matrices(Model *m) {
     }
     size_t total = 0;
     for (int i = 0; i < n; i++) total += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
-    unsigned char *at = total ? malloc(total) : NULL;
+    unsigned char *at = total ? zalloc_aligned(total, 1) : NULL;
     if (total && !at) {
         free(mats);
         return -1;
@@ -804,6 +840,7 @@ int model_load(Model *m, const char *path, char *err, size_t err_len) {
 int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len) {
     memset(m, 0, sizeof *m);
     FileView f = { data, size, err, err_len };
+    m->file = data;
     if (load_view(&f, m, "the checkpoint")) {
         model_free(m);
         return -1;
@@ -814,7 +851,8 @@ int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t
 void model_free(Model *m) {
     free(m->weights.layers);
     free(m->repacked);
-    free(m->panels);
+    free_aligned(m->file_copy);
+    free_aligned(m->panels);
     free(m->tokenizer_owned);
     free(m->metadata);
     if (m->mapping) munmap(m->mapping, m->file_bytes);

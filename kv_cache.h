@@ -129,8 +129,8 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)capacity, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
         return -1;
-    kv->keys = calloc(bytes, 1);
-    kv->values = calloc(bytes, 1);
+    kv->keys = zalloc_aligned(bytes, 1);
+    kv->values = zalloc_aligned(bytes, 1);
     if (!kv->keys || !kv->values) {
         kv_cache_free(kv);
         return -1;
@@ -139,8 +139,8 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
 }
 
 void kv_cache_free(KVCache *kv) {
-    free(kv->keys);
-    free(kv->values);
+    free_aligned(kv->keys);
+    free_aligned(kv->values);
     free(kv->sink_keys);
     kv->keys = kv->values = NULL;
     kv->sink_keys = NULL;

@@ -104,7 +104,9 @@ typedef struct {
     char *metadata;       /* the file's own metadata, as lines for -m info (GGUF), else NULL */
     size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
-    void *mapping;        /* the mmap'd file */
+    const void *file;     /* the file's first byte in memory: */
+    void *mapping;        /*   the mmap'd file, */
+    void *file_copy;      /*   or the file read into memory (llama2.c legacy: see map_file) */
     void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
     void *panels;         /* the quantized matrices' panels (weight_pack), else NULL */
     size_t file_bytes;
@@ -295,32 +297,32 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
     s->width = (int)width;
-    s->x = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
-    s->xb = calloc((size_t)QKV_CHUNK * width, sizeof(float));
-    s->xb2 = calloc((size_t)QKV_CHUNK * c->dim, sizeof(float));
-    s->q = calloc((size_t)QKV_CHUNK * q_dim, sizeof(float));
-    s->k = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
-    s->v = calloc((size_t)QKV_CHUNK * kv_dim, sizeof(float));
-    s->hb = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
-    s->hb2 = calloc((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
+    s->x = zalloc_aligned((size_t)QKV_CHUNK * c->dim, sizeof(float));
+    s->xb = zalloc_aligned((size_t)QKV_CHUNK * width, sizeof(float));
+    s->xb2 = zalloc_aligned((size_t)QKV_CHUNK * c->dim, sizeof(float));
+    s->q = zalloc_aligned((size_t)QKV_CHUNK * q_dim, sizeof(float));
+    s->k = zalloc_aligned((size_t)QKV_CHUNK * kv_dim, sizeof(float));
+    s->v = zalloc_aligned((size_t)QKV_CHUNK * kv_dim, sizeof(float));
+    s->hb = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
+    s->hb2 = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     /* a chunk's scores, as many positions as fit in QKV_ATTENTION_FLOATS */
     s->attention_block = c->n_heads * capacity;
     s->attention_rows = (int)(QKV_ATTENTION_FLOATS / (size_t)s->attention_block);
     if (s->attention_rows > QKV_CHUNK) s->attention_rows = QKV_CHUNK;
     if (s->attention_rows < 1) s->attention_rows = 1;
-    s->chunk_scores = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
-    s->chunk_weights = calloc((size_t)s->attention_rows * s->attention_block, sizeof(float));
+    s->chunk_scores = zalloc_aligned((size_t)s->attention_rows * s->attention_block, sizeof(float));
+    s->chunk_weights = zalloc_aligned((size_t)s->attention_rows * s->attention_block, sizeof(float));
     s->attention_scores = s->chunk_scores;
-    s->attention_partials = calloc(attention_partials_floats(c->n_heads, capacity, c->head_size), sizeof(float));
-    s->attention_states = calloc(attention_states_floats(QKV_CHUNK, c->n_heads, c->head_size), sizeof(float));
+    s->attention_partials = zalloc_aligned(attention_partials_floats(c->n_heads, capacity, c->head_size), sizeof(float));
+    s->attention_states = zalloc_aligned(attention_states_floats(QKV_CHUNK, c->n_heads, c->head_size), sizeof(float));
     s->attention_weights = s->chunk_weights;
-    s->logits = calloc((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
-    s->rope_cos = calloc((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
-    s->rope_sin = calloc((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
+    s->logits = zalloc_aligned((size_t)QKV_CHUNK * c->vocab_size, sizeof(float));
+    s->rope_cos = zalloc_aligned((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
+    s->rope_sin = zalloc_aligned((size_t)QKV_CHUNK * (c->head_size / 2), sizeof(float));
     size_t widest = width > (size_t)c->hidden_dim ? width : (size_t)c->hidden_dim;
-    s->x_q = calloc((size_t)QKV_CHUNK * widest, 1);
-    s->x_q_scale = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
-    s->x_q_sum = calloc((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(int32_t));
+    s->x_q = zalloc_aligned((size_t)QKV_CHUNK * widest, 1);
+    s->x_q_scale = zalloc_aligned((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
+    s->x_q_sum = zalloc_aligned((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(int32_t));
     int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, capacity, c->head_size);
     if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
@@ -332,9 +334,10 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
 }
 
 void run_state_free(RunState *s) {
-    free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
-    free(s->hb); free(s->hb2); free(s->chunk_scores); free(s->chunk_weights); free(s->rope_cos); free(s->rope_sin);
-    free(s->logits); free(s->x_q); free(s->x_q_scale); free(s->x_q_sum); free(s->attention_partials); free(s->attention_states);
+    void *buffers[] = { s->x, s->xb, s->xb2, s->q, s->k, s->v, s->hb, s->hb2, s->chunk_scores, s->chunk_weights,
+                        s->rope_cos, s->rope_sin, s->logits, s->x_q, s->x_q_scale, s->x_q_sum,
+                        s->attention_partials, s->attention_states };
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free_aligned(buffers[i]);
     kv_cache_free(&s->kv_cache);
     memset(s, 0, sizeof *s);
 }
@@ -462,7 +465,7 @@ void matmul(float *out, const float *x, const Matrix *w) {
     int32_t *sum = malloc(blocks * sizeof(int32_t));
     Matrix packed = *w;
     void *panels = NULL;
-    if (panel_bytes && !w->panels && (panels = malloc(panel_bytes)) != NULL) {
+    if (panel_bytes && !w->panels && (panels = zalloc_aligned(panel_bytes, 1)) != NULL) {
         weight_pack(w->type, w->data, w->rows, w->cols, panels);
         packed.panels = panels;
     }
@@ -471,7 +474,7 @@ void matmul(float *out, const float *x, const Matrix *w) {
     free(q);
     free(scale);
     free(sum);
-    free(panels);
+    free_aligned(panels);
 }
 
 /* out[cols] = W[row, :] as float32 (an embedding lookup) */

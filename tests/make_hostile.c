@@ -123,7 +123,7 @@ static void add_boundary(Boundaries *b, size_t at) {
 }
 
 static void add_span(Boundaries *b, const Model *m, const void *p, size_t bytes) {
-    size_t begin = (size_t)((const unsigned char *)p - (const unsigned char *)m->mapping);
+    size_t begin = (size_t)((const unsigned char *)p - (const unsigned char *)m->file);
     add_boundary(b, begin);
     add_boundary(b, begin + bytes);
 }
@@ -136,7 +136,7 @@ static Boundaries section_boundaries(const Model *m) {
     add_boundary(&b, m->format == FORMAT_LLAMA2C_LEGACY ? 28 : 256);
     if (m->tokenizer_data) add_span(&b, m, m->tokenizer_data, m->tokenizer_bytes);
     if (m->format == FORMAT_QKV) {
-        const unsigned char *h = m->mapping;
+        const unsigned char *h = m->file;
         uint64_t table = read_u64(h + 88);
         add_boundary(&b, (size_t)table);
         add_boundary(&b, (size_t)table + read_u32(h + 64) * (size_t)QKV_TENSOR_ENTRY_BYTES);
@@ -276,14 +276,14 @@ static void poisoned(const char *fixture, const char *name, const char *what, co
     const Config *c = &m.config;
     size_t at;
     if (!strcmp(what, "nan-norm")) { /* every logit NaN */
-        at = (size_t)((const unsigned char *)w->final_norm - (const unsigned char *)m.mapping);
+        at = (size_t)((const unsigned char *)w->final_norm - (const unsigned char *)m.file);
         for (int i = 0; i < c->dim; i++) put32(b.data + at + 4 * i, 0x7fc00000);
     } else if (!strcmp(what, "inf-wq")) { /* one weight: q = inf, scores inf - inf */
-        at = (size_t)((const unsigned char *)w->layers[0].wq.data - (const unsigned char *)m.mapping);
+        at = (size_t)((const unsigned char *)w->layers[0].wq.data - (const unsigned char *)m.file);
         put32(b.data + at, 0x7f800000);
     } else { /* inf-embedding: BOS's row, so position 0 */
         const Matrix *e = &w->token_embedding;
-        at = (size_t)((const unsigned char *)e->data - (const unsigned char *)m.mapping) +
+        at = (size_t)((const unsigned char *)e->data - (const unsigned char *)m.file) +
              (size_t)c->bos_id * weight_row_bytes(e->type, e->cols);
         if (e->type == WEIGHT_F16) { b.data[at] = 0x00; b.data[at + 1] = 0xFC; } /* -inf in binary16 */
         else put32(b.data + at, (int32_t)0xff800000u);
