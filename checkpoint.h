@@ -721,6 +721,12 @@ static void release_mapped(const Model *m, const void *data, size_t bytes) {
  * allocation; the file's copy of a packed matrix is then released (not the
  * classifier's when it is the embedding table, read by rows). -1 if the
  * memory cannot be had. */
+/* A matrix's panels, rounded up so that the next matrix's start on a cache
+ * line too. */
+static size_t packed_bytes_aligned(const Matrix *w) {
+    return (weight_packed_bytes(w->type, w->rows, w->cols) + 63) / 64 * 64;
+}
+
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -732,7 +738,7 @@ static int pack_matrices(Model *m) {
         memcpy(mats + 1 + 7 * l, layer, sizeof layer);
     }
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
+    for (int i = 0; i < n; i++) total += packed_bytes_aligned(mats[i]);
     unsigned char *at = total ? zalloc_aligned(total, 1) : NULL;
     if (total && !at) {
         free(mats);
@@ -742,7 +748,7 @@ static int pack_matrices(Model *m) {
     for (int i = 0; i < n; i++)
         if (weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
-            at += weight_packed_bytes(mats[i]->type, mats[i]->rows, mats[i]->cols);
+            at += packed_bytes_aligned(mats[i]);
             if (mats[i]->data != m->weights.token_embedding.data) release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
         }
     free(mats);
