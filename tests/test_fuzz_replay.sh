@@ -5,6 +5,7 @@
 # is the driver). Under CI's sanitizer pass this is an ASan+UBSan replay.
 set -u
 cd "$(dirname "$0")/.."
+. tests/cached_build.sh
 CC=${CC:-cc}
 mkdir -p build
 for t in checkpoint tokenizer sampler prompt gguf; do
@@ -14,8 +15,8 @@ for t in checkpoint tokenizer sampler prompt gguf; do
     [ "$t" = prompt ] && extra=(tests/fuzz/engine.c) # the engine, a unit of its own for this target
     files=()
     for f in "${inputs[@]}"; do [ -f "$f" ] && files+=("$f"); done
-    if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:-} -O1 \
-        -o "build/replay_$t" "tests/fuzz/fuzz_$t.c" "${extra[@]}" tests/fuzz/replay.c tokenizer.c -lm; then
+    if ! cached_build "build/replay_$t" $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:-} -O1 \
+        "tests/fuzz/fuzz_$t.c" "${extra[@]}" tests/fuzz/replay.c tokenizer.c -lm; then
         echo "FAIL fuzz replay $t: does not build"
     elif timeout 120 "./build/replay_$t" "${files[@]}" >/dev/null 2>"build/replay_$t.err"; then
         echo "ok fuzz replay $t: ${#files[@]} seed and regression inputs"

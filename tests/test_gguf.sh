@@ -8,6 +8,7 @@
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 set -u
 cd "$(dirname "$0")/.."
+. tests/cached_build.sh
 RUN=${QKV_RUN:-./run}
 CC=${CC:-cc}
 PY=/usr/bin/python3
@@ -69,12 +70,12 @@ then ok "a GGUF traces (--trace, --trace-json, --html) and benchmarks (-m bench)
 else fail "GGUF trace and bench" "$(tail -n 3 "$tmp/trace")"; fi
 
 # compare_logits A B TOKENS: the largest |logit difference|, position by position
-if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -o "$tmp/compare_logits" tests/compare_logits.c -lm; then
+if ! cached_build build/compare_logits $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 tests/compare_logits.c -lm; then
     fail "build tests/compare_logits.c" "compiler error"
     exit 0
 fi
 TOKENS=1,283,290,292,282,3,100,200,299,17,45,260,2,0,150,271,5,9,33,281
-max_diff() { "$tmp/compare_logits" "$1" "$2" "$TOKENS" 2>&1 | awk '/^max_abs_diff/ {print $2; next} {print "error: " $0}'; }
+max_diff() { build/compare_logits "$1" "$2" "$TOKENS" 2>&1 | awk '/^max_abs_diff/ {print $2; next} {print "error: " $0}'; }
 # expect_logits NAME A B LIMIT: logits of A and B differ by at most LIMIT
 expect_logits() {
     local d

@@ -9,6 +9,7 @@
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 set -u
 cd "$(dirname "$0")/.."
+. tests/cached_build.sh
 RUN=${QKV_RUN:-./run}
 PY=${PYTHON:-/usr/bin/python3}
 CC=${CC:-cc}
@@ -106,7 +107,7 @@ then ok "GPT-2 files trace (--trace, --trace-prompt, --html, --trace-json), step
 else fail "GPT-2 modes" "$(tail -n 3 "$tmp/trace" "$tmp/step" 2>/dev/null | head -c 300)"; fi
 
 # ---- quantize: float32 round trip exact, float16/Q8_0/Q4_0 close; no GGUF ----
-if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 -o "$tmp/compare_logits" tests/compare_logits.c -lm; then
+if ! cached_build build/compare_logits $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 tests/compare_logits.c -lm; then
     fail "build tests/compare_logits.c" "compiler error"
 else
     TOKENS=72,101,108,108,111,309,111,114,108,100,33,307,308,32,97,334,327,97,102,195,169,352,361,32
@@ -115,7 +116,7 @@ else
     for spec in f32:0 f16:0.001 q8:0.03 q4:0.5; do
         d=${spec%%:*} lim=${spec#*:}
         $RUN $BPE -m quantize -o "$tmp/q-$d.qkv" --dtype "$d" 2>/dev/null
-        diff=$("$tmp/compare_logits" $BPE "$tmp/q-$d.qkv" $TOKENS 2>&1 | awk '/^max_abs_diff/ {print $2 / $4; next} {print "error: " $0}')
+        diff=$(build/compare_logits $BPE "$tmp/q-$d.qkv" $TOKENS 2>&1 | awk '/^max_abs_diff/ {print $2 / $4; next} {print "error: " $0}')
         if awk -v d="$diff" -v lim="$lim" 'BEGIN { exit !(d ~ /^[0-9.e+-]+$/ && d + 0 <= lim + 0) }'; then
             ok "GPT-2 -m quantize --dtype $d: logits within $lim of the largest float32 logit (max difference $diff of it)"
         else fail "GPT-2 -m quantize --dtype $d" "max logit difference '$diff' of the largest, limit $lim"; fi

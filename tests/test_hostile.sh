@@ -8,6 +8,7 @@
 # every mode, the --compare page, the messages. Prints ok / FAIL / skip lines.
 set -u
 cd "$(dirname "$0")/.."
+. tests/cached_build.sh
 RUN=${QKV_RUN:-./run}
 CC=${CC:-cc}
 tmp=$(mktemp -d)
@@ -37,7 +38,7 @@ run_case() {
 
 # ---- the generated battery ---------------------------------------------------
 mkdir -p build "$tmp/files"
-if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2} -o build/make_hostile tests/make_hostile.c -lm; then
+if ! cached_build build/make_hostile $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2} tests/make_hostile.c -lm; then
     fail "build tests/make_hostile.c" "compiler error"
 elif ! ./build/make_hostile "$tmp/files" >"$tmp/cases.tsv"; then
     fail "tests/make_hostile" "could not write the battery"

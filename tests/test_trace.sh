@@ -5,6 +5,7 @@
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 set -u
 cd "$(dirname "$0")/.."
+. tests/cached_build.sh
 RUN=./run
 MODEL=tests/data/gqa.qkv      # GQA: 4 query heads share 2 kv heads
 OTHER=tests/data/mqa.qkv      # same vocabulary, other weights: the --compare model
@@ -28,8 +29,8 @@ if ! $PY -c 'import numpy' 2>/dev/null; then
 fi
 
 # ---- the row printer on the docs' worked example ---------------------------
-if ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wextra -Wno-unused-parameter ${TEST_CFLAGS:--O2} \
-        -Ibuild -o build/test_trace_format tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c -lm; then
+if cached_build build/test_trace_format ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wextra \
+        -Wno-unused-parameter ${TEST_CFLAGS:--O2} -Ibuild tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c -lm; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"
