@@ -40,9 +40,10 @@ if ! command -v python3 >/dev/null; then
 elif [ ! -r models/grammar.bin ]; then
     fail "grammar sentences" "models/grammar.bin is missing"
 else
+    # one sed over all the runs (it edits line by line, as a sed per run did)
     for seed in $(seq 1 1000); do
-        $RUN models/grammar.bin -t 1 -p 1 -s "$seed" -n 64 2>/dev/null | sed -E 's/ \. .*/ ./; s/^ +//'
-    done >"$tmp/sentences"
+        $RUN models/grammar.bin -t 1 -p 1 -s "$seed" -n 64 2>/dev/null
+    done | sed -E 's/ \. .*/ ./; s/^ +//' >"$tmp/sentences"
     result=$(python3 export/grammar.py --check "$tmp/sentences" | grep '^valid')
     valid=$(awk '{split($2, a, "/"); print a[1]}' <<<"$result")
     total=$(awk '{split($2, a, "/"); print a[2]}' <<<"$result")
