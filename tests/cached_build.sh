@@ -1,32 +1,34 @@
 # Sourced by the test scripts (from the repository's root).
-# cached_build OUT COMPILER ARGS...: runs COMPILER ARGS... -o OUT, unless OUT
-# was built before by the same command from the same bytes: the command, the
-# compiler's --version, every file among ARGS and every header the sources
-# can include (*.h, tests/*.h, tests/fuzz/*.h, build/*.h). The key is kept
-# in OUT.key; a failed build leaves neither file. Returns the compiler's
-# status (0 when OUT was already up to date). Two scripts may build the same
-# OUT at once: each writes its own temporary file and renames it.
+# cached_build OUT COMPILER ARGS...: runs COMPILER ARGS... -o OUT, unless the
+# same command built it before from the same bytes: the compiler's --version,
+# every file among ARGS and every header the sources can include (*.h,
+# tests/*.h, tests/fuzz/*.h, build/*.h). Each command's binary is kept in
+# build/cache (NAME-HASH, its key in NAME-HASH.key), so make test's flags and
+# a script's own (run by hand) do not rebuild each other's; OUT is a hard
+# link to it. A failed build leaves no OUT. Returns the compiler's status (0
+# when the binary was up to date). Two scripts may build the same binary at
+# once: each writes its own temporary files and renames them.
 cached_build() {
     local out=$1; shift
-    local key arg files=()
+    local key command arg files=()
     for arg in "$@"; do [ -f "$arg" ] && files+=("$arg"); done
+    command=$(printf '%s\n' "$@" | md5sum)
     key=$({
-        printf '%s\n' "$@"
         "$1" --version 2>&1 | head -n 1
         cat "${files[@]}" ./*.h tests/*.h tests/fuzz/*.h build/*.h 2>/dev/null
     } | md5sum)
-    key=${key%% *}
-    if [ -x "$out" ] && [ -f "$out.key" ] && [ "$(<"$out.key")" = "$key" ]; then
-        return 0
-    fi
-    rm -f "$out.key"
+    key=${command%% *}${key%% *}
+    local cached=build/cache/${out##*/}-${command:0:16}
+    mkdir -p build/cache
     [[ $out == */* ]] && mkdir -p "${out%/*}"
-    local part="$out.part.$$"
-    if "$@" -o "$part"; then
-        mv -f "$part" "$out"
-        printf '%s\n' "$key" >"$out.key.$$" && mv -f "$out.key.$$" "$out.key"
-    else
-        rm -f "$part"
-        return 1
+    if ! [ -x "$cached" ] || ! [ -f "$cached.key" ] || [ "$(<"$cached.key")" != "$key" ]; then
+        rm -f "$cached.key"
+        if ! "$@" -o "$cached.part.$BASHPID"; then
+            rm -f "$cached.part.$BASHPID" "$out"
+            return 1
+        fi
+        mv -f "$cached.part.$BASHPID" "$cached"
+        printf '%s\n' "$key" >"$cached.key.$BASHPID" && mv -f "$cached.key.$BASHPID" "$cached.key"
     fi
+    [ "$out" -ef "$cached" ] || { ln -f "$cached" "$out.part.$BASHPID" && mv -f "$out.part.$BASHPID" "$out"; }
 }
