@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test program and counts their "ok" / "FAIL" / "skip" lines.
 # Each test_*.sh and tests/test_engine print one line per check.
+# QKV_TEST_JOBS (2 unless set) programs run at a time; their lines are
+# printed in a fixed order (the C tests, then the scripts by name).
 set -u
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+JOBS=${QKV_TEST_JOBS:-2}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+. tests/cached_build.sh
 
 # One thread unless the caller says otherwise: the tests launch the engine
 # hundreds of times, and on a busy machine idle OpenMP workers only wait for
@@ -13,27 +17,100 @@ trap 'rm -f "$log"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 mkdir -p build
-# c_test NAME [SOURCES]: builds tests/NAME.c (it includes the engine) with
-# tokenizer.c and SOURCES, and runs it.
-c_test() {
-    local name=$1; shift
-    if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} -o "build/$name" "tests/$name.c" tokenizer.c "$@" -lm; then
-        echo "FAIL build tests/$name.c" | tee -a "$log"
-    else
-        "./build/$name" 2>&1 | tee -a "$log"
-    fi
+# run_c NAME: runs build/NAME; a crash or a hang (10 minutes) is a FAIL line
+run_c() {
+    timeout 600 "./build/$1" 2>&1
+    local rc=$?
+    if [ "$rc" -eq 124 ]; then echo "FAIL build/$1: killed after 600 s"
+    elif [ "$rc" -gt 128 ]; then echo "FAIL build/$1: killed by signal $((rc - 128))"; fi
 }
-c_test test_engine
-c_test test_attention bench.c bench_svg.c roofline.c # attention over blocks of keys (attention.h): every KV type and instruction set
+# c_build NAME [SOURCES]: builds tests/NAME.c (it includes the engine) with
+# tokenizer.c and SOURCES, or says it failed
+c_build() {
+    local name=$1; shift
+    cached_build "build/$name" $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
+        "tests/$name.c" tokenizer.c "$@" -lm || { echo "FAIL build tests/$name.c"; return 1; }
+}
+engine_test() { c_build test_engine && run_c test_engine; }
+# attention (attention.h) over blocks of keys: every KV type and instruction
+# set; then again with two OpenMP threads (its prefill memory is measured in
+# a new process, so that a fork never meets OpenMP's thread pool). Passive
+# waiting: workers spinning at each barrier while the other core runs another
+# test made this run take 10 to 25 s instead of 2.
+attention_test() {
+    c_build test_attention bench.c bench_svg.c roofline.c || return
+    run_c test_attention
+    OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run_c test_attention | sed -E 's/^(ok|FAIL|skip) /&2 threads: /'
+}
+
+# The programs in the order their lines are printed ...
+names=(engine attention)
+commands=(engine_test attention_test)
 for t in tests/test_*.sh; do
-    bash "$t" 2>&1 | tee -a "$log"
+    names+=("$t")
+    commands+=("bash $t")
+done
+# ... and the order they start in: the longest first, so the last to start
+# are short and the two slots end close together.
+first=(attention engine tests/test_gpt2.sh tests/test_trace.sh tests/test_fuzz_replay.sh tests/test_models.sh tests/test_hostile.sh
+       tests/test_gguf.sh tests/test_window.sh)
+order=()
+for n in "${first[@]}"; do
+    for i in "${!names[@]}"; do [ "${names[$i]}" = "$n" ] && order+=("$i"); done
+done
+for i in "${!names[@]}"; do
+    [[ " ${first[*]} " == *" ${names[$i]} "* ]] || order+=("$i")
 done
 
-passed=$(grep -c '^ok ' "$log")
-failed=$(grep -c '^FAIL ' "$log")
-skipped=$(grep -c '^skip ' "$log")
+# Each program writes to $out/I; $out/I.done marks it finished. printed
+# counts the programs whose lines are out, in the printing order.
+printed=0
+print_done() {
+    while [ "$printed" -lt "${#names[@]}" ] && [ -e "$out/$printed.done" ]; do
+        cat "$out/$printed"
+        printed=$((printed + 1))
+    done
+}
+declare -A running=() # pid -> program
+# reap: waits for one of the running programs to end
+reap() {
+    local pid= p
+    wait -n -p pid "${!running[@]}"
+    if [ -z "$pid" ]; then # none of them is a child any more (not expected): wait for all
+        wait
+        for p in "${!running[@]}"; do : >"$out/${running[$p]}.done"; done
+        running=()
+    else
+        : >"$out/${running[$pid]}.done"
+        unset "running[$pid]"
+    fi
+    print_done
+}
+t0=$EPOCHREALTIME
+for i in "${order[@]}"; do
+    while [ "${#running[@]}" -ge "$JOBS" ]; do reap; done
+    {
+        start=$EPOCHREALTIME
+        ${commands[$i]}
+        echo "$start $EPOCHREALTIME ${names[$i]}" >"$out/$i.time"
+    } >"$out/$i" 2>&1 </dev/null &
+    running[$!]=$i
+done
+while [ "${#running[@]}" -gt 0 ]; do reap; done
+
+for i in "${!names[@]}"; do
+    [ -e "$out/$i.done" ] || echo "FAIL tests/run_tests.sh: ${names[$i]} did not run"
+    cat "$out/$i"
+done >"$out/log" 2>&1
+# QKV_TEST_TIMES=1: when each program started and ended, on stderr
+if [ -n "${QKV_TEST_TIMES:-}" ]; then
+    cat "$out"/*.time | awk '{ printf "%7.2f s, from %6.2f s: %s\n", $2 - $1, $1 - '"$t0"', $3 }' >&2
+fi
+passed=$(grep -c '^ok ' "$out/log")
+failed=$(grep -c '^FAIL ' "$out/log")
+skipped=$(grep -c '^skip ' "$out/log")
 echo
-grep '^FAIL ' "$log" | sed 's/^/  /'
+grep '^FAIL ' "$out/log" | sed 's/^/  /'
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
 else
