@@ -2,7 +2,8 @@
 # Runs every test program and counts their "ok" / "FAIL" / "skip" lines.
 # Each test_*.sh and tests/test_engine print one line per check.
 # QKV_TEST_JOBS (2 unless set) programs run at a time; their lines are
-# printed in a fixed order (the C tests, then the scripts by name).
+# printed in a fixed order (the C tests, then the scripts by name). Test
+# programs are compiled once for their sources (tests/cached_build.sh).
 set -u
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
@@ -43,16 +44,27 @@ attention_test() {
     OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run_c test_attention | sed -E 's/^(ok|FAIL|skip) /&2 threads: /'
 }
 
+# QKV_TEST_BUILD: a command that makes ./run (make test's "make all"). It
+# runs beside the C tests, which do not need ./run; the scripts wait for it.
+build_run() {
+    $QKV_TEST_BUILD || { echo "FAIL $QKV_TEST_BUILD: ./run does not build"; : >"$out/build.failed"; }
+}
+
 # The programs in the order their lines are printed ...
-names=(engine attention)
-commands=(engine_test attention_test)
+names=() commands=()
+if [ -n "${QKV_TEST_BUILD:-}" ]; then
+    names+=(build)
+    commands+=(build_run)
+fi
+names+=(engine attention)
+commands+=(engine_test attention_test)
 for t in tests/test_*.sh; do
     names+=("$t")
     commands+=("bash $t")
 done
 # ... and the order they start in: the longest first, so the last to start
 # are short and the two slots end close together.
-first=(attention engine tests/test_gpt2.sh tests/test_trace.sh tests/test_fuzz_replay.sh tests/test_models.sh tests/test_hostile.sh
+first=(build attention engine tests/test_gpt2.sh tests/test_trace.sh tests/test_fuzz_replay.sh tests/test_models.sh tests/test_hostile.sh
        tests/test_gguf.sh tests/test_window.sh)
 order=()
 for n in "${first[@]}"; do
@@ -88,6 +100,10 @@ reap() {
 }
 t0=$EPOCHREALTIME
 for i in "${order[@]}"; do
+    if [[ ${names[$i]} == *.sh && ${names[0]} == build ]]; then # the scripts run ./run
+        while ! [ -e "$out/0.done" ]; do reap; done
+        [ -e "$out/build.failed" ] && break
+    fi
     while [ "${#running[@]}" -ge "$JOBS" ]; do reap; done
     {
         start=$EPOCHREALTIME
