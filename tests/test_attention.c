@@ -8,6 +8,7 @@
 #include "../model.h"
 #include "../bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <spawn.h>
@@ -417,14 +418,16 @@ static void test_prefill_memory(void) {
 #define PREFILL_MEMORY_ARG "--prefill-memory"
 
 /* test_prefill_memory in a new process of this program (posix_spawn, which
- * execs at once: nothing of this process's OpenMP pool comes along). */
-static void spawn_prefill_memory(void) {
+ * execs at once: nothing of this process's OpenMP pool comes along); the
+ * program is /proc/self/exe, else the path it was started by. */
+static void spawn_prefill_memory(const char *argv0) {
     char *args[] = { "/proc/self/exe", PREFILL_MEMORY_ARG, NULL };
     extern char **environ;
     pid_t pid;
     int status = 0;
     fflush(stdout);
     int rc = posix_spawn(&pid, args[0], NULL, NULL, args, environ);
+    if (rc == ENOENT) rc = posix_spawn(&pid, args[0] = (char *)argv0, NULL, NULL, args, environ);
     if (rc != 0) {
         report(0, "prefill memory: a new process measures it", "posix_spawn %s: %s", args[0], strerror(rc));
         return;
@@ -449,6 +452,6 @@ int main(int argc, char **argv) {
             test_prompt_rows((KVType)type, (Isa)isa);
         }
     for (int isa = 0; isa <= (int)widest; isa++) test_q8_kernels((Isa)isa);
-    spawn_prefill_memory();
+    spawn_prefill_memory(argv[0]);
     return failures ? 1 : 0;
 }
