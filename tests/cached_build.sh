@@ -26,7 +26,7 @@ cached_build() {
     local cached=build/cache/${out##*/}-${command:0:16}
     mkdir -p build/cache
     [[ $out == */* ]] && mkdir -p "${out%/*}"
-    if ! [ -x "$cached" ] || ! [ -f "$cached.key" ] || [ "$(<"$cached.key")" != "$key" ]; then
+    if ! [ -f "$cached" ] || ! [ -f "$cached.key" ] || [ "$(<"$cached.key")" != "$key" ]; then
         rm -f "$cached.key"
         if ! "$@" -o "$cached.part.$BASHPID"; then
             rm -f "$cached.part.$BASHPID" "$out"

@@ -2,9 +2,11 @@
  * settings. Input: u16 vocab size, f32 temperature, f32 top-p, u16 top-k,
  * u64 seed, then f32 logits (little-endian). The answer is a token of the
  * vocabulary, or -1 exactly when a logit is NaN or infinite. */
+#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links tests/fuzz/engine.c, built once for every target */
 #define QKV_MODEL_IMPLEMENTATION
-#include "../../model.h"
 #define QKV_SAMPLER_IMPLEMENTATION
+#endif
+#include "../../model.h"
 #include "../../sampler.h"
 
 #include <stdint.h>
