@@ -3,12 +3,12 @@
 # same command built it before from the same bytes: the compiler's --version,
 # every file among ARGS and every header the sources can include (*.h,
 # tests/*.h, tests/fuzz/*.h, and DIR/*.h for each -IDIR among ARGS). Each
-# command's binary is kept in build/cache (NAME-HASH, its key in
-# NAME-HASH.key), so make test's flags and a script's own (run by hand) do
-# not rebuild each other's; OUT is a hard link to it. A failed build leaves
-# no OUT. Returns the compiler's status (0 when the binary was up to date).
-# Two scripts may build the same binary at once: each writes its own
-# temporary files and renames them.
+# command's output (a program, or an object with -c) is kept in build/cache
+# (NAME-HASH, its key in NAME-HASH.key), so make test's flags and a script's
+# own (run by hand) do not rebuild each other's; OUT is a hard link to it.
+# A failed build leaves no OUT. Returns the compiler's status (0 when the
+# output was up to date). Scripts that run at once and need the same output
+# take turns (flock): the first builds it, the others find it built.
 cached_build() {
     local out=$1; shift
     local key command arg files=() headers=(./*.h tests/*.h tests/fuzz/*.h)
@@ -23,17 +23,37 @@ cached_build() {
         cat "${files[@]}" "${headers[@]}" 2>/dev/null
     } | md5sum)
     key=${command%% *}${key%% *}
-    local cached=build/cache/${out##*/}-${command:0:16}
+    local cached=build/cache/${out##*/}-${command:0:16} lock built=1
     mkdir -p build/cache
     [[ $out == */* ]] && mkdir -p "${out%/*}"
+    exec {lock}>"$cached.lock"
+    flock "$lock"
     if ! [ -f "$cached" ] || ! [ -f "$cached.key" ] || [ "$(<"$cached.key")" != "$key" ]; then
         rm -f "$cached.key"
-        if ! "$@" -o "$cached.part.$BASHPID"; then
-            rm -f "$cached.part.$BASHPID" "$out"
-            return 1
+        if "$@" -o "$cached.part.$BASHPID"; then
+            mv -f "$cached.part.$BASHPID" "$cached"
+            printf '%s\n' "$key" >"$cached.key"
+        else
+            rm -f "$cached.part.$BASHPID"
+            built=0
         fi
-        mv -f "$cached.part.$BASHPID" "$cached"
-        printf '%s\n' "$key" >"$cached.key.$BASHPID" && mv -f "$cached.key.$BASHPID" "$cached.key"
     fi
-    [ "$out" -ef "$cached" ] || { ln -f "$cached" "$out.part.$BASHPID" && mv -f "$out.part.$BASHPID" "$out"; }
+    if [ "$built" = 0 ]; then
+        rm -f "$out"
+    elif ! [ "$out" -ef "$cached" ]; then
+        ln -f "$cached" "$out.part.$BASHPID" && mv -f "$out.part.$BASHPID" "$out" || built=0
+    fi
+    exec {lock}>&-
+    [ "$built" = 1 ]
+}
+
+# engine_build OUT ARGS...: builds a test program from ARGS (sources and
+# flags) and one object of the engine's implementation (model.h and
+# sampler.h: tests/fuzz/engine.c), compiled as make test compiles the C
+# tests, for the programs that use the engine only through its interface.
+engine_build() {
+    local out=$1; shift
+    local flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2})
+    cached_build build/engine.o ${CC:-cc} "${flags[@]}" -c tests/fuzz/engine.c &&
+        cached_build "$out" ${CC:-cc} "${flags[@]}" "$@" build/engine.o -lm
 }

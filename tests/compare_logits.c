@@ -4,8 +4,8 @@
  *   compare_logits A B 1,283,290,...   ->  "max_abs_diff D max_abs_logit L positions N"
  *
  * Each position goes through forward() one token at a time, so both models
- * do exactly the engine's arithmetic; bit-identical weights give D = 0. */
-#define QKV_MODEL_IMPLEMENTATION
+ * do exactly the engine's arithmetic; bit-identical weights give D = 0.
+ * Linked with the engine's implementation (tests/fuzz/engine.c). */
 #include "../model.h"
 
 #include <math.h>

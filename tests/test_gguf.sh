@@ -70,7 +70,7 @@ then ok "a GGUF traces (--trace, --trace-json, --html) and benchmarks (-m bench)
 else fail "GGUF trace and bench" "$(tail -n 3 "$tmp/trace")"; fi
 
 # compare_logits A B TOKENS: the largest |logit difference|, position by position
-if ! cached_build build/compare_logits $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 tests/compare_logits.c -lm; then
+if ! engine_build build/compare_logits tests/compare_logits.c; then
     fail "build tests/compare_logits.c" "compiler error"
     exit 0
 fi

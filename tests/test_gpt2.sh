@@ -107,7 +107,7 @@ then ok "GPT-2 files trace (--trace, --trace-prompt, --html, --trace-json), step
 else fail "GPT-2 modes" "$(tail -n 3 "$tmp/trace" "$tmp/step" 2>/dev/null | head -c 300)"; fi
 
 # ---- quantize: float32 round trip exact, float16/Q8_0/Q4_0 close; no GGUF ----
-if ! cached_build build/compare_logits $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -O2 tests/compare_logits.c -lm; then
+if ! engine_build build/compare_logits tests/compare_logits.c; then
     fail "build tests/compare_logits.c" "compiler error"
 else
     TOKENS=72,101,108,108,111,309,111,114,108,100,33,307,308,32,97,334,327,97,102,195,169,352,361,32

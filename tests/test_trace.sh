@@ -29,8 +29,8 @@ if ! $PY -c 'import numpy' 2>/dev/null; then
 fi
 
 # ---- the row printer on the docs' worked example ---------------------------
-if cached_build build/test_trace_format ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wextra \
-        -Wno-unused-parameter ${TEST_CFLAGS:--O2} -Ibuild tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c -lm; then
+if engine_build build/test_trace_format -Wextra -Wno-unused-parameter -Ibuild \
+        tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"

@@ -4,10 +4,10 @@
  * The attention is computed by model.h's own attention_head() from the
  * article's Q, K and V (d_k = 2), then printed by the tracer's row printer,
  * trace_print_attention(). Prints "ok NAME" / "FAIL NAME: why" lines.
- * Built by tests/test_trace.sh with trace.c, heads.c and tokenizer.c. */
-#define QKV_MODEL_IMPLEMENTATION
+ * Built by tests/test_trace.sh with trace.c, heads.c, stepper.c, tokenizer.c
+ * and the engine's implementation (tests/fuzz/engine.c: model.h, and
+ * sampler.h, with which heads.c samples its text probes). */
 #include "../model.h"
-#define QKV_SAMPLER_IMPLEMENTATION /* heads.c (the explorer's roles) samples its text probes */
 #include "../sampler.h"
 #include "../trace.h"
 
