@@ -368,6 +368,20 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
     *sum = total;
 }
 
+/* A row's blocks, each as quantize_activation_block does it (with AVX-512
+ * where isa has it: kernels_int8.h). */
+static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks);
+
+/* isa_available(), asked once: CPUID is slow in a virtual machine, and a
+ * prompt quantizes its activations hundreds of times. (Two threads that
+ * both ask store the same answer.) */
+static Isa quantize_isa(void) {
+    static _Atomic int isa = -1;
+    int known = isa;
+    if (known < 0) isa = known = (int)isa_available();
+    return (Isa)known;
+}
+
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
 void activations_quantize(Activations *a) {
@@ -375,12 +389,11 @@ void activations_quantize(Activations *a) {
     int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
     long work = (long)a->n * a->cols;
     (void)work; /* read only by OpenMP's if clause */
+    Isa isa = quantize_isa();
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (t = 0; t < a->n; t++)
-        for (int b = 0; b < blocks; b++)
-            quantize_activation_block(a->x + (size_t)t * a->stride + b * QKV_QBLOCK,
-                                      a->q + (size_t)t * a->stride + b * QKV_QBLOCK,
-                                      a->q_scale + (size_t)t * row_blocks + b, a->q_sum + (size_t)t * row_blocks + b);
+        quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,
+                                a->q_scale + (size_t)t * row_blocks, a->q_sum + (size_t)t * row_blocks, blocks);
     a->quantized = 1;
 }
 

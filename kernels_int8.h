@@ -62,6 +62,62 @@ int weight_pack(WeightType type, const void *data, int rows, int cols, void *pan
 }
 
 /* ------------------------------------------------------------------------ */
+/* The activations: int8 per block of 32                                     */
+
+#ifdef QKV_HAVE_X86_KERNELS
+/* roundf of 16 floats, as round_half_away does it: the truncation (the
+ * same cvtt as a C cast on x86), plus one if the fraction is half or
+ * more, minus one if it is minus half or less. */
+TARGET_AVX512 INLINE __m512i round_half_away_512(__m512 v) {
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i t = _mm512_cvttps_epi32(v);
+    __m512 fraction = _mm512_sub_ps(v, _mm512_cvtepi32_ps(t));
+    t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(fraction, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, one);
+    return _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(fraction, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, one);
+}
+
+/* quantize_activation_block's arithmetic, a block as two vectors: the
+ * same maximum of magnitudes' bits, the same scalar d and 1 / d, the same
+ * products and rounding. */
+TARGET_AVX512 static void quantize_activation_row_512(const float *x, int8_t *q, float *scale, int32_t *sum,
+                                                      int blocks) {
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+    for (int b = 0; b < blocks; b++, x += QKV_QBLOCK, q += QKV_QBLOCK) {
+        __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+        uint32_t top = _mm512_reduce_max_epu32(_mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(lo), magnitude),
+                                                                _mm512_and_si512(_mm512_castps_si512(hi), magnitude)));
+        if (top > 0x7f7fffffu) { /* NaN or infinity */
+            scale[b] = NAN, sum[b] = 0;
+            memset(q, 0, QKV_QBLOCK);
+            continue;
+        }
+        float amax;
+        memcpy(&amax, &top, 4);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        scale[b] = d;
+        __m512i level_lo = round_half_away_512(_mm512_mul_ps(lo, _mm512_set1_ps(id)));
+        __m512i level_hi = round_half_away_512(_mm512_mul_ps(hi, _mm512_set1_ps(id)));
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(level_lo));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(level_hi));
+        sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(level_lo, level_hi));
+    }
+}
+#endif
+
+static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks) {
+#ifdef QKV_HAVE_X86_KERNELS
+    if (isa >= ISA_AVX512) {
+        quantize_activation_row_512(x, q, scale, sum, blocks);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    for (int b = 0; b < blocks; b++)
+        quantize_activation_block(x + b * QKV_QBLOCK, q + b * QKV_QBLOCK, scale + b, sum + b);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Portable kernel                                                           */
 
 /* Row r of a panel times position t of a, the order every int8 kernel
