@@ -534,6 +534,18 @@ TARGET_AMX INLINE void amx_scale_block(__m512 acc[AMX_POSITIONS], const int32_t 
                                  _mm512_mul_ps(row_scales, _mm512_set1_ps(dx[b * AMX_POSITIONS + p])), acc[p]);
 }
 
+/* Block b of the next panel (its values and scales) asked into L2 while
+ * this panel computes, a block a step: a panel's bytes come from L3 or
+ * memory (each chunk of a prompt streams every matrix), and waiting for
+ * them at the start of each panel cost a quarter of the kernel's time
+ * (measured on weights out of L2). next: NULL for none. */
+INLINE void amx_prefetch_block(const unsigned char *next, int blocks, int b, int value_bytes) {
+    if (!next) return;
+    const char *values = (const char *)next + (size_t)b * QKV_PANEL * value_bytes;
+    for (int offset = 0; offset < QKV_PANEL * value_bytes; offset += 64) _mm_prefetch(values + offset, _MM_HINT_T1);
+    _mm_prefetch((const char *)next + (size_t)blocks * QKV_PANEL * value_bytes + (size_t)b * QKV_PANEL * 2, _MM_HINT_T1);
+}
+
 /* A panel (rows row0..row0+15: its blocks as B tiles, ws its scales)
  * times 16 positions (x: their int8 activations, stride bytes apart; dx:
  * their scales) into out[0..15][row0..]: per block, one tile product, then
@@ -541,9 +553,10 @@ TARGET_AMX INLINE void amx_scale_block(__m512 acc[AMX_POSITIONS], const int32_t 
  * while b + 1's product runs, and b - 1's, stored a step before, is scaled
  * (reading C's bytes right after tilestored writes them waits for the
  * store). Even blocks use tile set 0 and dots[0], odd ones set 1 and
- * dots[1]. */
+ * dots[1]. next: the next panel, to prefetch (value_bytes a row a block). */
 TARGET_AMX INLINE void panel_amx(float *out, int os, const int8_t *x, long stride, const float *dx,
-                                 const int8_t *tiles, const float *ws, int blocks, __mmask16 rows) {
+                                 const int8_t *tiles, const float *ws, int blocks, __mmask16 rows,
+                                 const unsigned char *next, int value_bytes) {
     _Alignas(64) int32_t dots[2][AMX_POSITIONS * QKV_PANEL];
     __m512 acc[AMX_POSITIONS];
     for (int p = 0; p < AMX_POSITIONS; p++) acc[p] = _mm512_setzero_ps();
@@ -552,10 +565,12 @@ TARGET_AMX INLINE void panel_amx(float *out, int os, const int8_t *x, long strid
     for (int b = 0; b < blocks; b += 2) {
         _tile_stored(AMX_C0, dots[0], 64);
         if (b + 2 < blocks) AMX_PRODUCT(AMX_A0, AMX_B0, AMX_C0, x, stride, tiles, b + 2);
+        amx_prefetch_block(next, blocks, b, value_bytes);
         if (b > 0) amx_scale_block(acc, dots[1], ws, dx, b - 1);
         if (b + 1 == blocks) break;
         _tile_stored(AMX_C1, dots[1], 64);
         if (b + 3 < blocks) AMX_PRODUCT(AMX_A1, AMX_B1, AMX_C1, x, stride, tiles, b + 3);
+        amx_prefetch_block(next, blocks, b + 1, value_bytes);
         amx_scale_block(acc, dots[0], ws, dx, b);
     }
     amx_scale_block(acc, dots[(blocks - 1) % 2], ws, dx, blocks - 1);
@@ -596,9 +611,11 @@ TARGET_AMX static void matmul_panels_amx(float *out, int os, const Activations *
         const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;
         amx_weight_tiles(tiles, ws, panel, blocks, q4);
         __mmask16 rows = panel_rows_mask(row0, begin, end);
+        const unsigned char *next = row0 + QKV_PANEL < end ? panel + panel_bytes : NULL;
         for (int g = 0; g < groups; g++)
             panel_amx(out_at(out, os, g * AMX_POSITIONS, row0), os, act_q(a, g * AMX_POSITIONS), a->stride,
-                      dx + (size_t)g * blocks * AMX_POSITIONS, tiles, ws, blocks, rows);
+                      dx + (size_t)g * blocks * AMX_POSITIONS, tiles, ws, blocks, rows, g == 0 ? next : NULL,
+                      packed_value_bytes(q4));
         int t = groups * AMX_POSITIONS;
         for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4);
         for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4);
