@@ -1,6 +1,7 @@
 /* kernels_int8.h — the int8 and 4-bit (Q8_0, Q4_0) matrix kernels, over
- * panels of 16 rows: the packing, the portable C kernel (whose order of
- * sums every instruction set keeps), AVX2, AVX-512BW and AVX-512 VNNI.
+ * panels of 16 rows: the packing, the int8 activations, the portable C
+ * kernel (whose order of sums every instruction set keeps), AVX2,
+ * AVX-512BW, AVX-512 VNNI and, for prompts, AMX.
  *
  * Part of kernels.h's implementation (it includes this file where the
  * helpers it uses are defined, before the table of kernels); not a header
@@ -165,7 +166,7 @@ static void matmul_q4_portable(float *out, int os, const Activations *a, const v
 }
 
 /* ------------------------------------------------------------------------ */
-/* x86-64: AVX2, AVX-512BW, AVX-512 VNNI                                     */
+/* x86-64: AVX2, AVX-512BW, AVX-512 VNNI, AMX                                */
 
 #ifdef QKV_HAVE_X86_KERNELS
 
@@ -588,9 +589,9 @@ static void amx_position_scales(float *dx, const Activations *a, int groups, int
 }
 
 /* A prompt of at least 16 positions: each panel's blocks made B tiles once
- * (a panel's tiles, 16 bytes a column, stay in L1 or L2 while every group
- * of 16 positions reads them), then the last positions (fewer than 16)
- * with VNNI. Fewer than 16 positions (a decode step), or no memory for
+ * (16 bytes a column of the matrix: 22 KiB for 1376 columns, in L1 or L2
+ * while every group of 16 positions reads them), then the last positions
+ * (fewer than 16) with VNNI. Fewer than 16 positions (a decode step), or no memory for
  * the scratch: all VNNI. */
 TARGET_AMX static void matmul_panels_amx(float *out, int os, const Activations *a, const void *w, int cols,
                                          int begin, int end, int q4, MatmulKernel vnni) {
