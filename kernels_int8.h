@@ -476,7 +476,8 @@ _Static_assert(sizeof(AmxConfig) == 64, "ldtilecfg reads 64 bytes");
  * stores of a local's other 56 were measured gone. */
 static const AmxConfig AMX_CONFIG = {
     .palette = 1,
-    .row_bytes = { [AMX_A0] = QKV_QBLOCK, [AMX_B0] = 64, [AMX_C0] = 64, [AMX_A1] = QKV_QBLOCK, [AMX_B1] = 64, [AMX_C1] = 64 },
+    .row_bytes = { [AMX_A0] = QKV_QBLOCK, [AMX_B0] = 64, [AMX_C0] = 64,
+                   [AMX_A1] = QKV_QBLOCK, [AMX_B1] = 64, [AMX_C1] = 64 },
     .rows = { [AMX_A0] = AMX_POSITIONS, [AMX_B0] = QKV_QBLOCK / 4, [AMX_C0] = AMX_POSITIONS,
               [AMX_A1] = AMX_POSITIONS, [AMX_B1] = QKV_QBLOCK / 4, [AMX_C1] = AMX_POSITIONS },
 };
@@ -544,7 +545,8 @@ INLINE void amx_prefetch_block(const unsigned char *next, int blocks, int b, int
     if (!next) return;
     const char *values = (const char *)next + (size_t)b * QKV_PANEL * value_bytes;
     for (int offset = 0; offset < QKV_PANEL * value_bytes; offset += 64) _mm_prefetch(values + offset, _MM_HINT_T1);
-    _mm_prefetch((const char *)next + (size_t)blocks * QKV_PANEL * value_bytes + (size_t)b * QKV_PANEL * 2, _MM_HINT_T1);
+    const char *scales = (const char *)next + (size_t)blocks * QKV_PANEL * value_bytes;
+    _mm_prefetch(scales + (size_t)b * QKV_PANEL * 2, _MM_HINT_T1);
 }
 
 /* A panel (rows row0..row0+15: its blocks as B tiles, ws its scales)
