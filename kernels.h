@@ -111,8 +111,10 @@ void activations_quantize(Activations *a);
 typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, const void *w, int cols,
                              int begin, int end);
 
-/* Instruction sets, each a superset of the one before. */
-typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_COUNT } Isa;
+/* Instruction sets, each a superset of the one before. ISA_AMX is AVX-512
+ * VNNI plus AMX's int8 tiles, which the int8 and 4-bit kernels use for a
+ * prompt (a decode step stays on VNNI). */
+typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
 
 typedef struct {
     WeightType type;
@@ -123,8 +125,8 @@ typedef struct {
 
 const char *isa_name(Isa isa);
 /* The best instruction set this CPU and OS support, capped by the
- * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni) so tests
- * and CI can force each path. */
+ * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
+ * tests and CI can force each path. */
 Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
@@ -366,6 +368,20 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
     *sum = total;
 }
 
+/* A row's blocks, each as quantize_activation_block does it (with AVX-512
+ * where isa has it: kernels_int8.h). */
+static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks);
+
+/* isa_available(), asked once: CPUID is slow in a virtual machine, and a
+ * prompt quantizes its activations hundreds of times. (Two threads that
+ * both ask store the same answer.) */
+static Isa quantize_isa(void) {
+    static _Atomic int isa = -1;
+    int known = isa;
+    if (known < 0) isa = known = (int)isa_available();
+    return (Isa)known;
+}
+
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
 void activations_quantize(Activations *a) {
@@ -373,12 +389,11 @@ void activations_quantize(Activations *a) {
     int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
     long work = (long)a->n * a->cols;
     (void)work; /* read only by OpenMP's if clause */
+    Isa isa = quantize_isa();
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (t = 0; t < a->n; t++)
-        for (int b = 0; b < blocks; b++)
-            quantize_activation_block(a->x + (size_t)t * a->stride + b * QKV_QBLOCK,
-                                      a->q + (size_t)t * a->stride + b * QKV_QBLOCK,
-                                      a->q_scale + (size_t)t * row_blocks + b, a->q_sum + (size_t)t * row_blocks + b);
+        quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,
+                                a->q_scale + (size_t)t * row_blocks, a->q_sum + (size_t)t * row_blocks, blocks);
     a->quantized = 1;
 }
 
@@ -462,6 +477,15 @@ static void matmul_f16_portable(float *out, int os, const Activations *a, const 
 #define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
 #define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+/* AMX: compilers that know its intrinsics (GCC 11, clang 12), on Linux,
+ * where a process asks the kernel before it uses the tiles (isa_of_cpu). */
+#if defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define QKV_HAVE_AMX 1
+#define TARGET_AMX \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
+#include <sys/syscall.h>
+long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
+#endif
 
 /* The R rows of a tile: past the matrix's end, repeat the first row
  * (computed and thrown away, so the loops have no special case). */
@@ -639,6 +663,24 @@ TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activation
     matmul_float_512(out, os, a, w, cols, begin, end, 1);
 }
 
+/* AMX's int8 tiles: CPUID.(7,0):EDX has AMX-TILE (bit 24) and AMX-INT8
+ * (25), the OS saves the tile state (XCR0 bits 17, 18), and Linux lets
+ * this process use it: the 8 KiB of tile data a thread saves on a context
+ * switch are granted on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XFEATURE_XTILEDATA, once for the process and its threads; asking again
+ * is harmless). Without that grant the first tile instruction kills the
+ * process. */
+static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
+#ifdef QKV_HAVE_AMX
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    int cpu = ((cpuid7_edx >> 24) & 1) && ((cpuid7_edx >> 25) & 1), os = (xcr0 & 0x60000u) == 0x60000u;
+    return cpu && os && syscall(SYS_arch_prctl, (long)ARCH_REQ_XCOMP_PERM, (long)XFEATURE_XTILEDATA) == 0;
+#else
+    (void)cpuid7_edx, (void)xcr0;
+    return 0;
+#endif
+}
+
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their
  * registers. */
 static Isa isa_of_cpu(void) {
@@ -653,7 +695,8 @@ static Isa isa_of_cpu(void) {
     int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) &&
                  (xcr0_lo & 0xe6) == 0xe6; /* F, DQ, BW, VL; opmask and upper ZMM state */
     if (!avx512) return ISA_AVX2;
-    return ((c >> 11) & 1) ? ISA_AVX512_VNNI : ISA_AVX512;
+    if (!((c >> 11) & 1)) return ISA_AVX512;
+    return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
 #else
 static Isa isa_of_cpu(void) { return ISA_PORTABLE; }
@@ -681,10 +724,14 @@ static const KernelEntry KERNELS[] = {
     { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni },
     { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni },
 #endif
+#ifdef QKV_HAVE_AMX
+    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx },
+    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx },
+#endif
 };
 
 const char *isa_name(Isa isa) {
-    static const char *names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni" };
+    static const char *names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
     return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
 }
 

@@ -1,6 +1,7 @@
 /* kernels_int8.h — the int8 and 4-bit (Q8_0, Q4_0) matrix kernels, over
- * panels of 16 rows: the packing, the portable C kernel (whose order of
- * sums every instruction set keeps), AVX2, AVX-512BW and AVX-512 VNNI.
+ * panels of 16 rows: the packing, the int8 activations, the portable C
+ * kernel (whose order of sums every instruction set keeps), AVX2,
+ * AVX-512BW, AVX-512 VNNI and, for prompts, AMX.
  *
  * Part of kernels.h's implementation (it includes this file where the
  * helpers it uses are defined, before the table of kernels); not a header
@@ -62,6 +63,62 @@ int weight_pack(WeightType type, const void *data, int rows, int cols, void *pan
 }
 
 /* ------------------------------------------------------------------------ */
+/* The activations: int8 per block of 32                                     */
+
+#ifdef QKV_HAVE_X86_KERNELS
+/* roundf of 16 floats, as round_half_away does it: the truncation (the
+ * same cvtt as a C cast on x86), plus one if the fraction is half or
+ * more, minus one if it is minus half or less. */
+TARGET_AVX512 INLINE __m512i round_half_away_512(__m512 v) {
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i t = _mm512_cvttps_epi32(v);
+    __m512 fraction = _mm512_sub_ps(v, _mm512_cvtepi32_ps(t));
+    t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(fraction, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, one);
+    return _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(fraction, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, one);
+}
+
+/* quantize_activation_block's arithmetic, a block as two vectors: the
+ * same maximum of magnitudes' bits, the same scalar d and 1 / d, the same
+ * products and rounding. */
+TARGET_AVX512 static void quantize_activation_row_512(const float *x, int8_t *q, float *scale, int32_t *sum,
+                                                      int blocks) {
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+    for (int b = 0; b < blocks; b++, x += QKV_QBLOCK, q += QKV_QBLOCK) {
+        __m512 lo = _mm512_loadu_ps(x), hi = _mm512_loadu_ps(x + 16);
+        uint32_t top = _mm512_reduce_max_epu32(_mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(lo), magnitude),
+                                                                _mm512_and_si512(_mm512_castps_si512(hi), magnitude)));
+        if (top > 0x7f7fffffu) { /* NaN or infinity */
+            scale[b] = NAN, sum[b] = 0;
+            memset(q, 0, QKV_QBLOCK);
+            continue;
+        }
+        float amax;
+        memcpy(&amax, &top, 4);
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        scale[b] = d;
+        __m512i level_lo = round_half_away_512(_mm512_mul_ps(lo, _mm512_set1_ps(id)));
+        __m512i level_hi = round_half_away_512(_mm512_mul_ps(hi, _mm512_set1_ps(id)));
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(level_lo));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(level_hi));
+        sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(level_lo, level_hi));
+    }
+}
+#endif
+
+static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks) {
+#ifdef QKV_HAVE_X86_KERNELS
+    if (isa >= ISA_AVX512) {
+        quantize_activation_row_512(x, q, scale, sum, blocks);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    for (int b = 0; b < blocks; b++)
+        quantize_activation_block(x + b * QKV_QBLOCK, q + b * QKV_QBLOCK, scale + b, sum + b);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Portable kernel                                                           */
 
 /* Row r of a panel times position t of a, the order every int8 kernel
@@ -109,7 +166,7 @@ static void matmul_q4_portable(float *out, int os, const Activations *a, const v
 }
 
 /* ------------------------------------------------------------------------ */
-/* x86-64: AVX2, AVX-512BW, AVX-512 VNNI                                     */
+/* x86-64: AVX2, AVX-512BW, AVX-512 VNNI, AMX                                */
 
 #ifdef QKV_HAVE_X86_KERNELS
 
@@ -383,6 +440,203 @@ TARGET_VNNI INLINE void panel_pair_vnni(float *out, int os, const Activations *a
 
 VNNI_MATMUL(matmul_q8_vnni, 0)
 VNNI_MATMUL(matmul_q4_vnni, 1)
+
+#ifdef QKV_HAVE_AMX
+/* AMX: a prompt's positions sixteen at a time through the tile unit. One
+ * tdpbssd multiplies an A tile (16 positions x one block's 32 int8
+ * activations) by a B tile (the block's 32 values of a panel's 16 rows, as
+ * 8 rows of 16 x 4 bytes: the layout a panel's chunks already have) into
+ * C (16 positions x 16 rows of int32): 16 x 16 exact block dot products in
+ * one instruction. The blocks cannot share a tile product (each has its
+ * own scales), so each block's C is stored, and AVX-512 scales it into the
+ * positions' accumulators as panel_vnni does: the same arithmetic, in the
+ * same order, so the same bits. */
+enum { AMX_POSITIONS = 16, AMX_B_BYTES = QKV_QBLOCK / 4 * 64 };
+
+/* Tile numbers are immediates: two sets of A, B and C, so that one
+ * block's product runs in the tile unit while the one before is scaled. */
+#define AMX_A0 0
+#define AMX_B0 1
+#define AMX_C0 2
+#define AMX_A1 3
+#define AMX_B1 4
+#define AMX_C1 5
+
+/* ldtilecfg's 64 bytes: palette 1, then each tile's bytes a row and rows. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t row_bytes[16];
+    uint8_t rows[16];
+} AmxConfig;
+_Static_assert(sizeof(AmxConfig) == 64, "ldtilecfg reads 64 bytes");
+
+/* The tile shapes, loaded on each thread that runs the kernel (ldtilecfg
+ * is per thread, and matmul_group's threads take any rows). Static: GCC
+ * 12's _tile_loadconfig tells the compiler it reads 8 bytes, and the
+ * stores of a local's other 56 were measured gone. */
+static const AmxConfig AMX_CONFIG = {
+    .palette = 1,
+    .row_bytes = { [AMX_A0] = QKV_QBLOCK, [AMX_B0] = 64, [AMX_C0] = 64,
+                   [AMX_A1] = QKV_QBLOCK, [AMX_B1] = 64, [AMX_C1] = 64 },
+    .rows = { [AMX_A0] = AMX_POSITIONS, [AMX_B0] = QKV_QBLOCK / 4, [AMX_C0] = AMX_POSITIONS,
+              [AMX_A1] = AMX_POSITIONS, [AMX_B1] = QKV_QBLOCK / 4, [AMX_C1] = AMX_POSITIONS },
+};
+
+/* A panel's blocks as B tiles of signed bytes (tdpbssd: no offset to take
+ * off), and its scales as float32 (ws: [block][row]). Tile b is 8 rows of
+ * 64 bytes, row k holding elements 4k..4k+3 of block b for the panel's 16
+ * rows. Q8_0: a panel's chunk c is row c as it stands, but q + 128, so
+ * flipped back to q. Q4_0: byte j of a row holds element j (low nibble)
+ * and j + 16 (high), so rows 0-3 are the low nibbles of chunks 0-3 and
+ * rows 4-7 their high nibbles, minus 8. Made once a panel, read for every
+ * group of positions. */
+TARGET_AMX INLINE void amx_weight_tiles(int8_t *tiles, float *ws, const unsigned char *panel, int blocks, int q4) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8), flip = _mm512_set1_epi8((char)0x80);
+    int value_bytes = packed_value_bytes(q4);
+    const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;
+    for (int b = 0; b < blocks; b++) {
+        _mm512_store_ps(ws + b * QKV_PANEL,
+                        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * QKV_PANEL * 2))));
+        const unsigned char *values = panel + (size_t)b * QKV_PANEL * value_bytes;
+        int8_t *tile = tiles + (size_t)b * AMX_B_BYTES;
+        if (!q4) {
+            for (int c = 0; c < 8; c++)
+                _mm512_store_si512(tile + c * 64, _mm512_xor_si512(_mm512_loadu_si512(values + c * 64), flip));
+            continue;
+        }
+        for (int c = 0; c < 4; c++) {
+            __m512i raw = _mm512_loadu_si512(values + c * 64);
+            __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            _mm512_store_si512(tile + c * 64, _mm512_sub_epi8(lo, eight));
+            _mm512_store_si512(tile + (4 + c) * 64, _mm512_sub_epi8(hi, eight));
+        }
+    }
+    __asm__ volatile("" ::: "memory"); /* the tiles are read by tileloadd, which the compiler cannot see */
+}
+
+/* Block b of 16 positions (x: the first one's int8 activations, stride
+ * bytes apart) times a panel's B tile into the C of one set of tiles:
+ * C = A x B, int32 [position][row]. */
+#define AMX_PRODUCT(A, B, C, x, stride, tiles, b)                                                                \
+    do {                                                                                                       \
+        _tile_loadd(A, (x) + (b) * QKV_QBLOCK, stride);                                                        \
+        _tile_loadd(B, (tiles) + (size_t)(b) * AMX_B_BYTES, 64);                                               \
+        _tile_zero(C);                                                                                         \
+        _tile_dpbssd(C, A, B);                                                                                 \
+    } while (0)
+
+/* Block b's dots (C as stored: [position][row]) into the positions'
+ * accumulators: one FMA each with the rows' scales (ws: [block][row])
+ * times the position's (dx: [block][position]). */
+TARGET_AMX INLINE void amx_scale_block(__m512 acc[AMX_POSITIONS], const int32_t *dots, const float *ws, const float *dx,
+                                       int b) {
+    __m512 row_scales = _mm512_load_ps(ws + b * QKV_PANEL);
+    for (int p = 0; p < AMX_POSITIONS; p++)
+        acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(dots + p * QKV_PANEL)),
+                                 _mm512_mul_ps(row_scales, _mm512_set1_ps(dx[b * AMX_POSITIONS + p])), acc[p]);
+}
+
+/* Block b of the next panel (its values and scales) asked into L2 while
+ * this panel computes, a block a step: a panel's bytes come from L3 or
+ * memory (each chunk of a prompt streams every matrix), and waiting for
+ * them at the start of each panel cost a quarter of the kernel's time
+ * (measured on weights out of L2). next: NULL for none. */
+INLINE void amx_prefetch_block(const unsigned char *next, int blocks, int b, int value_bytes) {
+    if (!next) return;
+    const char *values = (const char *)next + (size_t)b * QKV_PANEL * value_bytes;
+    for (int offset = 0; offset < QKV_PANEL * value_bytes; offset += 64) _mm_prefetch(values + offset, _MM_HINT_T1);
+    const char *scales = (const char *)next + (size_t)blocks * QKV_PANEL * value_bytes;
+    _mm_prefetch(scales + (size_t)b * QKV_PANEL * 2, _MM_HINT_T1);
+}
+
+/* A panel (rows row0..row0+15: its blocks as B tiles, ws its scales)
+ * times 16 positions (x: their int8 activations, stride bytes apart; dx:
+ * their scales) into out[0..15][row0..]: per block, one tile product, then
+ * one FMA per position. Three blocks are in flight: block b's C is stored
+ * while b + 1's product runs, and b - 1's, stored a step before, is scaled
+ * (reading C's bytes right after tilestored writes them waits for the
+ * store). Even blocks use tile set 0 and dots[0], odd ones set 1 and
+ * dots[1]. next: the next panel, to prefetch (value_bytes a row a block). */
+TARGET_AMX INLINE void panel_amx(float *out, int os, const int8_t *x, long stride, const float *dx,
+                                 const int8_t *tiles, const float *ws, int blocks, __mmask16 rows,
+                                 const unsigned char *next, int value_bytes) {
+    _Alignas(64) int32_t dots[2][AMX_POSITIONS * QKV_PANEL];
+    __m512 acc[AMX_POSITIONS];
+    for (int p = 0; p < AMX_POSITIONS; p++) acc[p] = _mm512_setzero_ps();
+    AMX_PRODUCT(AMX_A0, AMX_B0, AMX_C0, x, stride, tiles, 0);
+    if (blocks > 1) AMX_PRODUCT(AMX_A1, AMX_B1, AMX_C1, x, stride, tiles, 1);
+    for (int b = 0; b < blocks; b += 2) {
+        _tile_stored(AMX_C0, dots[0], 64);
+        if (b + 2 < blocks) AMX_PRODUCT(AMX_A0, AMX_B0, AMX_C0, x, stride, tiles, b + 2);
+        amx_prefetch_block(next, blocks, b, value_bytes);
+        if (b > 0) amx_scale_block(acc, dots[1], ws, dx, b - 1);
+        if (b + 1 == blocks) break;
+        _tile_stored(AMX_C1, dots[1], 64);
+        if (b + 3 < blocks) AMX_PRODUCT(AMX_A1, AMX_B1, AMX_C1, x, stride, tiles, b + 3);
+        amx_prefetch_block(next, blocks, b + 1, value_bytes);
+        amx_scale_block(acc, dots[0], ws, dx, b);
+    }
+    amx_scale_block(acc, dots[(blocks - 1) % 2], ws, dx, blocks - 1);
+    for (int p = 0; p < AMX_POSITIONS; p++) _mm512_mask_storeu_ps(out + (size_t)p * os, rows, acc[p]);
+}
+
+/* The activations' scales regrouped for panel_amx, [group][block][16]:
+ * position 16g + p's scale of block b at dx[(g * blocks + b) * 16 + p], so
+ * a block's 16 broadcasts come from one address plus constants. */
+static void amx_position_scales(float *dx, const Activations *a, int groups, int blocks) {
+    for (int g = 0; g < groups; g++)
+        for (int b = 0; b < blocks; b++)
+            for (int p = 0; p < AMX_POSITIONS; p++)
+                dx[((size_t)g * blocks + b) * AMX_POSITIONS + p] = act_scale(a, g * AMX_POSITIONS + p)[b];
+}
+
+/* A prompt of at least 16 positions: each panel's blocks made B tiles once
+ * (16 bytes a column of the matrix: 22 KiB for 1376 columns, in L1 or L2
+ * while every group of 16 positions reads them), then the last positions
+ * (fewer than 16) with VNNI. Fewer than 16 positions (a decode step), or no memory for
+ * the scratch: all VNNI. */
+TARGET_AMX static void matmul_panels_amx(float *out, int os, const Activations *a, const void *w, int cols,
+                                         int begin, int end, int q4, MatmulKernel vnni) {
+    int blocks = cols / QKV_QBLOCK, groups = a->n / AMX_POSITIONS;
+    size_t tile_bytes = (size_t)blocks * AMX_B_BYTES, ws_bytes = (size_t)blocks * QKV_PANEL * sizeof(float);
+    size_t dx_bytes = (size_t)groups * blocks * AMX_POSITIONS * sizeof(float); /* each a multiple of 64 */
+    unsigned char *scratch = groups ? aligned_alloc(64, tile_bytes + ws_bytes + dx_bytes) : NULL;
+    if (!scratch) {
+        vnni(out, os, a, w, cols, begin, end);
+        return;
+    }
+    int8_t *tiles = (int8_t *)scratch;
+    float *ws = (float *)(scratch + tile_bytes), *dx = (float *)(scratch + tile_bytes + ws_bytes);
+    amx_position_scales(dx, a, groups, blocks);
+    size_t panel_bytes = QKV_PANEL * weight_row_bytes(q4 ? WEIGHT_Q4_0 : WEIGHT_Q8_0, cols);
+    _tile_loadconfig(&AMX_CONFIG);
+    for (int row0 = begin - begin % QKV_PANEL; row0 < end; row0 += QKV_PANEL) {
+        const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;
+        amx_weight_tiles(tiles, ws, panel, blocks, q4);
+        __mmask16 rows = panel_rows_mask(row0, begin, end);
+        const unsigned char *next = row0 + QKV_PANEL < end ? panel + panel_bytes : NULL;
+        for (int g = 0; g < groups; g++)
+            panel_amx(out_at(out, os, g * AMX_POSITIONS, row0), os, act_q(a, g * AMX_POSITIONS), a->stride,
+                      dx + (size_t)g * blocks * AMX_POSITIONS, tiles, ws, blocks, rows, g == 0 ? next : NULL,
+                      packed_value_bytes(q4));
+        int t = groups * AMX_POSITIONS;
+        for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4);
+        for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4);
+    }
+    _tile_release();
+    free(scratch);
+}
+
+TARGET_AMX static void matmul_q8_amx(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                     int end) {
+    matmul_panels_amx(out, os, a, w, cols, begin, end, 0, matmul_q8_vnni);
+}
+
+TARGET_AMX static void matmul_q4_amx(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                     int end) {
+    matmul_panels_amx(out, os, a, w, cols, begin, end, 1, matmul_q4_vnni);
+}
+#endif /* QKV_HAVE_AMX */
 
 #endif /* QKV_HAVE_X86_KERNELS */
 

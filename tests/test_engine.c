@@ -246,8 +246,9 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
  *  - int8 and 4-bit: the bits of the portable kernel (one order of sums on
  *    every instruction set);
  * at lengths that exercise every loop and tail: 37 rows are two panels and
- * a part, 17 positions every tile of positions (8, 6, 4, 3, 2, 1). */
-enum { KT_ROWS = 37, KT_POS = 17, KT_MAX = 288, KT_PANEL_ROWS = 48 };
+ * a part, 41 positions every tile of positions (AMX's 16, then 8, 6, 4, 2,
+ * 1). */
+enum { KT_ROWS = 37, KT_POS = 41, KT_MAX = 288, KT_PANEL_ROWS = 48 };
 typedef struct {
     float wf[KT_ROWS * KT_MAX], x[KT_POS * KT_MAX], deq[KT_ROWS * KT_MAX], xq_f[KT_POS * KT_MAX];
     unsigned char w[KT_ROWS * KT_MAX * 4], panels[KT_PANEL_ROWS * KT_MAX * 4];
@@ -382,7 +383,7 @@ static void test_matmul_kernels(void) {
             kernel_test_run(&d, e->run, portable, quant ? (const void *)d.panels : (const void *)d.w, lengths[li],
                             &worst, &same, &as_portable);
         }
-        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (37 rows, 17 positions, every tail)",
+        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (37 rows, 41 positions, every tail)",
                  e->name);
         report(worst <= 1e-6, name, "worst relative error %.3g", worst);
         snprintf(name, sizeof name, "matmul kernel %s: a prompt in one call gives the bits of one position at a time",

@@ -100,6 +100,7 @@ fi
 # then skipped.
 made_with=$(sed -n 's/.*made with the `\([a-z0-9]*\)`.*/\1/p' README.md | head -n 1)
 kernels=$($RUN models/stories.bin -m info 2>/dev/null | awk '/^kernels/ {print $2}')
+[ "$kernels" = amx ] && kernels=avx512vnni # AMX only adds int8 prompt kernels with VNNI's bits
 if [ -n "$made_with" ] && [ "$kernels" != "$made_with" ]; then
     echo "skip README's stories.bin samples: made with the $made_with kernels, this run uses $kernels"
 elif command -v python3 >/dev/null && [ -r models/stories.bin ]; then
