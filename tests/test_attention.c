@@ -398,7 +398,7 @@ static void test_prefill_memory(void) {
     }
     const Config *c = &m.config;
     long kv_kb = (long)(kv_cache_bytes_per_token(c) * N / 1024);
-    long rows_kb = (long)((size_t)QKV_CHUNK * c->n_heads * N * 2 * sizeof(float) / 1024);
+    long rows_kb = (long)((size_t)QKV_OBSERVED_ROWS * c->n_heads * N * 2 * sizeof(float) / 1024);
     long tiled = bench_prefill_growth_kb(&m, N, KV_F32, 0), observed = bench_prefill_growth_kb(&m, N, KV_F32, 1);
     char name[256];
     if (tiled < 0 || observed < 0) {
