@@ -183,8 +183,10 @@ static int take_classifier(Cursor *cur, Model *m) {
 }
 
 /* Legacy: 7 x i32 header; negative vocab_size means a separate classifier. */
+#define LEGACY_HEADER_BYTES 28
+
 static int load_llama2c_legacy(FileView *f, Model *m) {
-    if (f->size < 28) return load_error(f, "truncated file: %zu bytes, shorter than a header", f->size);
+    if (f->size < LEGACY_HEADER_BYTES) return load_error(f, "truncated file: %zu bytes, shorter than a header", f->size);
     Config *c = &m->config;
     if (config_from_llama2c(f, c, f->base)) return -1;
     c->shared_classifier = c->vocab_size > 0;
@@ -194,7 +196,7 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
     if (validate_config(f, c)) return -1;
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     if (!m->weights.layers) return load_error(f, "out of memory");
-    Cursor cur = { f, 28 };
+    Cursor cur = { f, LEGACY_HEADER_BYTES };
     const float *embedding = take_floats(&cur, (size_t)c->vocab_size * c->dim);
     if (!embedding) return -1;
     m->weights.token_embedding = f32_matrix(embedding, c->vocab_size, c->dim);
@@ -622,17 +624,24 @@ static void prefault(const unsigned char *p, size_t n) {
     (void)sink;
 }
 
-/* llama2.c's legacy files have no magic and a 28-byte header, so in a
- * mapping (which starts on a page) every float32 row sits 28 bytes past a
- * cache line and a prompt's tiles split each vector load across two lines
- * (measured: a quarter slower). Such a file is read instead, to the address
- * that puts its weights on a 64-byte boundary. */
-#define LEGACY_HEADER_BYTES 28
+/* The format a file's first four bytes name. llama2.c's legacy format has
+ * no magic: it is what none names (load_view then checks its header). */
+static FileFormat format_of_magic(const unsigned char head[4]) {
+    if (memcmp(head, "QKVM", 4) == 0) return FORMAT_QKV;
+    if (memcmp(head, "GGUF", 4) == 0) return FORMAT_GGUF;
+    if (read_u32(head) == 0x616b3432u) return FORMAT_LLAMA2C_V1; /* or v2: load_llama2c_v1 reads the version */
+    return FORMAT_LLAMA2C_LEGACY;
+}
 
-static int has_magic(int fd) {
+/* llama2.c's legacy files have a 28-byte header, so in a mapping (which
+ * starts on a page) every float32 row sits 28 bytes past a cache line and a
+ * prompt's tiles split each vector load across two lines (measured: a
+ * quarter slower). Such a file is read instead, to the address that puts
+ * its weights on a 64-byte boundary. */
+static int is_legacy(int fd) {
     unsigned char head[4];
-    if (pread(fd, head, 4, 0) != 4) return 1; /* too short: the parser says so */
-    return memcmp(head, "QKVM", 4) == 0 || memcmp(head, "GGUF", 4) == 0 || read_u32(head) == 0x616b3432u;
+    if (pread(fd, head, 4, 0) != 4) return 0; /* too short: the parser says so */
+    return format_of_magic(head) == FORMAT_LLAMA2C_LEGACY;
 }
 
 /* The whole file into memory at base + LEGACY_HEADER_BYTES = a 64-byte
@@ -665,7 +674,7 @@ static int map_file(FileView *f, Model *m, const char *path) {
         close(fd);
         return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
     }
-    if (!has_magic(fd)) {
+    if (is_legacy(fd)) {
         int rc = read_file_aligned(f, m, fd, (size_t)st.st_size, path);
         close(fd);
         return rc;
@@ -716,17 +725,17 @@ static void release_mapped(const Model *m, const void *data, size_t bytes) {
 #endif
 }
 
-/* The matrices the forward multiplies by (the classifier and each layer's),
- * each Q8_0 or Q4_0 one regrouped into its kernels' panels, all in one
- * allocation; the file's copy of a packed matrix is then released (not the
- * classifier's when it is the embedding table, read by rows). -1 if the
- * memory cannot be had. */
 /* A matrix's panels, rounded up so that the next matrix's start on a cache
  * line too. */
 static size_t packed_bytes_aligned(const Matrix *w) {
     return (weight_packed_bytes(w->type, w->rows, w->cols) + 63) / 64 * 64;
 }
 
+/* The matrices the forward multiplies by (the classifier and each layer's),
+ * each Q8_0 or Q4_0 one regrouped into its kernels' panels, all in one
+ * allocation; the file's copy of a packed matrix is then released (not the
+ * classifier's when it is the embedding table, read by rows). -1 if the
+ * memory cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -797,19 +806,19 @@ static int load_view(FileView *f, Model *m, const char *name) {
     int rc;
     if (f->size < 8) {
         rc = load_error(f, "truncated file: %s has %zu bytes", name, f->size);
-    } else if (memcmp(f->base, "QKVM", 4) == 0) {
+    } else if (format_of_magic(f->base) == FORMAT_QKV) {
         m->format = FORMAT_QKV;
         rc = load_qkv(f, m);
-    } else if (memcmp(f->base, "GGUF", 4) == 0) {
+    } else if (format_of_magic(f->base) == FORMAT_GGUF) {
         m->format = FORMAT_GGUF;
         rc = load_gguf(f, m);
-    } else if (read_u32(f->base) == 0x616b3432u) {
+    } else if (format_of_magic(f->base) == FORMAT_LLAMA2C_V1) {
         m->format = FORMAT_LLAMA2C_V1;
         rc = load_llama2c_v1(f, m);
     } else {
         /* The legacy format has no magic: a plausible header is its only sign. */
         int32_t dim = read_i32(f->base), hidden = read_i32(f->base + 4);
-        if (f->size < 28 || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
+        if (f->size < LEGACY_HEADER_BYTES || dim <= 0 || dim > QKV_MAX_DIM || hidden <= 0 || hidden > QKV_MAX_HIDDEN) {
             rc = load_error(f, "%s: not a checkpoint (unknown magic, and not a llama2.c legacy header)", name);
         } else {
             m->format = FORMAT_LLAMA2C_LEGACY;

@@ -131,8 +131,8 @@ Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
 /* The fastest kernel for a type within an instruction set; kernel_best
- * asks isa_available() (CPUID: slow in a virtual machine, so a loader asks
- * once and uses kernel_for). */
+ * asks isa_available() (the CPU is probed once a process; QKV_ISA read each
+ * time). */
 const KernelEntry *kernel_for(WeightType type, Isa isa);
 const KernelEntry *kernel_best(WeightType type);
 
@@ -182,8 +182,6 @@ size_t weight_row_bytes(WeightType type, int cols) {
     return (size_t)(cols / t->block) * (size_t)t->block_bytes;
 }
 
-/* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
- * sign, 5-bit exponent (bias 15), 10-bit mantissa. */
 /* calloc's pointer is kept just below the aligned one. */
 void *zalloc_aligned(size_t count, size_t size) {
     size_t slack = 64 + sizeof(void *);
@@ -202,6 +200,8 @@ void free_aligned(void *p) {
     free(raw);
 }
 
+/* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
+ * sign, 5-bit exponent (bias 15), 10-bit mantissa. */
 float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
     uint32_t bits;
@@ -372,16 +372,6 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
  * where isa has it: kernels_int8.h). */
 static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks);
 
-/* isa_available(), asked once: CPUID is slow in a virtual machine, and a
- * prompt quantizes its activations hundreds of times. (Two threads that
- * both ask store the same answer.) */
-static Isa quantize_isa(void) {
-    static _Atomic int isa = -1;
-    int known = isa;
-    if (known < 0) isa = known = (int)isa_available();
-    return (Isa)known;
-}
-
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
 void activations_quantize(Activations *a) {
@@ -389,7 +379,7 @@ void activations_quantize(Activations *a) {
     int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
     long work = (long)a->n * a->cols;
     (void)work; /* read only by OpenMP's if clause */
-    Isa isa = quantize_isa();
+    Isa isa = isa_available();
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (t = 0; t < a->n; t++)
         quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,
@@ -478,7 +468,7 @@ static void matmul_f16_portable(float *out, int os, const Activations *a, const 
 #define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
 #define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 /* AMX: compilers that know its intrinsics (GCC 11, clang 12), on Linux,
- * where a process asks the kernel before it uses the tiles (isa_of_cpu). */
+ * where a process asks the kernel before it uses the tiles (probe_cpu). */
 #if defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
 #define QKV_HAVE_AMX 1
 #define TARGET_AMX \
@@ -683,7 +673,7 @@ static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
 
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their
  * registers. */
-static Isa isa_of_cpu(void) {
+static Isa probe_cpu(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return ISA_PORTABLE;
     int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
@@ -699,8 +689,18 @@ static Isa isa_of_cpu(void) {
     return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
 #else
-static Isa isa_of_cpu(void) { return ISA_PORTABLE; }
+static Isa probe_cpu(void) { return ISA_PORTABLE; }
 #endif
+
+/* probe_cpu, asked once: CPUID is slow in a virtual machine (a trap to the
+ * host), and a prompt quantizes its activations hundreds of times. Two
+ * threads that both ask store the same answer. */
+static Isa isa_of_cpu(void) {
+    static _Atomic int known = -1;
+    int isa = known;
+    if (isa < 0) known = isa = (int)probe_cpu();
+    return (Isa)isa;
+}
 
 #include "kernels_int8.h" /* the int8 and 4-bit kernels */
 

@@ -416,6 +416,13 @@ TARGET_VNNI INLINE void panel_pair_vnni(float *out, int os, const Activations *a
     }
 }
 
+/* Positions t..n-1 of a through one panel: eight at a time, then one. */
+TARGET_VNNI INLINE void panel_vnni_from(float *out, int os, const Activations *a, const unsigned char *panel,
+                                        int blocks, int row0, int begin, int end, int t, int q4) {
+    for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4);
+    for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4);
+}
+
 /* VNNI: a decode step (or a last lone panel) one panel at a time, a
  * prompt two panels at a time. */
 #define VNNI_MATMUL(NAME, Q4)                                                                                  \
@@ -432,9 +439,7 @@ TARGET_VNNI INLINE void panel_pair_vnni(float *out, int os, const Activations *a
         }                                                                                                      \
         for (; row0 < end; row0 += QKV_PANEL) {                                                                \
             const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
-            int t = 0;                                                                                         \
-            for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, Q4);   \
-            for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, Q4);           \
+            panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, 0, Q4);                               \
         }                                                                                                      \
     }
 
@@ -619,9 +624,7 @@ TARGET_AMX static void matmul_panels_amx(float *out, int os, const Activations *
             panel_amx(out_at(out, os, g * AMX_POSITIONS, row0), os, act_q(a, g * AMX_POSITIONS), a->stride,
                       dx + (size_t)g * blocks * AMX_POSITIONS, tiles, ws, blocks, rows, g == 0 ? next : NULL,
                       packed_value_bytes(q4));
-        int t = groups * AMX_POSITIONS;
-        for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4);
-        for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4);
+        panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, groups * AMX_POSITIONS, q4);
     }
     _tile_release();
     free(scratch);
