@@ -381,9 +381,11 @@ static long status_kb(const char *field) {
 static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {}
 
 /* The child's side: a run state (a cache of n positions, or of a window
- * with its sinks), one step to fault in the weights, then the peak resident
- * growth over a prefill of n tokens (writing 5 to /proc/self/clear_refs
- * resets the peak to the current size). */
+ * with its sinks), then the peak resident growth over a prefill of n tokens
+ * (writing 5 to /proc/self/clear_refs resets the peak to the current size).
+ * The weights are resident already (read or prefaulted at load); the
+ * cache's pages are counted from the first step on, as a large page
+ * (2 MiB) holds many positions. */
 static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
     RunState s;
     long growth = -1;
@@ -393,7 +395,6 @@ static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int obse
         kv_window_init(&s.kv_cache, sinks))
         return -1;
     fill_tokens(tokens, n, m->config.vocab_size);
-    forward(m, &s, tokens[0], 0, NULL);
     FILE *reset = fopen("/proc/self/clear_refs", "w");
     long before = status_kb("VmRSS");
     if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {

@@ -633,21 +633,31 @@ static FileFormat format_of_magic(const unsigned char head[4]) {
     return FORMAT_LLAMA2C_LEGACY;
 }
 
-/* llama2.c's legacy files have a 28-byte header, so in a mapping (which
- * starts on a page) every float32 row sits 28 bytes past a cache line and a
- * prompt's tiles split each vector load across two lines (measured: a
- * quarter slower). Such a file is read instead, to the address that puts
- * its weights on a 64-byte boundary. */
-static int is_legacy(int fd) {
-    unsigned char head[4];
-    if (pread(fd, head, 4, 0) != 4) return 0; /* too short: the parser says so */
-    return format_of_magic(head) == FORMAT_LLAMA2C_LEGACY;
+/* Files whose float32 or float16 matrices the kernels read where they lie
+ * are read into memory, not mapped: a mapping of a file has 4 KiB pages,
+ * and zalloc_aligned's buffer 2 MiB ones (kernels.h: large pages). Files of
+ * int8 or 4-bit matrices stay mapped: their matrices are regrouped into
+ * panels (large pages too) and the mapped pages given back. GGUF files stay
+ * mapped whatever their types.
+ * llama2.c's legacy files have a 28-byte header, so in a mapping every
+ * float32 row would sit 28 bytes past a cache line, and a prompt's tiles
+ * split each vector load across two lines (measured: a quarter slower);
+ * such a file is read to the address that puts its weights on a 64-byte
+ * boundary. Returns the shift that does it, or -1 to map the file. */
+static int read_shift(int fd) {
+    unsigned char head[64];
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    if (got < 8) return -1; /* too short: the parser says so */
+    switch (format_of_magic(head)) {
+    case FORMAT_LLAMA2C_LEGACY: return (64 - LEGACY_HEADER_BYTES % 64) % 64;
+    case FORMAT_LLAMA2C_V1: return read_i32(head + 4) == 1 ? 0 : -1; /* version 1: float32; 2: Q8_0 */
+    case FORMAT_QKV: return got >= 56 && (read_i32(head + 52) == WEIGHT_F32 || read_i32(head + 52) == WEIGHT_F16) ? 0 : -1;
+    default: return -1;
+    }
 }
 
-/* The whole file into memory at base + LEGACY_HEADER_BYTES = a 64-byte
- * boundary. */
-static int read_file_aligned(FileView *f, Model *m, int fd, size_t size, const char *path) {
-    size_t shift = (64 - LEGACY_HEADER_BYTES % 64) % 64;
+/* The whole file into memory at base + shift. */
+static int read_file_aligned(FileView *f, Model *m, int fd, size_t size, size_t shift, const char *path) {
     unsigned char *copy = zalloc_aligned(size + shift, 1);
     if (!copy) return load_error(f, "out of memory for %s (%zu bytes)", path, size);
     m->file_copy = copy;
@@ -674,8 +684,9 @@ static int map_file(FileView *f, Model *m, const char *path) {
         close(fd);
         return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
     }
-    if (is_legacy(fd)) {
-        int rc = read_file_aligned(f, m, fd, (size_t)st.st_size, path);
+    int shift = read_shift(fd);
+    if (shift >= 0) {
+        int rc = read_file_aligned(f, m, fd, (size_t)st.st_size, (size_t)shift, path);
         close(fd);
         return rc;
     }
@@ -700,14 +711,6 @@ static void pick_kernels(Model *m, Isa isa) {
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) mats[i]->kernel = kernel_for(mats[i]->type, isa);
     }
 }
-
-/* madvise is Linux's (and the BSDs'), outside the POSIX names the build
- * asks for; POSIX's posix_madvise(POSIX_MADV_DONTNEED) does nothing on
- * Linux. */
-#if defined(__linux__) && !defined(MADV_DONTNEED)
-#define MADV_DONTNEED 4
-int madvise(void *addr, size_t length, int advice);
-#endif
 
 /* The whole pages of [data, data + bytes) that lie in the mapped file are
  * no longer needed: they leave this process's resident memory (a private

@@ -181,6 +181,16 @@ static inline int kv_round(float v) {
     return t + (fraction >= 0.5f) - (fraction <= -0.5f);
 }
 
+/* max |x_i|, or NaN if an x_i is NaN or infinite (x · 0 is then NaN) */
+static float abs_max(const float *x, int n) {
+    float amax = 0.0f, nonfinite = 0.0f;
+    for (int i = 0; i < n; i++) {
+        amax = fmaxf(amax, fabsf(x[i]));
+        nonfinite += x[i] * 0.0f;
+    }
+    return nonfinite == 0.0f ? amax : NAN;
+}
+
 /* One row of floats into the cache's type. */
 static void kv_encode(KVType type, const float *x, int n, unsigned char *row) {
     if (type == KV_F32) {
@@ -191,8 +201,7 @@ static void kv_encode(KVType type, const float *x, int n, unsigned char *row) {
             memcpy(row + 2 * (size_t)i, &h, 2);
         }
     } else {
-        float amax = 0.0f;
-        for (int i = 0; i < n; i++) amax = amax > fabsf(x[i]) ? amax : fabsf(x[i]);
+        float amax = abs_max(x, n);
         float scale = amax / 127.0f, inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
         if (!(amax <= 3.4e38f)) { /* NaN or infinity: a NaN row, no undefined float -> int */
             scale = NAN;
@@ -226,18 +235,66 @@ void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out) {
 
 /* ---- Scores of int8 keys, and weighted sums of value rows ---- */
 
-/* q · row as floats, then times the row's scale: the same for every query */
-static float q8_row_dot(const unsigned char *row, const float *q, int n) {
-    float acc[8] = { 0 }, scale;
-    memcpy(&scale, row, sizeof scale);
-    const int8_t *x = (const int8_t *)(row + sizeof scale);
+/* An int8 key's score is scale_k · Σ q_i k_i. Its products in float (each
+ * int8 converted, then an FMA) took longer than the key's 52 bytes take to
+ * arrive (7 cycles a key of 48 with the rows in cache, 1 thread, Xeon), so
+ * q is rounded to int16 once a call, q_i ≈ p_i · q_scale, and each key's
+ * Σ p_i k_i is an exact int32 (pmaddwd, 32 or 16 products a step). Every
+ * instruction set gets the same integer, so the same score:
+ *     score = (float)Σ p_i k_i · (scale_k · q_scale)
+ * |p_i| ≤ p_max, with head_size · 127 · p_max < 2^31: 32767 for head sizes
+ * up to 516. The rounding moves a score by at most q_scale / 2 · scale_k ·
+ * Σ |k_i| (tested), a relative 1.5e-5 of max|q| · Σ |k_i| · scale_k. */
+#define KV_Q8_COLUMNS 256 /* q's columns rounded at a time (a multiple of 32) */
+
+typedef struct {
+    float scale, inverse; /* q_i ≈ p_i · scale, p_i = round(q_i · inverse) */
+} QueryScale;
+
+/* amax = max |q_i|, NaN when a q_i is not finite (then every score is NaN) */
+static QueryScale query_scale(float amax, int hs) {
+    int p_max = hs <= INT32_MAX / 127 / 32767 ? 32767 : INT32_MAX / 127 / hs;
+    if (!(amax <= 3.4e38f)) return (QueryScale){ NAN, 0.0f };
+    if (amax == 0.0f) return (QueryScale){ 0.0f, 0.0f };
+    return (QueryScale){ amax / (float)p_max, (float)p_max / amax };
+}
+
+/* p[i] = round(q[i] · inverse) (to nearest, ties to even: the vector
+ * conversions' rounding) for i < count, then zeros to a multiple of 32 */
+static void query_int16(const float *q, int count, float inverse, int16_t *p) {
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) acc[l] += (float)x[i + l] * q[i + l];
-    float sum = 0.0f;
-    for (int l = 0; l < 8; l++) sum += acc[l];
-    for (; i < n; i++) sum += (float)x[i] * q[i];
-    return sum * scale;
+    for (; i < count; i++) p[i] = (int16_t)lrintf(q[i] * inverse);
+    for (; i % 32; i++) p[i] = 0;
+}
+
+/* Σ p_i k_i over one chunk of q's columns of an int8 row's values */
+static int32_t int8_int16_dot(const unsigned char *row_values, const int16_t *p, int count) {
+    int32_t dot = 0;
+    for (int i = 0; i < count; i++) dot += (int32_t)(int8_t)row_values[i] * p[i];
+    return dot;
+}
+
+static float q8_row_scale(const unsigned char *row) {
+    float scale;
+    memcpy(&scale, row, sizeof scale);
+    return scale;
+}
+
+static void q8_scores_portable(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
+                               float *scores) {
+    QueryScale qs = query_scale(abs_max(q, hs), hs);
+    int16_t p[KV_Q8_COLUMNS];
+    if (hs <= KV_Q8_COLUMNS) query_int16(q, hs, qs.inverse, p);
+    for (int key = 0; key < n; key++) {
+        const unsigned char *row = keys + (size_t)key * row_bytes;
+        int32_t dot = 0;
+        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
+            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
+            if (hs > KV_Q8_COLUMNS) query_int16(q + from, count, qs.inverse, p);
+            dot += int8_int16_dot(row + sizeof(float) + from, p, count);
+        }
+        scores[key] = (float)dot * (q8_row_scale(row) * qs.scale);
+    }
 }
 
 /* Element i of a stored row (an int8 row without its scale) */
@@ -341,21 +398,23 @@ TARGET_AVX512 INLINE __m512 int8x16_masked_512(const unsigned char *x, __mmask16
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x)));
 }
 
-/* Lane j = the sum of v[j]'s 16 lanes, for every j by the same tree (lanes
- * 2 apart, then 1 apart, then 128-bit blocks 1 apart, then 2 apart), so a
- * score does not depend on its row's place in a group. */
-TARGET_AVX512 INLINE __m512 transpose_sum16_512(const __m512 v[16]) {
-    __m512 pairs[8], quads[4], halves[2];
+/* Lane j = the sum of v[j]'s 16 lanes (integers: any order of adds gives
+ * the same sums) */
+TARGET_AVX512 INLINE __m512i transpose_sum16_512(const __m512i v[16]) {
+#define SHUFFLE_EPI32(a, b, imm) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
+    __m512i pairs[8], quads[4], halves[2];
     for (int j = 0; j < 8; j++) /* per block: [a0+a2, b0+b2, a1+a3, b1+b3] */
-        pairs[j] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm512_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+        pairs[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
+                                    _mm512_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
     for (int j = 0; j < 4; j++) /* per block: rows 4j..4j+3 */
-        quads[j] = _mm512_add_ps(_mm512_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0x44),
-                                 _mm512_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0xEE));
+        quads[j] = _mm512_add_epi32(SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0x44),
+                                    SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0xEE));
+#undef SHUFFLE_EPI32
     for (int j = 0; j < 2; j++) /* blocks [8j..8j+3 (0+1), (2+3), 8j+4..8j+7 (0+1), (2+3)] */
-        halves[j] = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], 0x88),
-                                  _mm512_shuffle_f32x4(quads[2 * j], quads[2 * j + 1], 0xDD));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(halves[0], halves[1], 0x88),
-                         _mm512_shuffle_f32x4(halves[0], halves[1], 0xDD));
+        halves[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(quads[2 * j], quads[2 * j + 1], 0x88),
+                                     _mm512_shuffle_i32x4(quads[2 * j], quads[2 * j + 1], 0xDD));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(halves[0], halves[1], 0x88),
+                            _mm512_shuffle_i32x4(halves[0], halves[1], 0xDD));
 }
 
 /* Byte offsets of 16 rows from the first: the gathers' index */
@@ -369,44 +428,65 @@ TARGET_AVX512 INLINE __m512 q8_scales16(const unsigned char *group, __m512i offs
     return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), kv_mask(0, rows), offsets, group, 1);
 }
 
-/* acc[r] = the lanes of q · row r of the group for r < 16, rows past the
- * group's rows repeating its last (their lanes are not stored). The rows
- * inside the loop over q: 16 independent sums in registers. */
-TARGET_AVX512 INLINE void q8_dots16(const unsigned char *group, size_t row_bytes, int rows, const float *q, int hs,
-                                    __m512 acc[16]) {
-    const unsigned char *x[16];
-    for (int r = 0; r < 16; r++) {
-        x[r] = group + (size_t)(r < rows ? r : rows - 1) * row_bytes + sizeof(float);
-        acc[r] = _mm512_setzero_ps();
-    }
-    int i = 0;
-    for (; i + 16 <= hs; i += 16) {
-        __m512 qv = _mm512_loadu_ps(q + i);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(int8x16_512(x[r] + i), qv, acc[r]);
-    }
-    if (i < hs) {
-        __mmask16 tail = kv_mask(i, hs);
-        __m512 qv = _mm512_maskz_loadu_ps(tail, q + i);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++) acc[r] = _mm512_fmadd_ps(int8x16_masked_512(x[r] + i, tail), qv, acc[r]);
+/* query_int16 with vectors of 16 (count rounded up to 32: masked lanes 0) */
+TARGET_AVX512 INLINE void query_int16_512(const float *q, int count, float inverse, int16_t *p) {
+    __m512 scale = _mm512_set1_ps(inverse);
+    for (int i = 0; i < (count + 31) / 32 * 32; i += 16) {
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(kv_mask(i, count), q + i), scale);
+        _mm256_storeu_si256((__m256i *)(p + i), _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(x)));
     }
 }
 
-/* scores[k] = scale_k · (keys[k] · q) for k < n, 16 keys a step; the
+TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
+    __m512 amax = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __m512 v = _mm512_maskz_loadu_ps(kv_mask(i, n), x + i);
+        amax = _mm512_max_ps(amax, _mm512_abs_ps(v));
+        nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+    }
+    return _mm512_cmp_ps_mask(nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN : _mm512_reduce_max_ps(amax);
+}
+
+/* acc[r] += the lanes of p · row r's values, columns 0..count of x (the
+ * group's first row's), for r < 16: rows past the group's rows repeat its
+ * last (their lanes are not stored). 16 independent sums in registers. */
+TARGET_AVX512 INLINE void q8_dots16(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,
+                                    __m512i acc[16]) {
+    const unsigned char *x[16];
+    for (int r = 0; r < 16; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
+    for (int i = 0; i < count; i += 32) {
+        __mmask32 m = count - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (count - i)) - 1);
+        __m512i pv = _mm512_loadu_si512(p + i);
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; r++)
+            acc[r] = _mm512_add_epi32(acc[r],
+                                      _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x[r] + i)), pv));
+    }
+}
+
+/* scores[k] = the integer score of keys[k] for k < n, 16 keys a step; the
  * rows of fetch (NULL: none) requested as those of keys are read */
 TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
                                            int n, float *scores, const unsigned char *fetch) {
+    QueryScale qs = query_scale(abs_max_512(q, hs), hs);
+    int16_t p[KV_Q8_COLUMNS];
+    if (hs <= KV_Q8_COLUMNS) query_int16_512(q, hs, qs.inverse, p);
     __m512i offsets = row_offsets16(row_bytes);
+    __m512 q_scale = _mm512_set1_ps(qs.scale);
     for (int k = 0; k < n; k += 16) {
         const unsigned char *group = keys + (size_t)k * row_bytes;
         int rows = n - k < 16 ? n - k : 16;
-        __m512 acc[16];
+        __m512i acc[16];
+        for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_si512();
         kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
         if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 16 * row_bytes);
-        q8_dots16(group, row_bytes, rows, q, hs, acc);
-        _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows),
-                              _mm512_mul_ps(transpose_sum16_512(acc), q8_scales16(group, offsets, rows)));
+        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
+            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
+            if (hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);
+            q8_dots16(group + sizeof(float) + from, row_bytes, rows, p, count, acc);
+        }
+        __m512 scale = _mm512_mul_ps(q8_scales16(group, offsets, rows), q_scale);
+        _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows), _mm512_mul_ps(_mm512_cvtepi32_ps(transpose_sum16_512(acc)), scale));
     }
 }
 
@@ -459,11 +539,6 @@ TARGET_AVX2 INLINE __m256 int8x8_256(const unsigned char *x) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x)));
 }
 
-TARGET_AVX2 INLINE __m256 int8x8_partial_256(const unsigned char *x, int count) {
-    int64_t bytes = 0;
-    memcpy(&bytes, x, (size_t)count);
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
-}
 
 /* -1 in the lanes below count: AVX2's masked loads and gathers */
 TARGET_AVX2 INLINE __m256i lanes_below(int count) {
@@ -471,15 +546,18 @@ TARGET_AVX2 INLINE __m256i lanes_below(int count) {
 }
 
 /* transpose_sum16_512's tree for 8 vectors of 8 */
-TARGET_AVX2 INLINE __m256 transpose_sum8_256(const __m256 v[8]) {
-    __m256 pairs[4], quads[2];
+TARGET_AVX2 INLINE __m256i transpose_sum8_256(const __m256i v[8]) {
+#define SHUFFLE_EPI32(a, b, imm) _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), imm))
+    __m256i pairs[4], quads[2];
     for (int j = 0; j < 4; j++)
-        pairs[j] = _mm256_add_ps(_mm256_unpacklo_ps(v[2 * j], v[2 * j + 1]), _mm256_unpackhi_ps(v[2 * j], v[2 * j + 1]));
+        pairs[j] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
+                                    _mm256_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
     for (int j = 0; j < 2; j++)
-        quads[j] = _mm256_add_ps(_mm256_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0x44),
-                                 _mm256_shuffle_ps(pairs[2 * j], pairs[2 * j + 1], 0xEE));
-    return _mm256_add_ps(_mm256_permute2f128_ps(quads[0], quads[1], 0x20),
-                         _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
+        quads[j] = _mm256_add_epi32(SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0x44),
+                                    SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0xEE));
+#undef SHUFFLE_EPI32
+    return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
+                            _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
 }
 
 TARGET_AVX2 INLINE __m256 q8_scales8(const unsigned char *group, size_t row_bytes, int rows) {
@@ -488,31 +566,71 @@ TARGET_AVX2 INLINE __m256 q8_scales8(const unsigned char *group, size_t row_byte
                                     _mm256_castsi256_ps(lanes_below(rows)), 1);
 }
 
-/* q8_dots16 with 8 rows of vectors of 8 */
-TARGET_AVX2 INLINE void q8_dots8(const unsigned char *group, size_t row_bytes, int rows, const float *q, int hs,
-                                 __m256 acc[8]) {
-    int whole = hs / 8 * 8;
-    __m256 q_tail = _mm256_maskload_ps(q + whole, lanes_below(hs - whole));
+/* query_int16 and abs_max with vectors of 8 */
+TARGET_AVX2 INLINE void query_int16_256(const float *q, int count, float inverse, int16_t *p) {
+    __m256 scale = _mm256_set1_ps(inverse);
+    for (int i = 0; i < (count + 31) / 32 * 32; i += 16) {
+        __m256 x0 = _mm256_mul_ps(_mm256_maskload_ps(q + i, lanes_below(count - i)), scale);
+        __m256 x1 = _mm256_mul_ps(_mm256_maskload_ps(q + i + 8, lanes_below(count - i - 8)), scale);
+        __m256i packed = _mm256_packs_epi32(_mm256_cvtps_epi32(x0), _mm256_cvtps_epi32(x1)); /* 128-bit lanes */
+        _mm256_storeu_si256((__m256i *)(p + i), _mm256_permute4x64_epi64(packed, 0xD8));
+    }
+}
+
+TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
+    __m256 amax = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < n; i += 8) {
+        __m256 v = _mm256_maskload_ps(x + i, lanes_below(n - i));
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v));
+        nonfinite = _mm256_add_ps(nonfinite, _mm256_mul_ps(v, _mm256_setzero_ps()));
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps(nonfinite, _mm256_setzero_ps(), _CMP_NEQ_UQ))) return NAN;
+    float lanes[8], m = 0.0f;
+    _mm256_storeu_ps(lanes, amax);
+    for (int l = 0; l < 8; l++) m = fmaxf(m, lanes[l]);
+    return m;
+}
+
+/* 16 int8 at x as int16; the partial form reads only the first count */
+TARGET_AVX2 INLINE __m256i int8x16_256(const unsigned char *x, int count) {
+    if (count >= 16) return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x));
+    unsigned char bytes[16] = { 0 };
+    memcpy(bytes, x, (size_t)count);
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bytes));
+}
+
+/* q8_dots16 with 8 rows and vectors of 16 int16 */
+TARGET_AVX2 INLINE void q8_dots8(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,
+                                 __m256i acc[8]) {
     for (int r = 0; r < 8; r++) {
-        const unsigned char *x = group + (size_t)(r < rows ? r : rows - 1) * row_bytes + sizeof(float);
-        acc[r] = _mm256_setzero_ps();
-        for (int i = 0; i < whole; i += 8) acc[r] = _mm256_fmadd_ps(int8x8_256(x + i), _mm256_loadu_ps(q + i), acc[r]);
-        if (whole < hs) acc[r] = _mm256_fmadd_ps(int8x8_partial_256(x + whole, hs - whole), q_tail, acc[r]);
+        const unsigned char *x = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
+        for (int i = 0; i < count; i += 16)
+            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(int8x16_256(x + i, count - i),
+                                                                _mm256_loadu_si256((const __m256i *)(p + i))));
     }
 }
 
 /* q8_scores_avx512, 8 keys a step */
 TARGET_AVX2 static void q8_scores_avx2(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
                                        float *scores, const unsigned char *fetch) {
+    QueryScale qs = query_scale(abs_max_256(q, hs), hs);
+    int16_t p[KV_Q8_COLUMNS];
+    if (hs <= KV_Q8_COLUMNS) query_int16_256(q, hs, qs.inverse, p);
+    __m256 q_scale = _mm256_set1_ps(qs.scale);
     for (int k = 0; k < n; k += 8) {
         const unsigned char *group = keys + (size_t)k * row_bytes;
         int rows = n - k < 8 ? n - k : 8;
-        __m256 acc[8];
+        __m256i acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_si256();
         kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
         if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 8 * row_bytes);
-        q8_dots8(group, row_bytes, rows, q, hs, acc);
-        __m256 s = _mm256_mul_ps(transpose_sum8_256(acc), q8_scales8(group, row_bytes, rows));
-        _mm256_maskstore_ps(scores + k, lanes_below(rows), s);
+        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
+            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
+            if (hs > KV_Q8_COLUMNS) query_int16_256(q + from, count, qs.inverse, p);
+            q8_dots8(group + sizeof(float) + from, row_bytes, rows, p, count, acc);
+        }
+        __m256 scale = _mm256_mul_ps(q8_scales8(group, row_bytes, rows), q_scale);
+        _mm256_maskstore_ps(scores + k, lanes_below(rows), _mm256_mul_ps(_mm256_cvtepi32_ps(transpose_sum8_256(acc)), scale));
     }
 }
 
@@ -612,7 +730,8 @@ KV_WEIGHTED_SUMS(avx512, TARGET_AVX512, weighted_sum_512)
 KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 #endif
 
-/* scores[k] = keys[k] · q for k < n, int8 keys (fetch: kv_scores_fetching's) */
+/* scores[k] = keys[k] · q for k < n, int8 keys, the integer scores (fetch:
+ * kv_scores_fetching's) */
 static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores,
                       const unsigned char *fetch) {
 #ifdef QKV_HAVE_X86_KERNELS
@@ -626,7 +745,7 @@ static void q8_scores(const KVCache *kv, const unsigned char *keys, const float 
     }
 #endif
     (void)fetch;
-    for (int key = 0; key < n; key++) scores[key] = q8_row_dot(keys + (size_t)key * kv->row_bytes, q, kv->head_size);
+    q8_scores_portable(keys, kv->row_bytes, q, kv->head_size, n, scores);
 }
 
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,

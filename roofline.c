@@ -157,12 +157,12 @@ void roofline_measure(Roofline *r, size_t bytes, int threads) {
     memset(r, 0, sizeof *r);
     r->threads = threads;
     r->isa = isa >= ISA_AVX512 ? "avx512" : isa >= ISA_AVX2 ? "avx2" : "portable";
-    float *buffer = malloc(n * sizeof(float));
+    float *buffer = zalloc_aligned(n, sizeof(float)); /* the weights' and the KV cache's pages: large ones */
     if (buffer) {
         for (size_t i = 0; i < n; i++) buffer[i] = (float)(i & 7);
         r->probe_bytes = n * sizeof(float);
         r->read_gbps = measure_bandwidth(isa, buffer, n, threads);
-        free(buffer);
+        free_aligned(buffer);
     }
     r->fma_gflops = measure_fma(isa, threads);
 }

@@ -279,23 +279,27 @@ static void test_prompt_rows(KVType type, Isa isa) {
 /* The int8 kernels alone                                                    */
 
 /* The int8 kernels work on groups of 16 (AVX-512) or 8 (AVX2) rows and on
- * vectors of 16 or 8 elements, so head sizes with partial vectors and row
- * counts with partial groups. Each score and weighted sum within 1e-6 of
- * float64 over the stored rows (relative to Σ|products|); each key's score
- * the same bits whether it is computed alone, first in a group, or wherever
+ * vectors of 32 or 16 columns, so head sizes with partial vectors and row
+ * counts with partial groups. Each weighted sum within 1e-6 of float64 over
+ * the stored rows (relative to Σ|products|), and each score too beyond
+ * what q's rounding to int16 can move it (half a step of max|q| / 32767
+ * times Σ|k_i|: kv_cache.h). A key's score is an exact integer times its
+ * scales, so it has the same bits on every instruction set (the portable
+ * path's), and whether it is computed alone, first in a group, or wherever
  * a call from row 0 puts it (the prompt's blocks and a decode step's may
- * group a key differently; their bits must not differ). */
+ * group a key differently). A q with a NaN gives NaN scores. */
 static void test_q8_kernels(Isa isa) {
     enum { ROWS_Q8 = 37, MAX_HS = 136 };
     static const int sizes[] = { 8, 20, 40, 48, 64, 72, 136 };
     double worst_score = 0, worst_sum = 0;
-    int placed = 1;
+    int placed = 1, same_bits = 1, nan_scores = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int hs = sizes[s];
         KVCache kv;
         kv_cache_init(&kv, KV_Q8, 1, 1, ROWS_Q8, hs);
         kv.isa = isa;
         float q[MAX_HS], k[MAX_HS], v[MAX_HS], w[ROWS_Q8], all[ROWS_Q8], from[ROWS_Q8], out[MAX_HS];
+        float portable[ROWS_Q8];
         for (int t = 0; t < ROWS_Q8; t++) {
             float range = 1.0f + (float)(t % 5); /* rows of different scales */
             for (int i = 0; i < hs; i++) {
@@ -307,19 +311,26 @@ static void test_q8_kernels(Isa isa) {
         }
         for (int i = 0; i < hs; i++) q[i] = uniform(-1, 1);
         const unsigned char *keys = kv_keys(&kv, 0, 0), *values = kv_values(&kv, 0, 0);
+        kv.isa = ISA_PORTABLE;
+        kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, portable, ROWS_Q8);
+        kv.isa = isa;
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
-        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 };
+        same_bits &= memcmp(portable, all, sizeof all) == 0;
+        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 }, q_max = 0;
+        for (int i = 0; i < hs; i++) q_max = fmax(q_max, fabs(q[i]));
         for (int t = 0; t < ROWS_Q8; t++) {
-            double dot = 0, size = 0;
+            double dot = 0, size = 0, k_sum = 0;
             kv_row_to_float(&kv, keys + t * kv.row_bytes, k);
             kv_row_to_float(&kv, values + t * kv.row_bytes, v);
             for (int i = 0; i < hs; i++) {
                 dot += (double)q[i] * k[i];
                 size += fabs((double)q[i] * k[i]);
+                k_sum += fabs(k[i]);
                 ref[i] += (double)w[t] * v[i];
                 magnitude[i] += fabs((double)w[t] * v[i]);
             }
-            worst_score = fmax(worst_score, fabs(all[t] - dot) / size);
+            double rounding = q_max / 32767 / 2 * 1.0001 * k_sum;
+            worst_score = fmax(worst_score, (fabs(all[t] - dot) - rounding) / size);
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, ROWS_Q8 - t, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, 1, from, ROWS_Q8);
@@ -327,14 +338,19 @@ static void test_q8_kernels(Isa isa) {
         }
         kv_weighted_sum(&kv, values, w, ROWS_Q8, out);
         for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, fabs(out[i] - ref[i]) / magnitude[i]);
+        q[hs / 2] = NAN;
+        kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
+        for (int t = 0; t < ROWS_Q8; t++) nan_scores &= isnan(all[t]);
         kv_cache_free(&kv);
     }
     char name[256];
-    snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows, head sizes 8 to 136, within "
-             "%g of float64; a key's score the same bits alone, first in a group or anywhere in one", isa_name(isa),
-             37, STORED_TOLERANCE);
-    report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed, name,
-           "score error %.3g, sum error %.3g, scores %s", worst_score, worst_sum, placed ? "agree" : "depend on place");
+    snprintf(name, sizeof name, "int8 KV rows, %s: scores (beyond q's rounding to int16) and weighted sums of %d "
+             "rows, head sizes 8 to 136, within %g of float64; a key's score the portable path's bits, the same alone, "
+             "first in a group or anywhere in one; NaN from a NaN in q", isa_name(isa), 37, STORED_TOLERANCE);
+    report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed && same_bits && nan_scores, name,
+           "score error %.3g, sum error %.3g, scores %s, %s the portable path's, %s", worst_score, worst_sum,
+           placed ? "agree" : "depend on place", same_bits ? "equal to" : "differ from",
+           nan_scores ? "NaN from NaN" : "a NaN lost");
 }
 
 /* ------------------------------------------------------------------------ */
