@@ -520,6 +520,10 @@ INLINE void tile_rows(const unsigned char **rows, int R, const void *w, size_t r
 
 /* Rows i..i+3 of position t's output, those before end. */
 INLINE void store_tile(float *out, int os, int t, int i, int end, __m128 sums) {
+    if (i + 4 <= end) {
+        _mm_storeu_ps(out_at(out, os, t, i), sums);
+        return;
+    }
     float s[4];
     _mm_storeu_ps(s, sums);
     for (int r = 0; r < 4 && i + r < end; r++) *out_at(out, os, t, i + r) = s[r];
@@ -557,32 +561,54 @@ TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
     return _mm256_loadu_ps(f);
 }
 
+/* One step of a float tile: 8 columns from j of R rows times P positions;
+ * whole: a full vector (else the row's last, partial one, through the
+ * zero-padded copies). */
+TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **rows, const Activations *a, int t,
+                                       int R, int P, int j, int cols, size_t row_bytes, int half, int whole) {
+    __m256 x[3];
+#pragma GCC unroll 3
+    for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        if (j % 16 == 0) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
+        __m256 wv;
+        if (!whole) wv = load8_w(rows[r], j, cols, half);
+        else if (half) wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(rows[r] + 2 * (size_t)j)));
+        else wv = _mm256_loadu_ps((const float *)rows[r] + j);
+#pragma GCC unroll 3
+        for (int p = 0; p < P; p++) acc[r][p] = _mm256_fmadd_ps(wv, x[p], acc[r][p]);
+    }
+}
+
 /* W[i..i+R-1] . x[t..t+P-1] for float32 or float16 rows: R = 8 rows for a
  * float16 decode step (more rows' bytes in flight: measured 4-6% faster on
- * the 15M and 42M shapes, and float32 4% slower), else 4. */
+ * the 15M and 42M shapes, and float32 4% slower), else 4; a prompt 4 x 3
+ * (12 accumulators of the 16 registers). Every loop over the tile unrolled
+ * whole, and the partial last vector out of the loop: with the tail's
+ * branch and copies inside it GCC kept the accumulators in memory (see
+ * tile_float_512). */
 TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
                                         int cols, int i, int end, int t, int R, int P, int half) {
     const unsigned char *rows[8];
     tile_rows(rows, R, w, row_bytes, i, end);
-    __m256 acc[8][2];
+    __m256 acc[8][3];
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
         for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
-    for (int j = 0; j < cols; j += 8) {
-        __m256 x[2];
-        for (int p = 0; p < P; p++) x[p] = load8_x(act_row(a, t + p), j, cols);
-        for (int r = 0; r < R; r++) {
-            if (j % 16 == 0) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
-            __m256 wv = load8_w(rows[r], j, cols, half);
-            for (int p = 0; p < P; p++) acc[r][p] = _mm256_fmadd_ps(wv, x[p], acc[r][p]);
-        }
-    }
+    int j = 0;
+    for (; j + 8 <= cols; j += 8) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 1);
+    if (j < cols) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 0);
+#pragma GCC unroll 2
     for (int r = 0; r < R; r += 4)
+#pragma GCC unroll 3
         for (int p = 0; p < P; p++)
             store_tile(out, os, t + p, i + r, end, reduce4_256(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
 }
 
 /* An AVX2 kernel: a float16 decode step eight rows a tile; otherwise four
- * rows, positions two at a time then one. */
+ * rows, positions three at a time, then the last one or two. */
 #define AVX2_MATMUL(NAME, TILE, TYPE, FLAG)                                                                    \
     TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
                                  int end) {                                                                    \
@@ -593,8 +619,9 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
         }                                                                                                      \
         for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
             int t = 0;                                                                                         \
-            for (; t + 2 <= a->n; t += 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG);  \
-            for (; t < a->n; t++) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG);          \
+            for (; t + 3 <= a->n; t += 3) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG);  \
+            if (a->n - t == 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG);             \
+            if (a->n - t == 1) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG);             \
         }                                                                                                      \
     }
 
@@ -621,14 +648,17 @@ TARGET_AVX512 INLINE __mmask16 tail_mask(int j, int n) {
 }
 
 /* One step of a float tile: 16 columns from j (masked: the row's last,
- * partial vector) of R rows times P positions. */
-TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char **rows, const Activations *a, int t,
-                                         int R, int P, int j, __mmask16 m, size_t row_bytes, int half, int fetch) {
+ * partial vector) of R rows times P positions (their inputs at x[p]). */
+TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char **rows, const float **x_rows, int R,
+                                         int P, int j, __mmask16 m, size_t row_bytes, int half, int fetch) {
     __m512 x[6];
-    for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, act_row(a, t + p) + j);
+#pragma GCC unroll 6
+    for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, x_rows[p] + j);
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (fetch) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
         __m512 wv = load16_w(rows[r], j, m, half);
+#pragma GCC unroll 6
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(wv, x[p], acc[r][p]);
     }
 }
@@ -637,18 +667,32 @@ TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char *
  * accumulators, each weight vector used six times, each input vector four;
  * 8 x 3 measured 30% slower), 4 x 1 for a decode step. fetch: prefetch the
  * rows ahead (the first position tile of a row tile reads them from
- * memory). */
+ * memory), in a loop of its own, so the other has no branch. The input
+ * rows' addresses are taken once, before the loop, and every loop over
+ * the tile is unrolled whole: the accumulators stay in registers (GCC built
+ * with -march=native kept acc[][] in memory when the reduction's loop was
+ * not unrolled: half the tile's speed). */
 TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
                                          int cols, int i, int end, int t, int R, int P, int half, int fetch) {
     const unsigned char *rows[8];
+    const float *x_rows[6];
     tile_rows(rows, R, w, row_bytes, i, end);
+#pragma GCC unroll 6
+    for (int p = 0; p < P; p++) x_rows[p] = act_row(a, t + p);
     __m512 acc[4][6];
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
     int j = 0;
-    for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, a, t, R, P, j, 0xffff, row_bytes, half, fetch);
-    if (j < cols) step_float_512(acc, rows, a, t, R, P, j, tail_mask(j, cols), row_bytes, half, fetch);
+    if (fetch)
+        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 1);
+    else
+        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 0);
+    if (j < cols) step_float_512(acc, rows, x_rows, R, P, j, tail_mask(j, cols), row_bytes, half, fetch);
+#pragma GCC unroll 2
     for (int r = 0; r < R; r += 4)
+#pragma GCC unroll 6
         for (int p = 0; p < P; p++)
             store_tile(out, os, t + p, i + r, end, reduce4_512(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
 }
