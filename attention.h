@@ -299,8 +299,7 @@ static void decode_row(const LayerPass *l) {
             scores = observed_row(l, a->scores, 0, head) + first;
             e = observed_row(l, a->weights, 0, head) + first;
         }
-        kv_scores_fetching(l->kv, head_keys(l, head, first), head_values(l, head, first), a->q + (size_t)head * hs, n,
-                           scores);
+        kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, hs, n, scores, n);
         block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
                       a->partials + (size_t)task * stride);
     }

@@ -70,16 +70,6 @@ void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out);
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
                float *scores, int scores_stride);
 
-/* kv_scores of one query (n = 1), requesting from memory the n_keys value
- * rows from values while the keys are read: a decode step sums them next,
- * and reads every row once, so they come from memory (int8 rows; measured,
- * 15M shape at 16,384 positions after 60 MB of other reads, 1 thread, Xeon:
- * about 10% faster, 9.5 -> 10.4 GB/s; requesting the next block's keys
- * while the values are summed, likewise, was slower). The same scores as
- * kv_scores. */
-void kv_scores_fetching(const KVCache *kv, const unsigned char *keys, const unsigned char *values, const float *q,
-                        int n_keys, float *scores);
-
 /* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible */
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out);
@@ -464,10 +454,15 @@ TARGET_AVX512 INLINE void q8_dots16(const unsigned char *x0, size_t row_bytes, i
     }
 }
 
-/* scores[k] = the integer score of keys[k] for k < n, 16 keys a step; the
- * rows of fetch (NULL: none) requested as those of keys are read */
+/* scores[k] = the integer score of keys[k] for k < n, 16 keys a step. The
+ * value rows the step sums next are not requested here (they were, with 4
+ * KiB pages: 10% faster then). With large pages the hardware prefetcher
+ * brings them in time: the 15M shape's attention at 16,384 positions, 1
+ * thread, Xeon, read 13.2-14.2 GB/s without the requests and 11.7-12.4
+ * with them in a microbenchmark of attention alone, and 12.2-12.4 GB/s
+ * either way in the bench's decode steps. */
 TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
-                                           int n, float *scores, const unsigned char *fetch) {
+                                           int n, float *scores) {
     QueryScale qs = query_scale(abs_max_512(q, hs), hs);
     int16_t p[KV_Q8_COLUMNS];
     if (hs <= KV_Q8_COLUMNS) query_int16_512(q, hs, qs.inverse, p);
@@ -479,7 +474,6 @@ TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row
         __m512i acc[16];
         for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_si512();
         kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
-        if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 16 * row_bytes);
         for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
             int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
             if (hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);
@@ -612,7 +606,7 @@ TARGET_AVX2 INLINE void q8_dots8(const unsigned char *x0, size_t row_bytes, int 
 
 /* q8_scores_avx512, 8 keys a step */
 TARGET_AVX2 static void q8_scores_avx2(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
-                                       float *scores, const unsigned char *fetch) {
+                                       float *scores) {
     QueryScale qs = query_scale(abs_max_256(q, hs), hs);
     int16_t p[KV_Q8_COLUMNS];
     if (hs <= KV_Q8_COLUMNS) query_int16_256(q, hs, qs.inverse, p);
@@ -623,7 +617,6 @@ TARGET_AVX2 static void q8_scores_avx2(const unsigned char *keys, size_t row_byt
         __m256i acc[8];
         for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_si256();
         kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
-        if (fetch) kv_prefetch(fetch + (size_t)k * row_bytes, 8 * row_bytes);
         for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
             int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
             if (hs > KV_Q8_COLUMNS) query_int16_256(q + from, count, qs.inverse, p);
@@ -730,21 +723,18 @@ KV_WEIGHTED_SUMS(avx512, TARGET_AVX512, weighted_sum_512)
 KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 #endif
 
-/* scores[k] = keys[k] · q for k < n, int8 keys, the integer scores (fetch:
- * kv_scores_fetching's) */
-static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores,
-                      const unsigned char *fetch) {
+/* scores[k] = keys[k] · q for k < n, int8 keys, the integer scores */
+static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (kv->isa >= ISA_AVX512) {
-        q8_scores_avx512(keys, kv->row_bytes, q, kv->head_size, n, scores, fetch);
+        q8_scores_avx512(keys, kv->row_bytes, q, kv->head_size, n, scores);
         return;
     }
     if (kv->isa >= ISA_AVX2) {
-        q8_scores_avx2(keys, kv->row_bytes, q, kv->head_size, n, scores, fetch);
+        q8_scores_avx2(keys, kv->row_bytes, q, kv->head_size, n, scores);
         return;
     }
 #endif
-    (void)fetch;
     q8_scores_portable(keys, kv->row_bytes, q, kv->head_size, n, scores);
 }
 
@@ -752,18 +742,12 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
                float *scores, int scores_stride) {
     if (kv->type == KV_Q8) {
         for (int t = 0; t < n; t++)
-            q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride, NULL);
+            q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride);
         return;
     }
     const KernelEntry *k = kv->type == KV_F16 ? kv->f16_kernel : kv->f32_kernel;
     Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL };
     k->run(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
-}
-
-void kv_scores_fetching(const KVCache *kv, const unsigned char *keys, const unsigned char *values, const float *q,
-                        int n_keys, float *scores) {
-    if (kv->type == KV_Q8) q8_scores(kv, keys, q, n_keys, scores, values);
-    else kv_scores(kv, keys, q, 1, kv->head_size, n_keys, scores, n_keys);
 }
 
 /* out = Σ_t w[t] · values[t] over t < n, int8 values */
