@@ -18,7 +18,7 @@
 #include "tokenizer.h" /* TokenizerKind, checked in the header */
 
 /* ------------------------------------------------------------------------ */
-/* A bounds-checked view of the mapped file                                  */
+/* A bounds-checked view of the file in memory (mapped or read)            */
 
 typedef struct {
     const unsigned char *base;

@@ -106,7 +106,7 @@ typedef struct {
     size_t n_params;
     const void *file;     /* the file's first byte in memory: */
     void *mapping;        /*   the mmap'd file, */
-    void *file_copy;      /*   or the file read into memory (llama2.c legacy: see map_file) */
+    void *file_copy;      /*   or the file read into memory (float matrices: see read_shift) */
     void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
     void *panels;         /* the quantized matrices' panels (weight_pack), else NULL */
     size_t file_bytes;
