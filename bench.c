@@ -629,8 +629,7 @@ static void print_prefill_memory(const Bench *b) {
     const Config *c = &b->model->config;
     int n = b->prefill_tokens, held = keys_read(b, n); /* the cache's positions: n, or a window's W */
     double kv = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) * held;
-    int rows = (int)(QKV_ATTENTION_FLOATS / ((size_t)c->n_heads * held));
-    rows = rows > QKV_OBSERVED_ROWS ? QKV_OBSERVED_ROWS : rows < 1 ? 1 : rows;
+    int rows = attention_rows_for(c->n_heads, held);
     double kept = (double)rows * c->n_heads * held * 2 * sizeof(float);
     printf("\nprefill memory, %d tokens: peak resident growth over the prefill (a child process; KV cache %.1f MiB%s)\n",
            n, mib(kv), b->options->window ? ", the window's" : "");

@@ -645,13 +645,17 @@ static FileFormat format_of_magic(const unsigned char head[4]) {
  * such a file is read to the address that puts its weights on a 64-byte
  * boundary. Returns the shift that does it, or -1 to map the file. */
 static int read_shift(int fd) {
-    unsigned char head[64];
+    unsigned char head[128];
     ssize_t got = pread(fd, head, sizeof head, 0);
     if (got < 8) return -1; /* too short: the parser says so */
+    Config c;
     switch (format_of_magic(head)) {
     case FORMAT_LLAMA2C_LEGACY: return (64 - LEGACY_HEADER_BYTES % 64) % 64;
     case FORMAT_LLAMA2C_V1: return read_i32(head + 4) == 1 ? 0 : -1; /* version 1: float32; 2: Q8_0 */
-    case FORMAT_QKV: return got >= 56 && (read_i32(head + 52) == WEIGHT_F32 || read_i32(head + 52) == WEIGHT_F16) ? 0 : -1;
+    case FORMAT_QKV:
+        if (got < (ssize_t)sizeof head) return -1;
+        config_from_qkv(&c, head);
+        return c.weight_type == WEIGHT_F32 || c.weight_type == WEIGHT_F16 ? 0 : -1;
     default: return -1;
     }
 }

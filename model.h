@@ -189,6 +189,9 @@ typedef struct {
 int run_state_init(RunState *s, const Config *c, int capacity);
 /* The same with a KV cache of kv_type rows (float32 above). */
 int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type);
+/* Positions whose observed attention a run state computes together: as
+ * many as fit in QKV_ATTENTION_FLOATS, 1 to QKV_OBSERVED_ROWS. */
+int attention_rows_for(int n_heads, int capacity);
 void run_state_free(RunState *s);
 
 /* ------------------------------------------------------------------------ */
@@ -297,6 +300,11 @@ int run_state_init(RunState *s, const Config *c, int capacity) {
     return run_state_init_kv(s, c, capacity, KV_F32);
 }
 
+int attention_rows_for(int n_heads, int capacity) {
+    long rows = (long)(QKV_ATTENTION_FLOATS / ((size_t)n_heads * (size_t)capacity));
+    return rows > QKV_OBSERVED_ROWS ? QKV_OBSERVED_ROWS : rows < 1 ? 1 : (int)rows;
+}
+
 int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type) {
     memset(s, 0, sizeof *s);
     if (capacity < 1 || capacity > c->seq_len) capacity = c->seq_len;
@@ -313,9 +321,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     s->hb2 = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     /* a chunk's scores, as many positions as fit in QKV_ATTENTION_FLOATS */
     s->attention_block = c->n_heads * capacity;
-    s->attention_rows = (int)(QKV_ATTENTION_FLOATS / (size_t)s->attention_block);
-    if (s->attention_rows > QKV_OBSERVED_ROWS) s->attention_rows = QKV_OBSERVED_ROWS;
-    if (s->attention_rows < 1) s->attention_rows = 1;
+    s->attention_rows = attention_rows_for(c->n_heads, capacity);
     s->chunk_scores = zalloc_aligned((size_t)s->attention_rows * s->attention_block, sizeof(float));
     s->chunk_weights = zalloc_aligned((size_t)s->attention_rows * s->attention_block, sizeof(float));
     s->attention_scores = s->chunk_scores;
