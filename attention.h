@@ -77,6 +77,8 @@ void attention_layer(const KVCache *kv, int layer, const AttentionRows *a);
 #include <math.h>
 #include <string.h>
 
+#include "elementwise.h" /* exp */
+
 /* A partial (or running) softmax: max, sum, then out[head_size]. */
 #define PARTIAL_FLOATS(head_size) ((size_t)(head_size) + 2)
 
@@ -93,37 +95,6 @@ size_t attention_states_floats(int n_rows, int n_heads, int head_size) {
 /* ------------------------------------------------------------------------ */
 /* A block's softmax: the max, then e = exp(x − max) and its sum             */
 
-/* exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial
- * in r, times 2^n. Within 2 ulp for the x <= 0 a softmax gives. Below
- * EXP_FLUSH the result is 0: e^-64 = 1.6e-28 of the block's largest weight
- * cannot move a float32 sum (its rounding is 6e-8 of the largest term), and
- * such weights times values would be subnormal floats, which Intel cores
- * handle slowly (measured here: a weighted sum of 4,096 value rows of 48
- * with every weight 1.2e-38 took 33 times as long as with 1e-3 or 0). A NaN
- * stays NaN, so bad weights still reach the logits' check. */
-#define EXP_FLUSH -64.0f
-#define EXP_LO -87.3365447505f
-#define EXP_HI 88.3762626647f
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f
-#define LN2_LO -2.12194440e-4f
-#define EXP_POLY(fma, r, c)                                                                  \
-    fma(fma(fma(fma(fma(c(1.9875691500e-4f), r, c(1.3981999507e-3f)), r, c(8.3334519073e-3f)), \
-                r, c(4.1665795894e-2f)), r, c(1.6666665459e-1f)), r, c(5.0000001201e-1f))
-
-static inline float scalar_fma(float a, float b, float c) { return a * b + c; }
-static inline float scalar_constant(float c) { return c; }
-
-static float exp_scalar(float x) {
-    if (x != x) return x;
-    if (x < EXP_FLUSH) return 0.0f;
-    x = x > EXP_HI ? EXP_HI : x;
-    float n = floorf(x * LOG2E + 0.5f);
-    float r = x - n * LN2_HI - n * LN2_LO;
-    float y = EXP_POLY(scalar_fma, r, scalar_constant);
-    return ldexpf(y * r * r + r + 1.0f, (int)n);
-}
-
 static float block_max_portable(const float *x, int n) {
     float max = x[0];
     for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
@@ -138,32 +109,6 @@ static float block_exp_portable(const float *x, float *e, int n, float scale, fl
 }
 
 #ifdef QKV_HAVE_X86_KERNELS
-/* The 16- and 8-lane exp alike (P: the intrinsics' prefix): x clamped, n =
- * round(x log2e), y = e^r. maxps and minps return their second operand
- * when either is NaN: x goes second, so a NaN stays NaN. */
-#define EXP_VECTOR(P, x, n, y, ROUND)                                                            \
-    do {                                                                                         \
-        x = P##min_ps(P##set1_ps(EXP_HI), P##max_ps(P##set1_ps(EXP_LO), x));                    \
-        n = P##ROUND(P##mul_ps(x, P##set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
-        __typeof__(x) r = P##fnmadd_ps(n, P##set1_ps(LN2_LO), P##fnmadd_ps(n, P##set1_ps(LN2_HI), x)); \
-        y = EXP_POLY(P##fmadd_ps, r, P##set1_ps);                                                \
-        y = P##fmadd_ps(y, P##mul_ps(r, r), P##add_ps(r, P##set1_ps(1.0f)));                     \
-    } while (0)
-
-TARGET_AVX512 INLINE __m512 exp_512(__m512 x) {
-    __mmask16 flushed = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_FLUSH), _CMP_LT_OQ);
-    __m512 n, y;
-    EXP_VECTOR(_mm512_, x, n, y, roundscale_ps);
-    return _mm512_maskz_mov_ps((__mmask16)~flushed, _mm512_scalef_ps(y, n));
-}
-
-TARGET_AVX2 INLINE __m256 exp_256(__m256 x) {
-    __m256 flushed = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_FLUSH), _CMP_LT_OQ), n, y;
-    EXP_VECTOR(_mm256_, x, n, y, round_ps);
-    __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(flushed, _mm256_mul_ps(y, _mm256_castsi256_ps(two_n)));
-}
-
 TARGET_AVX512 static float block_max_512(const float *x, int n) {
     __m512 max = _mm512_set1_ps(-INFINITY);
     for (int i = 0; i < n; i += 16) max = _mm512_max_ps(max, _mm512_mask_loadu_ps(max, kv_mask(i, n), x + i));

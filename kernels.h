@@ -103,9 +103,6 @@ typedef struct {
     int32_t *q_sum;   /* [n, stride / QKV_QBLOCK] each block's sum of q */
 } Activations;
 
-/* Fills a->q, a->q_scale and a->q_sum from a->x (once). */
-void activations_quantize(Activations *a);
-
 /* out[t * out_stride + i] = W[i, :] . x[t, :] for rows begin <= i < end and
  * every position t of a; W is the matrix's data, cols wide (for Q8_0 and
  * Q4_0, its panels: weight_pack). */
@@ -116,6 +113,11 @@ typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, c
  * VNNI plus AMX's int8 tiles, which the int8 and 4-bit kernels use for a
  * prompt (a decode step stays on VNNI). */
 typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
+
+/* Fills a->q, a->q_scale and a->q_sum from a->x (once), with isa's
+ * vectors (the kernel's: a decode step calls this several times a layer,
+ * so it does not look the CPU up again). */
+void activations_quantize(Activations *a, Isa isa);
 
 typedef struct {
     WeightType type;
@@ -408,12 +410,11 @@ static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *s
 
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
-void activations_quantize(Activations *a) {
+void activations_quantize(Activations *a, Isa isa) {
     if (a->quantized) return;
     int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
     long work = (long)a->n * a->cols;
     (void)work; /* read only by OpenMP's if clause */
-    Isa isa = isa_available();
 #pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
     for (t = 0; t < a->n; t++)
         quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,

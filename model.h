@@ -290,6 +290,7 @@ size_t weight_bytes_per_token(const Model *m);
 #include "kv_window.h"
 #define QKV_ATTENTION_IMPLEMENTATION
 #include "attention.h"
+#include "elementwise.h"
 #include "checkpoint.h"
 #include "gguf.h"
 
@@ -359,8 +360,7 @@ void run_state_free(RunState *s) {
 
 /* out[n] = weight[n] * x[n] / sqrt(mean(x^2) + eps) */
 void rmsnorm(float *out, const float *x, const float *weight, int n, float eps) {
-    float ss = 0.0f;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    float ss = dot_f32(x, x, n); /* sixteen running sums, not one long chain */
     float scale = 1.0f / sqrtf(ss / n + eps);
     for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * x[i]);
 }
@@ -445,7 +445,8 @@ static void matmul_group(Activations *x, const Product *p, int n_products) {
     int n_units = 0;
     long work = 0;
     for (int i = 0; i < n_products; i++) {
-        if (weight_traits(p[i].w->type)->quantized) activations_quantize(x);
+        if (weight_traits(p[i].w->type)->quantized)
+            activations_quantize(x, p[i].w->kernel ? p[i].w->kernel->isa : isa_available());
         n_units += (p[i].w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
@@ -577,13 +578,16 @@ static void add_bias(float *out, int stride, const float *bias, int len, int n) 
         for (int i = 0; i < len; i++) out[(size_t)t * stride + i] += bias[i];
 }
 
-/* x <- silu(gate) * up, elementwise over hidden_dim */
-static void swiglu(float *gate, const float *up, int n) {
-    int i;
+/* gate <- silu(gate) * up over n elements (rows of hidden_dim), in runs of
+ * SWIGLU_RUN across threads; each element's arithmetic is the same
+ * wherever its run starts (elementwise.h). */
+#define SWIGLU_RUN 1024
+static void swiglu(Isa isa, float *gate, const float *up, int n) {
+    int runs = (n + SWIGLU_RUN - 1) / SWIGLU_RUN, r;
 #pragma omp parallel for schedule(static) if (n >= QKV_PARALLEL_ELEMENTS)
-    for (i = 0; i < n; i++) {
-        float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    for (r = 0; r < runs; r++) {
+        int first = r * SWIGLU_RUN;
+        silu_mul(isa, gate + first, up + first, n - first < SWIGLU_RUN ? n - first : SWIGLU_RUN);
     }
 }
 
@@ -691,7 +695,7 @@ static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
     } else {
         Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
         matmul_group(&normed, gate_up, 2);
-        swiglu(s->hb, s->hb2, n * hidden);
+        swiglu(s->kv_cache.isa, s->hb, s->hb2, n * hidden);
     }
     Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
     matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);

@@ -491,8 +491,9 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     double waited = 0;
     for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
         SampleInfo info;
-        memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
-        int next = sample(&sampler, probs, &info);
+        /* greedy reads the logits without changing them: no copy */
+        float *from = o->temperature == 0.0f ? logits : memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
+        int next = sample(&sampler, from, &info);
         if (next < 0) { /* not reached: the logits were checked */
             rc = 1;
             break;

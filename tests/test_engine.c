@@ -331,7 +331,7 @@ static void test_activations_quantize(void) {
     for (int j = 32; j < 64; j++) x[STRIDE + j] = 0.0f;
     x[2 * STRIDE + 70] = NAN;
     Activations a = { x, N, STRIDE, COLS, got_q, got_d, 0, got_sum };
-    activations_quantize(&a);
+    activations_quantize(&a, isa_available());
     int bad = 0;
     for (int t = 0; t < N; t++) {
         quantize_reference(x + t * STRIDE, COLS, want_q + t * STRIDE, want_d + t * (STRIDE / 32));
