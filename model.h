@@ -139,12 +139,15 @@ const char *model_format_name(FileFormat f);
 /* Positions forward_tokens pushes through the weights together, as rows of
  * a matrix: each weight row is read from memory once per chunk of positions
  * instead of once per token. The per-position buffers below hold QKV_CHUNK
- * rows; a single forward() uses row 0. 64 against 32, 200-token prompts
- * (Xeon, 1 and 2 threads): the 42M shape's float32 12-15% faster (its 167
- * MB stream from memory once a chunk), float16 about 7%; the 15M shape and
- * the integer types level within the noise. */
+ * rows; a single forward() uses row 0. 200-token prompts (Xeon, 1 and 2
+ * threads, warm): 64 against 32, the 42M shape's float32 12-15% faster (its
+ * 167 MB stream from memory once a chunk), float16 about 7%; 128 against
+ * 64, the 42M shape's float32 8-18% faster again, the 15M shape's float32
+ * and the int8 prompts 0-6%, nothing slower. The cost is memory: the
+ * logits of a chunk (-m ppl scores every position) are 128 rows of the
+ * vocabulary, 16 MB for 32,000 tokens. */
 #ifndef QKV_CHUNK
-#define QKV_CHUNK 64
+#define QKV_CHUNK 128
 #endif
 /* Positions whose attention an observer receives together, at most: each
  * keeps a row of scores and one of weights per head (see attention_rows). */
