@@ -53,19 +53,9 @@ int logits_check(const float *logits, int n);
 #include <math.h>
 #include <stdlib.h>
 #include "model.h"
+#include "elementwise.h" /* the passes over the logits */
 
-int logits_check(const float *logits, int n) {
-    /* a branch-free pass first (a compiler turns it into vector compares:
-     * this runs on every token, while the other threads wait), then the
-     * index only when something is wrong */
-    const uint32_t *bits = (const uint32_t *)(const void *)logits;
-    uint32_t bad = 0;
-    for (int i = 0; i < n; i++) bad |= (bits[i] & 0x7f800000u) == 0x7f800000u;
-    if (!bad) return -1;
-    for (int i = 0; i < n; i++)
-        if (!isfinite(logits[i])) return i;
-    return -1;
-}
+int logits_check(const float *logits, int n) { return nonfinite_first(isa_available(), logits, n); }
 
 int sampler_init(Sampler *s, int vocab_size, float temperature, float topp, int topk, uint64_t seed) {
     s->candidates = NULL;
@@ -91,24 +81,11 @@ static uint32_t random_u32(uint64_t *state) {
 
 static float random_f32(uint64_t *state) { return (random_u32(state) >> 8) / 16777216.0f; }
 
-/* the first index of the largest value (of finite values: logits_check
- * runs first). Two passes, the maximum in sixteen running lanes, then its
- * first place, because a compiler vectorizes both: a loop that carries an
- * index does not vectorize, and greedy decoding runs this on every token
- * while the other threads wait. */
-static int argmax(const float *x, int n) {
-    float lane[16];
-    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
-    float best = -INFINITY;
-    for (; i < n; i++) best = x[i] > best ? x[i] : best;
-    for (int l = 0; l < 16; l++) best = lane[l] > best ? lane[l] : best;
-    for (i = 0; i < n; i++)
-        if (x[i] == best) return i;
-    return 0;
-}
+/* the first index of the largest value (of values that are not NaN:
+ * logits_check runs first); elementwise.h, in vectors where the CPU has
+ * them, since greedy decoding runs this on every token while the other
+ * threads wait */
+static int argmax(const float *x, int n) { return max_first(isa_available(), x, n); }
 
 static int greedy(const float *logits, int n, SampleInfo *info) {
     *info = (SampleInfo){ SAMPLE_GREEDY, 1, 0.0f, 1.0f };

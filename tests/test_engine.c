@@ -920,6 +920,45 @@ static void sampler_with_sentinel(Sampler *s, int vocab, float temperature, floa
     s->candidates = sentinel_candidates + 1;
 }
 
+/* The sampler's passes over the logits (elementwise.h), on every
+ * instruction set this CPU has, against a plain loop: the first largest
+ * value (ties, -inf and +inf, the maximum in a row's last, partial
+ * vector) and the first value that is not finite, for lengths 1..70. */
+static void test_logit_passes(void) {
+    enum { N = 70 };
+    float x[N];
+    uint32_t lcg = 3;
+    int bad_max = 0, bad_check = 0, cases = 0;
+    for (int isa = 0; isa <= (int)isa_available(); isa++)
+        for (int n = 1; n <= N; n++)
+            for (int kind = 0; kind < 6; kind++) {
+                for (int i = 0; i < n; i++) {
+                    lcg = lcg * 1664525u + 1013904223u;
+                    x[i] = (float)(lcg >> 28) - 8.0f; /* few values: many ties */
+                }
+                int at = (int)(lcg % (unsigned)n);
+                if (kind == 1) x[at] = INFINITY;
+                if (kind == 2) x[n - 1] = 100.0f;
+                if (kind == 3)
+                    for (int i = 0; i < n; i++) x[i] = -INFINITY;
+                int want = 0;
+                for (int i = 1; i < n; i++)
+                    if (x[i] > x[want]) want = i;
+                bad_max += max_first((Isa)isa, x, n) != want;
+                /* the check: one NaN or infinity at at (kinds 4, 5), or none */
+                if (kind == 4) x[at] = NAN;
+                if (kind == 5) x[at] = -INFINITY;
+                int first = -1;
+                for (int i = 0; i < n && first < 0; i++)
+                    if (!isfinite(x[i])) first = i;
+                bad_check += nonfinite_first((Isa)isa, x, n) != first;
+                cases++;
+            }
+    report(!bad_max && !bad_check,
+           "the logits' passes on every instruction set: the first largest and the first non-finite value",
+           "%d and %d of %d cases wrong", bad_max, bad_check, cases);
+}
+
 static void test_sampler_hostile(void) {
     enum { V = 582 };
     float logits[V];
@@ -1166,6 +1205,7 @@ int main(void) {
     test_golden_models();
     test_tokenizer();
     test_sampler_hostile();
+    test_logit_passes();
     test_small_tokenizers();
     test_loader_hostile();
     test_start_token();
