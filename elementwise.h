@@ -98,7 +98,7 @@ static void silu_mul_portable(float *gate, const float *up, int n) {
 TARGET_AVX512 static void silu_mul_512(float *gate, const float *up, int n) {
     const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 lanes = tail_mask(i, n);
         __m512 g = _mm512_maskz_loadu_ps(lanes, gate + i), u = _mm512_maskz_loadu_ps(lanes, up + i);
         __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_512(_mm512_sub_ps(zero, g))));
         _mm512_mask_storeu_ps(gate + i, lanes, _mm512_mul_ps(silu, u));
@@ -167,7 +167,7 @@ static int max_first_portable(const float *x, int n) {
 TARGET_AVX512 static int nonfinite_first_512(const float *x, int n) {
     const __m512i exponent = _mm512_set1_epi32(0x7f800000);
     for (int i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 lanes = tail_mask(i, n);
         __m512i bits = _mm512_and_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(lanes, x + i)), exponent);
         __mmask16 bad = _mm512_mask_cmpeq_epi32_mask(lanes, bits, exponent);
         if (bad) return i + __builtin_ctz(bad);
@@ -184,12 +184,12 @@ TARGET_AVX512 static int max_first_512(const float *x, int n) {
         m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
     }
     for (; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 lanes = tail_mask(i, n);
         m0 = _mm512_mask_max_ps(m0, lanes, m0, _mm512_maskz_loadu_ps(lanes, x + i));
     }
     __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(m0, m1)));
     for (i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 lanes = tail_mask(i, n);
         __mmask16 hit = _mm512_mask_cmp_ps_mask(lanes, _mm512_maskz_loadu_ps(lanes, x + i), top, _CMP_EQ_OQ);
         if (hit) return i + __builtin_ctz(hit);
     }
