@@ -173,10 +173,10 @@ static BlockSoftmax block_softmax(Isa isa) {
  * keys of a block: scores[n] are its raw q·k, values the block's first
  * value row; e[n] receives exp(x − max) (e may be scores). */
 static void block_partial(const KVCache *kv, const BlockSoftmax *sm, const float *scores, float *e, int n,
-                          const unsigned char *values, float scale, float *p) {
+                          const unsigned char *values, float scale, float *p, int fetch) {
     p[0] = sm->max(scores, n) * scale; /* scale > 0: the max of the scaled scores */
     p[1] = sm->exp(scores, e, n, scale, p[0]);
-    kv_weighted_sum(kv, values, e, n, p + 2);
+    kv_weighted_sum(kv, values, e, n, p + 2, fetch);
 }
 
 /* state <- state ⊕ p: the online softmax's step (the first block is copied) */
@@ -254,7 +254,7 @@ static void decode_row(const LayerPass *l) {
         }
         kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, hs, n, scores, n);
         block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
-                      a->partials + (size_t)task * stride);
+                      a->partials + (size_t)task * stride, 1);
     }
     /* the fold is a few multiply-adds per block: one thread, and no second
      * meeting of the threads (on a busy machine each one can cost a time slice) */
@@ -286,8 +286,9 @@ static void prompt_group(const LayerPass *l, int h, int t0, int t1, float *tile)
             float *row_scores = scores + (size_t)(t - row0) * scores_stride;
             float *e = a->weights ? observed_row(l, a->weights, t, h) + first : row_scores;
             float *state = a->states + ((size_t)t * a->n_heads + h) * stride;
+            /* the group's first row brings the block's values into cache */
             block_partial(l->kv, &l->softmax, row_scores, e, visible, head_values(l, h, first), l->scale,
-                          state + PARTIAL_FLOATS(hs));
+                          state + PARTIAL_FLOATS(hs), t == row0);
             fold(state, state + PARTIAL_FLOATS(hs), hs, first == 0);
         }
     }

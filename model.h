@@ -551,7 +551,7 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;
     softmax(weights, n_visible);
-    kv_weighted_sum(&view, (const unsigned char *)values, weights, n_visible, out);
+    kv_weighted_sum(&view, (const unsigned char *)values, weights, n_visible, out, 1);
 }
 
 /* GELU, exact: x Φ(x) = x/2 (1 + erf(x/√2)) (nanoGPT's nn.GELU()) */

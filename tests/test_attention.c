@@ -146,7 +146,7 @@ static void one_block(const Fixture *f, const float *q, int h, int n, float *out
     kv_scores(&f->kv, kv_keys(&f->kv, 0, kvh), q, 1, HS, n, w, n);
     for (int t = 0; t < n; t++) w[t] *= 1.0f / sqrtf((float)HS);
     softmax(w, n);
-    kv_weighted_sum(&f->kv, kv_values(&f->kv, 0, kvh), w, n, out);
+    kv_weighted_sum(&f->kv, kv_values(&f->kv, 0, kvh), w, n, out, kvh % 2);
     free(w);
 }
 
@@ -377,7 +377,7 @@ static void test_q8_kernels(Isa isa) {
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, 1, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
         }
-        kv_weighted_sum(&kv, values, w, ROWS_Q8, out);
+        kv_weighted_sum(&kv, values, w, ROWS_Q8, out, 1);
         for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, fabs(out[i] - ref[i]) / magnitude[i]);
         q[hs / 2] = NAN;
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);

@@ -692,7 +692,7 @@ static void test_kv_types(void) {
         float scale = 1.0f / sqrtf((float)HS);
         for (int t = 0; t < N; t++) weights[t] = scores[t] * scale;
         softmax(weights, N);
-        kv_weighted_sum(&kv, kv_values(&kv, 0, 0), weights, N, out);
+        kv_weighted_sum(&kv, kv_values(&kv, 0, 0), weights, N, out, 1);
         double s64[N], m = -1e300, sum = 0, worst = 0, q_max = 0, v_max = 0, moved = 0;
         for (int i = 0; i < HS; i++) q_max = fmax(q_max, fabs(q[i]));
         double q_half_step = type == KV_Q8 ? q_max / 32767 / 2 * 1.0001 : 0;
