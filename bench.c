@@ -543,9 +543,11 @@ static void print_prefill_decode(const Bench *b) {
 /* Decode streams the weights: their bytes over the time of the rest of
  * the step (all but attention) at small contexts, where attention is
  * negligible, against the probe's bandwidth. Prefill multiplies: the FLOPs
- * of the longest prompt over its time, against the FMA peak. */
+ * of the longest prompt over its time, against the FMA peak; and the same
+ * split as decode's, the weights' FLOPs over the time of all but attention
+ * (the matrix products, with the norms and SwiGLU between them). */
 static void roofline_figures(const Bench *b, double *decode_tok_s, double *decode_gbps, int *prompt,
-                             double *prefill_tok_s, double *prefill_gflops) {
+                             double *prefill_tok_s, double *prefill_gflops, double *weights_gflops) {
     const Config *c = &b->model->config;
     int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     double other[SMALL_CONTEXT], total[SMALL_CONTEXT];
@@ -557,26 +559,29 @@ static void roofline_figures(const Bench *b, double *decode_tok_s, double *decod
     *decode_gbps = weight_bytes_per_token(b->model) / (median(other, n) * 1e-3) * 1e-9;
     int lengths[N_PREFILL_LENGTHS], k = prefill_lengths(b->ctx, lengths) - 1;
     int j = curve_find(&b->recomputed, lengths[k]);
-    double seconds = b->recomputed.total_ms[j] * 1e-3, classifier = 2.0 * c->vocab_size * c->dim, flops = classifier;
-    for (int pos = 1; pos <= lengths[k]; pos++) flops += flops_weights_per_token(c) - classifier + attention_flops(b, pos);
+    double seconds = b->recomputed.total_ms[j] * 1e-3, classifier = 2.0 * c->vocab_size * c->dim;
+    double weights = classifier + lengths[k] * (flops_weights_per_token(c) - classifier), attention = 0;
+    for (int pos = 1; pos <= lengths[k]; pos++) attention += attention_flops(b, pos);
     *prompt = lengths[k];
     *prefill_tok_s = lengths[k] / seconds;
-    *prefill_gflops = flops / seconds * 1e-9;
+    *prefill_gflops = (weights + attention) / seconds * 1e-9;
+    *weights_gflops = weights / (seconds - b->recomputed.attention_ms[j] * 1e-3) * 1e-9;
 }
 
 static void print_roofline(const Bench *b) {
     const Roofline *r = &b->roofline;
-    double decode_tok_s, decode_gbps, prefill_tok_s, prefill_gflops;
+    double decode_tok_s, decode_gbps, prefill_tok_s, prefill_gflops, weights_gflops;
     int prompt;
-    roofline_figures(b, &decode_tok_s, &decode_gbps, &prompt, &prefill_tok_s, &prefill_gflops);
+    roofline_figures(b, &decode_tok_s, &decode_gbps, &prompt, &prefill_tok_s, &prefill_gflops, &weights_gflops);
     printf("\nroofline (%d thread%s; probes: one pass of %s reads over %.1f MiB, FMAs in registers)\n", r->threads,
            r->threads == 1 ? "" : "s", r->isa, mib((double)r->probe_bytes));
     printf("  machine: read bandwidth %.1f GB/s, float32 FMA peak %.1f GFLOP/s\n", r->read_gbps, r->fma_gflops);
     printf("  decode, positions 1..%d: weights stream at %.1f GB/s = %.0f%% of the read bandwidth"
            " (%zu bytes a token)\n", b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT, decode_gbps,
            100 * decode_gbps / r->read_gbps, weight_bytes_per_token(b->model));
-    printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak\n", prompt, prefill_gflops,
-           100 * prefill_gflops / r->fma_gflops);
+    printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak; the weights' products (all but"
+           " attention) %.1f GFLOP/s = %.0f%%\n", prompt, prefill_gflops, 100 * prefill_gflops / r->fma_gflops,
+           weights_gflops, 100 * weights_gflops / r->fma_gflops);
     const Config *c = &b->model->config;
     double kv_bytes = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
                       keys_read(b, b->ctx);
@@ -587,10 +592,10 @@ static void print_roofline(const Bench *b) {
            kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, mib((double)b->kv_roofline.probe_bytes),
            b->kv_roofline.read_gbps, 100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
-           "%.1f GFLOP/s (%.0f%%)\n", base_name(b->options->model_path),
+           "%.1f GFLOP/s (%.0f%%; weights %.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
            decode_tok_s, decode_gbps, 100 * decode_gbps / r->read_gbps, prompt, prefill_tok_s, prefill_gflops,
-           100 * prefill_gflops / r->fma_gflops);
+           100 * prefill_gflops / r->fma_gflops, 100 * weights_gflops / r->fma_gflops);
 }
 
 /* Where attention's time reaches the rest of the step. Predicted from

@@ -698,6 +698,15 @@ TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *
             store_tile(out, os, t + p, i + r, end, reduce4_512(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
 }
 
+/* A prompt's rows go in blocks of about this many bytes: each tile of six
+ * positions runs over the whole block, whose rows stay in L2 meanwhile (the
+ * inputs of six positions stay in L1). Rows outer instead (every position
+ * tile of four rows, then the next four) read every position's input from
+ * L2 for each four rows: the 15M shape's float32 and float16 products, a
+ * 200-token prompt, 1 thread, Xeon, 7-9% slower; the 42M shape and two
+ * threads level. */
+#define QKV_ROW_BLOCK_BYTES (256 * 1024)
+
 /* Every (row, position) is one accumulator summed over the columns in the
  * same order, and reduced by the same tree, whatever its tile: the bits of
  * a prompt are those of its tokens one at a time. */
@@ -708,17 +717,21 @@ TARGET_AVX512 INLINE void matmul_float_512(float *out, int os, const Activations
         for (int i = begin; i < end; i += 4) tile_float_512(out, os, a, w, row_bytes, cols, i, end, 0, 4, 1, half, 1);
         return;
     }
-    for (int i = begin; i < end; i += 4) {
-        int t = 0;
-        for (; t + 6 <= a->n; t += 6) tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0);
-        /* the last 1-5 positions in one tile (a chunk of 32 is 5 x 6 + 2) */
-        switch (a->n - t) {
-        case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 5, half, t == 0); break;
-        case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 4, half, t == 0); break;
-        case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 3, half, t == 0); break;
-        case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 2, half, t == 0); break;
-        case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 1, half, t == 0); break;
-        }
+    int whole = a->n / 6 * 6, block = (int)(QKV_ROW_BLOCK_BYTES / row_bytes) / 4 * 4;
+    if (block < 4) block = 4;
+    for (int first = begin; first < end; first += block) {
+        int last = first + block < end ? first + block : end;
+        for (int t = 0; t < whole; t += 6)
+            for (int i = first; i < last; i += 4)
+                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0);
+        /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
+        for (int i = first; i < last; i += 4) switch (a->n - whole) {
+            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, whole == 0); break;
+            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, whole == 0); break;
+            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, whole == 0); break;
+            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, whole == 0); break;
+            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, whole == 0); break;
+            }
     }
 }
 
