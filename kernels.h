@@ -408,17 +408,22 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
  * where isa has it: kernels_int8.h). */
 static void quantize_activation_row(Isa isa, const float *x, int8_t *q, float *scale, int32_t *sum, int blocks);
 
+static void activation_row(Activations *a, Isa isa, int t, int blocks, int row_blocks) {
+    quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,
+                            a->q_scale + (size_t)t * row_blocks, a->q_sum + (size_t)t * row_blocks, blocks);
+}
+
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
 void activations_quantize(Activations *a, Isa isa) {
     if (a->quantized) return;
     int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
-    long work = (long)a->n * a->cols;
-    (void)work; /* read only by OpenMP's if clause */
-#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
-    for (t = 0; t < a->n; t++)
-        quantize_activation_row(isa, a->x + (size_t)t * a->stride, a->q + (size_t)t * a->stride,
-                                a->q_scale + (size_t)t * row_blocks, a->q_sum + (size_t)t * row_blocks, blocks);
+    if ((long)a->n * a->cols < QKV_PARALLEL_MIN_WORK) { /* a decode step's: not even OpenMP's call */
+        for (t = 0; t < a->n; t++) activation_row(a, isa, t, blocks, row_blocks);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (t = 0; t < a->n; t++) activation_row(a, isa, t, blocks, row_blocks);
+    }
     a->quantized = 1;
 }
 
