@@ -443,20 +443,25 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
 
 /* acc[r] += the lanes of p · row r's values, columns 0..count of x (the
  * group's first row's), for r < 16: rows past the group's rows repeat its
- * last (their lanes are not stored). 16 independent sums in registers. */
-TARGET_AVX512 INLINE void q8_dots16(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,
-                                    __m512i acc[16]) {
-    const unsigned char *x[16];
-    for (int r = 0; r < 16; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
-    for (int i = 0; i < count; i += 32) {
-        __mmask32 m = count - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (count - i)) - 1);
-        __m512i pv = _mm512_loadu_si512(p + i);
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; r++)
-            acc[r] = _mm512_add_epi32(acc[r],
-                                      _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x[r] + i)), pv));
+ * last (their lanes are not stored). 16 independent sums in registers.
+ * STEP(acc, k, p) adds the pairwise products of int16 lanes: AVX-512BW's
+ * multiply-add and add, or VNNI's one vpdpwssd (the same exact integer
+ * sums in fewer steps). */
+#define Q8_DOTS16(NAME, TARGET, STEP)                                                                          \
+    TARGET INLINE void NAME(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,  \
+                            __m512i acc[16]) {                                                                 \
+        const unsigned char *x[16];                                                                            \
+        for (int r = 0; r < 16; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;                \
+        for (int i = 0; i < count; i += 32) {                                                                  \
+            __mmask32 m = count - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (count - i)) - 1);     \
+            __m512i pv = _mm512_loadu_si512(p + i);                                                            \
+            _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++)                                              \
+                acc[r] = STEP(acc[r], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x[r] + i)), pv);         \
+        }                                                                                                      \
     }
-}
+#define Q8_STEP_BW(acc, k, p) _mm512_add_epi32(acc, _mm512_madd_epi16(k, p))
+Q8_DOTS16(q8_dots16, TARGET_AVX512, Q8_STEP_BW)
+Q8_DOTS16(q8_dots16_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
 
 /* scores[k] = the integer score of keys[k] for k < n, 16 keys a step. The
  * value rows the step sums next are not requested here (they were, with 4
@@ -465,28 +470,32 @@ TARGET_AVX512 INLINE void q8_dots16(const unsigned char *x0, size_t row_bytes, i
  * thread, Xeon, read 13.2-14.2 GB/s without the requests and 11.7-12.4
  * with them in a microbenchmark of attention alone, and 12.2-12.4 GB/s
  * either way in the bench's decode steps. */
-TARGET_AVX512 static void q8_scores_avx512(const unsigned char *keys, size_t row_bytes, const float *q, int hs,
-                                           int n, float *scores) {
-    QueryScale qs = query_scale(abs_max_512(q, hs), hs);
-    int16_t p[KV_Q8_COLUMNS];
-    if (hs <= KV_Q8_COLUMNS) query_int16_512(q, hs, qs.inverse, p);
-    __m512i offsets = row_offsets16(row_bytes);
-    __m512 q_scale = _mm512_set1_ps(qs.scale);
-    for (int k = 0; k < n; k += 16) {
-        const unsigned char *group = keys + (size_t)k * row_bytes;
-        int rows = n - k < 16 ? n - k : 16;
-        __m512i acc[16];
-        for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_si512();
-        kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
-        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
-            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
-            if (hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);
-            q8_dots16(group + sizeof(float) + from, row_bytes, rows, p, count, acc);
-        }
-        __m512 scale = _mm512_mul_ps(q8_scales16(group, offsets, rows), q_scale);
-        _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows), _mm512_mul_ps(_mm512_cvtepi32_ps(transpose_sum16_512(acc)), scale));
+#define Q8_SCORES_512(NAME, TARGET, DOTS)                                                                      \
+    TARGET static void NAME(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,        \
+                            float *scores) {                                                                   \
+        QueryScale qs = query_scale(abs_max_512(q, hs), hs);                                                   \
+        int16_t p[KV_Q8_COLUMNS];                                                                              \
+        if (hs <= KV_Q8_COLUMNS) query_int16_512(q, hs, qs.inverse, p);                                        \
+        __m512i offsets = row_offsets16(row_bytes);                                                            \
+        __m512 q_scale = _mm512_set1_ps(qs.scale);                                                             \
+        for (int k = 0; k < n; k += 16) {                                                                      \
+            const unsigned char *group = keys + (size_t)k * row_bytes;                                         \
+            int rows = n - k < 16 ? n - k : 16;                                                                \
+            __m512i acc[16];                                                                                   \
+            for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_si512();                                      \
+            kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);                                         \
+            for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {                                             \
+                int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;                             \
+                if (hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);                       \
+                DOTS(group + sizeof(float) + from, row_bytes, rows, p, count, acc);                            \
+            }                                                                                                  \
+            __m512 scale = _mm512_mul_ps(q8_scales16(group, offsets, rows), q_scale);                          \
+            __m512 dots = _mm512_cvtepi32_ps(transpose_sum16_512(acc));                                        \
+            _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows), _mm512_mul_ps(dots, scale));                   \
+        }                                                                                                      \
     }
-}
+Q8_SCORES_512(q8_scores_avx512, TARGET_AVX512, q8_dots16)
+Q8_SCORES_512(q8_scores_vnni, TARGET_VNNI, q8_dots16_vnni)
 
 /* out[d..d+16V) (the last vector masked by last) = Σ_t w[t] · scale_t ·
  * v_t[d..], t < n: 16 rows a step, their weights times their scales in one
@@ -747,6 +756,10 @@ KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 /* scores[k] = keys[k] · q for k < n, int8 keys, the integer scores */
 static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores) {
 #ifdef QKV_HAVE_X86_KERNELS
+    if (kv->isa >= ISA_AVX512_VNNI) {
+        q8_scores_vnni(keys, kv->row_bytes, q, kv->head_size, n, scores);
+        return;
+    }
     if (kv->isa >= ISA_AVX512) {
         q8_scores_avx512(keys, kv->row_bytes, q, kv->head_size, n, scores);
         return;
