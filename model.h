@@ -571,7 +571,6 @@ float gelu_tanh(float x) {
 #define QKV_PARALLEL_ELEMENTS 8192
 
 /* rows of h[n, hidden] <- gelu(h), the chosen GELU */
-
 static void gelu(float *h, int n, Activation act) {
     int i;
     if (n < QKV_PARALLEL_ELEMENTS) {
@@ -660,13 +659,14 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
     attention_layer(&s->kv_cache, layer, &rows);
 }
 
-/* The architecture's norm of each of n rows: x rows dim apart -> out rows
- * out_stride apart. RMSNorm (Llama) or LayerNorm with its bias (GPT-2). */
+/* The architecture's norm of one row: RMSNorm (Llama) or LayerNorm with
+ * its bias (GPT-2). */
 static void norm_row(const Config *c, float *out, const float *x, const float *weight, const float *bias) {
     if (c->arch == ARCH_GPT2) layernorm(out, x, weight, bias, c->dim, c->norm_eps);
     else rmsnorm(out, x, weight, c->dim, c->norm_eps);
 }
 
+/* Each of n rows: x rows dim apart -> out rows out_stride apart. */
 static void norm_rows(const Config *c, float *out, int out_stride, const float *x, const float *weight,
                       const float *bias, int n) {
     int t;
