@@ -329,17 +329,19 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #ifdef QKV_HAVE_X86_KERNELS
 /* The x86 kernels keep a slice of out in registers while the rows stream
  * past (a decode step reads each value row once: the time is its bytes),
- * the sum of each element in row order, as the portable loop; AVX-512's
- * float rows in two sums, the even rows' and the odd rows' (below). */
+ * the sum of each element in row order, as the portable loop; float rows
+ * in two sums, the even rows' and the odd rows' (weighted_sum_512). */
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 8 /* vectors of 8 */
+#define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
 /* Rows ahead whose bytes are requested while a row is summed: the value
  * rows of a long context come from memory, and the hardware prefetcher
  * alone leaves the core waiting at the start of each block. */
 #define KV_PREFETCH 8
 
-INLINE void kv_prefetch_row(const unsigned char *row, size_t row_bytes) {
-    for (size_t at = 0; at < row_bytes; at += 64)
+/* the bytes of rows rows from row, KV_PREFETCH rows ahead */
+INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows) {
+    for (size_t at = 0; at < rows * row_bytes; at += 64)
         _mm_prefetch((const char *)row + KV_PREFETCH * row_bytes + at, _MM_HINT_T0);
 }
 
@@ -699,10 +701,7 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
         int t = 0;
         for (; t + 2 <= n; t += 2) {
             const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
-            if (fetch && d == 0) {
-                kv_prefetch_row(row, row_bytes);
-                kv_prefetch_row(next, row_bytes);
-            }
+            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2);
             __m512 w0 = _mm512_set1_ps(w[t]), w1 = _mm512_set1_ps(w[t + 1]);
             for (int v = 0; v < KV_SLICE_512; v++)
                 if (m[v]) {
@@ -726,18 +725,28 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
 TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
                                          int n, int hs, float *out, int fetch) {
     int whole = hs / 8 * 8;
-    for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
-        int vectors = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-        __m256 acc[KV_SLICE_256];
-        for (int v = 0; v < KV_SLICE_256; v++) acc[v] = _mm256_setzero_ps();
-        for (int t = 0; t < n; t++) {
-            const unsigned char *row = rows + (size_t)t * row_bytes;
-            if (fetch && d == 0) kv_prefetch_row(row, row_bytes);
-            __m256 wt = _mm256_set1_ps(w[t]);
-            for (int v = 0; v < KV_SLICE_256; v++)
-                if (v < vectors) acc[v] = _mm256_fmadd_ps(wt, kv_load8(type, row, d + 8 * v), acc[v]);
+    for (int d = 0; d < whole; d += 8 * KV_FLOAT_SLICE_256) {
+        int vectors = (whole - d) / 8 < KV_FLOAT_SLICE_256 ? (whole - d) / 8 : KV_FLOAT_SLICE_256;
+        __m256 even[KV_FLOAT_SLICE_256], odd[KV_FLOAT_SLICE_256];
+        for (int v = 0; v < KV_FLOAT_SLICE_256; v++) even[v] = odd[v] = _mm256_setzero_ps();
+        int t = 0;
+        for (; t + 2 <= n; t += 2) {
+            const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
+            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2);
+            __m256 w0 = _mm256_set1_ps(w[t]), w1 = _mm256_set1_ps(w[t + 1]);
+            for (int v = 0; v < KV_FLOAT_SLICE_256; v++)
+                if (v < vectors) {
+                    even[v] = _mm256_fmadd_ps(w0, kv_load8(type, row, d + 8 * v), even[v]);
+                    odd[v] = _mm256_fmadd_ps(w1, kv_load8(type, next, d + 8 * v), odd[v]);
+                }
         }
-        for (int v = 0; v < vectors; v++) _mm256_storeu_ps(out + d + 8 * v, acc[v]);
+        if (t < n) {
+            const unsigned char *row = rows + (size_t)t * row_bytes;
+            __m256 w0 = _mm256_set1_ps(w[t]);
+            for (int v = 0; v < KV_FLOAT_SLICE_256; v++)
+                if (v < vectors) even[v] = _mm256_fmadd_ps(w0, kv_load8(type, row, d + 8 * v), even[v]);
+        }
+        for (int v = 0; v < vectors; v++) _mm256_storeu_ps(out + d + 8 * v, _mm256_add_ps(even[v], odd[v]));
     }
     if (whole < hs) weighted_sum_portable(type, rows, row_bytes, w, n, whole, hs, out);
 }
