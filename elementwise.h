@@ -230,7 +230,7 @@ TARGET_AVX2 static int max_first_256(const float *x, int n) {
 }
 #endif
 
-static int nonfinite_first(Isa isa, const float *x, int n) {
+static inline int nonfinite_first(Isa isa, const float *x, int n) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (isa >= ISA_AVX512) return nonfinite_first_512(x, n);
     if (isa >= ISA_AVX2) return nonfinite_first_256(x, n);
@@ -238,7 +238,7 @@ static int nonfinite_first(Isa isa, const float *x, int n) {
     return nonfinite_first_portable(x, n);
 }
 
-static int max_first(Isa isa, const float *x, int n) {
+static inline int max_first(Isa isa, const float *x, int n) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (isa >= ISA_AVX512) return max_first_512(x, n);
     if (isa >= ISA_AVX2) return max_first_256(x, n);
