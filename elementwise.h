@@ -2,9 +2,9 @@
  * 16: the softmax's exp (attention.h) and the MLP's SwiGLU (model.h); and
  * the sampler's passes over the logits (their check, greedy's maximum).
  *
- * Part of the engine's implementation (attention.h's and model.h's include
- * it after kernels.h, whose instruction-set macros it uses); not a header
- * of its own.
+ * Part of the engine's implementation (attention.h's, model.h's and
+ * sampler.h's include it after kernels.h, whose instruction-set macros and
+ * mask helpers it uses); not a header of its own.
  *
  * Each function's vector forms compute every element with the same
  * arithmetic as each other (a row's last, partial vector is masked, never
@@ -108,9 +108,7 @@ TARGET_AVX512 static void silu_mul_512(float *gate, const float *up, int n) {
 TARGET_AVX2 static void silu_mul_256(float *gate, const float *up, int n) {
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     for (int i = 0; i < n; i += 8) {
-        int left = n - i < 8 ? n - i : 8;
-        /* lane l is on when l < left */
-        __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i lanes = lanes_below(n - i);
         __m256 g = _mm256_maskload_ps(gate + i, lanes), u = _mm256_maskload_ps(up + i, lanes);
         __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, exp_256(_mm256_sub_ps(zero, g))));
         _mm256_maskstore_ps(gate + i, lanes, _mm256_mul_ps(silu, u));

@@ -543,6 +543,11 @@ TARGET_AVX2 INLINE __m128 reduce4_256(__m256 a, __m256 b, __m256 c, __m256 d) {
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+/* -1 in the lanes below count: AVX2's masked loads and gathers */
+TARGET_AVX2 INLINE __m256i lanes_below(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* Eight weights as floats; the last, partial vector of a row is read
  * through a zero-padded copy, so the sum is the same as if it were longer. */
 TARGET_AVX2 INLINE __m256 load8_w(const unsigned char *row, int j, int n, int half) {

@@ -339,10 +339,14 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
  * alone leaves the core waiting at the start of each block. */
 #define KV_PREFETCH 8
 
+/* bytes from from on, into L1 */
+INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
+}
+
 /* the bytes of rows rows from row, KV_PREFETCH rows ahead */
 INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows) {
-    for (size_t at = 0; at < rows * row_bytes; at += 64)
-        _mm_prefetch((const char *)row + KV_PREFETCH * row_bytes + at, _MM_HINT_T0);
+    kv_prefetch(row + KV_PREFETCH * row_bytes, rows * row_bytes);
 }
 
 TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {
@@ -380,10 +384,6 @@ TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i
 #ifndef KV_Q8_PREFETCH_BYTES
 #define KV_Q8_PREFETCH_BYTES 2048
 #endif
-
-INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
-    for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
-}
 
 /* 16 int8 at x as floats; the masked form zeroes the lanes past m */
 TARGET_AVX512 INLINE __m512 int8x16_512(const unsigned char *x) {
@@ -546,12 +546,6 @@ TARGET_AVX512 static void weighted_sum_q8_avx512(const unsigned char *rows, size
 /* 8 int8 at x as floats; the partial form reads only the first count */
 TARGET_AVX2 INLINE __m256 int8x8_256(const unsigned char *x) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x)));
-}
-
-
-/* -1 in the lanes below count: AVX2's masked loads and gathers */
-TARGET_AVX2 INLINE __m256i lanes_below(int count) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* transpose_sum16_512's tree for 8 vectors of 8 */

@@ -714,7 +714,7 @@ static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
     } else {
         Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
         matmul_group(&normed, gate_up, 2);
-        swiglu(s->kv_cache.isa, s->hb, s->hb2, n * hidden);
+        swiglu(s->kv_cache.isa, s->hb, s->hb2, n * hidden); /* the run state's instruction set */
     }
     Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
     matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);

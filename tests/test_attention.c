@@ -288,47 +288,6 @@ static void test_prompt_rows(KVType type, Isa isa) {
  * path's), and whether it is computed alone, first in a group, or wherever
  * a call from row 0 puts it (the prompt's blocks and a decode step's may
  * group a key differently). A q with a NaN gives NaN scores. */
-/* SwiGLU's silu(g) * u (elementwise.h) against float64, every element of a
- * row whatever its length and where it starts (the vector paths mask the
- * last partial vector, so a prompt's rows give a token's bits), and NaN in
- * gives NaN out. Bound: 4 ulp of the float64 value (the exp's 2, a divide
- * and a multiply), or 1e-35 absolute where g < -80 (elementwise.h's
- * clamp: silu is then below 1e-33 either way). */
-static void test_silu_mul(Isa isa) {
-    enum { N = 203 };
-    float g[N], u[N], got[N], shifted[N + 5];
-    uint32_t lcg = 7;
-    for (int i = 0; i < N; i++) {
-        lcg = lcg * 1664525u + 1013904223u;
-        g[i] = i < 100 ? (float)(i - 50) * 2.1f : ((float)(lcg >> 8) / 16777216.0f - 0.5f) * 24;
-        u[i] = (float)((lcg >> 4) % 1000) / 250.0f - 2.0f;
-    }
-    g[7] = 0.0f, g[8] = -0.0f, g[9] = 1e-30f, g[10] = 88.5f, g[11] = -88.2f;
-    double worst = 0; /* in ulps */
-    int same = 1;
-    for (int n = 1; n <= N; n += n < 40 ? 1 : 37) {
-        memcpy(got, g, sizeof g);
-        silu_mul(isa, got, u, n);
-        memcpy(shifted + 5, g, sizeof g);
-        silu_mul(isa, shifted + 5 + 3, u + 3, n > 3 ? n - 3 : 0); /* the same elements from 3 on */
-        for (int i = 0; i < n; i++) {
-            double want = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
-            /* the error in units of the bound's ulp (a float's 2^-24 of |want|) */
-            double unit = 5.96e-8 * fabs(want), err = fabs(got[i] - want);
-            if (g[i] < -80 && unit < 1e-35 / 4) unit = 1e-35 / 4;
-            if (err / unit > worst || isnan(got[i])) worst = isnan(got[i]) ? INFINITY : err / unit;
-            if (i >= 3 && memcmp(&got[i], &shifted[5 + i], sizeof(float))) same = 0;
-        }
-    }
-    float nan_in[3] = { 1.0f, NAN, 2.0f }, one[3] = { 1, 1, 1 };
-    silu_mul(isa, nan_in, one, 3);
-    char name[128];
-    snprintf(name, sizeof name, "SwiGLU (%s): within 4 ulp of float64, the same bits at any offset, NaN kept",
-             isa_name(isa));
-    report(worst <= 4 && same && isnan(nan_in[1]) && !isnan(nan_in[0]) && !isnan(nan_in[2]), name,
-           "worst %.2f ulp, same bits %d, NaN %d", worst, same, isnan(nan_in[1]));
-}
-
 static void test_q8_kernels(Isa isa) {
     enum { ROWS_Q8 = 37, MAX_HS = 300 };
     static const int sizes[] = { 8, 20, 40, 48, 64, 72, 136, 300 };
@@ -510,9 +469,6 @@ int main(int argc, char **argv) {
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
-    for (int isa = 0; isa <= (int)widest; isa++) {
-        test_silu_mul((Isa)isa);
-    }
     spawn_prefill_memory(argv[0]);
     return failures ? 1 : 0;
 }
