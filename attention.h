@@ -56,6 +56,7 @@ typedef struct {
     int observed_stride;
     float *partials;         /* attention_partials_floats: a decode row's block partials */
     float *states;           /* attention_states_floats: prompt rows' running softmax */
+    Team *team;              /* the threads that share the work (team.h; NULL: OpenMP's) */
 } AttentionRows;
 
 /* Floats of the scratch AttentionRows needs, for a KV cache of capacity
@@ -234,18 +235,17 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * not 114). */
 #define QKV_DECODE_PARALLEL_WORK (QKV_PARALLEL_MIN_WORK / 4)
 
-/* One decode row: (head, block) tasks on every thread, each leaving its
- * partial; then each head's partials are folded in block order. */
-static void decode_row(const LayerPass *l) {
+/* Thread id's share of a decode row's (head, block) tasks: each leaves its
+ * partial. */
+static void decode_share(void *ctx, int id, int threads) {
+    const LayerPass *l = ctx;
     const AttentionRows *a = l->a;
     int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys);
-    int tasks = a->n_heads * blocks, task, h;
     size_t stride = PARTIAL_FLOATS(hs);
-    long work = (long)a->n_heads * n_keys * hs;
-    (void)work; /* read only by OpenMP's if clause */
-#pragma omp parallel for schedule(static) if (work >= QKV_DECODE_PARALLEL_WORK)
-    for (task = 0; task < tasks; task++) {
-        int head = task / blocks, first = task % blocks * QKV_KEY_BLOCK;
+    long first_task, last_task;
+    team_share((long)a->n_heads * blocks, id, threads, &first_task, &last_task);
+    for (long task = first_task; task < last_task; task++) {
+        int head = (int)(task / blocks), first = (int)(task % blocks) * QKV_KEY_BLOCK;
         int n = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
         float tile[QKV_KEY_BLOCK], *scores = tile, *e = tile;
         if (a->scores) {
@@ -256,6 +256,15 @@ static void decode_row(const LayerPass *l) {
         block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
                       a->partials + (size_t)task * stride, 1);
     }
+}
+
+/* One decode row: (head, block) tasks on every thread; then each head's
+ * partials are folded in block order. */
+static void decode_row(const LayerPass *l) {
+    const AttentionRows *a = l->a;
+    int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys), h;
+    size_t stride = PARTIAL_FLOATS(hs);
+    team_run(a->team, decode_share, (void *)l, (long)a->n_heads * n_keys * hs >= QKV_DECODE_PARALLEL_WORK);
     /* the fold is a few multiply-adds per block: one thread, and no second
      * meeting of the threads (on a busy machine each one can cost a time slice) */
     for (h = 0; h < a->n_heads; h++) {
@@ -298,18 +307,25 @@ static void prompt_group(const LayerPass *l, int h, int t0, int t1, float *tile)
                observed_row(l, a->weights, t, h), kv_visible(l->kv, a->pos + t), l->scale);
 }
 
+/* Thread id's share of a prompt's (head, group of rows) tasks. */
+static void prompt_share(void *ctx, int id, int threads) {
+    const LayerPass *l = ctx;
+    const AttentionRows *a = l->a;
+    int groups = (a->n + QKV_QUERY_GROUP - 1) / QKV_QUERY_GROUP;
+    long first_task, last_task;
+    team_share((long)a->n_heads * groups, id, threads, &first_task, &last_task);
+    for (long task = first_task; task < last_task; task++) {
+        float tile[QKV_QUERY_GROUP * QKV_KEY_BLOCK];
+        int g = (int)(task % groups), t0 = g * QKV_QUERY_GROUP;
+        prompt_group(l, (int)(task / groups), t0, a->n - t0 < QKV_QUERY_GROUP ? a->n : t0 + QKV_QUERY_GROUP, tile);
+    }
+}
+
 /* A prompt's rows: (head, group of rows) tasks. */
 static void prompt_rows(const LayerPass *l) {
     const AttentionRows *a = l->a;
-    int groups = (a->n + QKV_QUERY_GROUP - 1) / QKV_QUERY_GROUP, tasks = a->n_heads * groups, task;
     long work = (long)a->n_heads * (a->pos + a->n) * l->head_size * a->n;
-    (void)work;
-#pragma omp parallel for schedule(static) if (work >= QKV_PARALLEL_MIN_WORK)
-    for (task = 0; task < tasks; task++) {
-        float tile[QKV_QUERY_GROUP * QKV_KEY_BLOCK];
-        int g = task % groups, t0 = g * QKV_QUERY_GROUP;
-        prompt_group(l, task / groups, t0, a->n - t0 < QKV_QUERY_GROUP ? a->n : t0 + QKV_QUERY_GROUP, tile);
-    }
+    team_run(a->team, prompt_share, (void *)l, work >= QKV_PARALLEL_MIN_WORK);
 }
 
 void attention_layer(const KVCache *kv, int layer, const AttentionRows *a) {

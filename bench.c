@@ -317,6 +317,7 @@ static int measure_full_cache(Bench *b, const int *tokens) {
         free(positions);
         return -1;
     }
+    full.team = b->team;
     int rc = curve_init(&b->full, positions, cached_positions(n, DENSE_POSITIONS, positions)) ||
              measure_curve(b->model, &full, tokens, &b->full, b->repeats, 0, "the full cache, beside the window");
     free(positions);
@@ -359,6 +360,22 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
     b->attention_fit = fit_line(b->cached.positions + from, b->cached.attention_ms + from, b->fit_count);
     b->small_flop_rate = small_context_flop_rate(b);
     return 0;
+}
+
+typedef struct {
+    Bench *b;
+    RunState *s;
+    const int *tokens;
+} MeasureRun;
+
+/* measure_all with the run state's loops on team: the timed steps run as
+ * generate's do */
+static int measure_on_team(Team *team, void *ctx) {
+    MeasureRun *run = ctx;
+    run->b->team = run->s->team = team;
+    int rc = measure_all(run->b, run->s, run->tokens);
+    run->b->team = run->s->team = NULL;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -785,7 +802,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
                      kv_window_init(&s.kv_cache, o->sinks) ? -1 : 0;
     if (!rc) {
         fill_tokens(tokens, b.ctx, c->vocab_size);
-        rc = measure_all(&b, &s, tokens) || derive(&b, &d);
+        MeasureRun run = { &b, &s, tokens };
+        rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
         run_state_free(&s);
         fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, the step's at ctx, the KV cache's) "

@@ -51,6 +51,7 @@ typedef struct {
                                 passes, which a decode step's do not when the weights come between) */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
     long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
+    Team *team;              /* the threads the timed steps run on, as generate's (team.h) */
 } Bench;
 
 /* A vertical line at a position across a panel: the crossover, measured

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "team.h"
+
 typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3, WEIGHT_TYPE_COUNT } WeightType;
 
 /* Elements per quantization block (Q8_0, Q4_0 and the int8 activations). */
@@ -101,6 +103,7 @@ typedef struct {
     float *q_scale;   /* [n, stride / QKV_QBLOCK] */
     int quantized;    /* q, q_scale and q_sum hold x */
     int32_t *q_sum;   /* [n, stride / QKV_QBLOCK] each block's sum of q */
+    Team *team;       /* the threads that quantize a prompt's rows (NULL: OpenMP's) */
 } Activations;
 
 /* out[t * out_stride + i] = W[i, :] . x[t, :] for rows begin <= i < end and
@@ -413,17 +416,27 @@ static void activation_row(Activations *a, Isa isa, int t, int blocks, int row_b
                             a->q_scale + (size_t)t * row_blocks, a->q_sum + (size_t)t * row_blocks, blocks);
 }
 
+typedef struct {
+    Activations *a;
+    Isa isa;
+} QuantizeTask;
+
+static void quantize_rows(void *ctx, int id, int n) {
+    QuantizeTask *task = ctx;
+    Activations *a = task->a;
+    long first, last;
+    team_share(a->n, id, n, &first, &last);
+    for (long t = first; t < last; t++)
+        activation_row(a, task->isa, (int)t, a->cols / QKV_QBLOCK, a->stride / QKV_QBLOCK);
+}
+
 /* The activations, per block of 32, scale kept in float32; a prompt's
  * positions split across threads. */
 void activations_quantize(Activations *a, Isa isa) {
     if (a->quantized) return;
-    int blocks = a->cols / QKV_QBLOCK, row_blocks = a->stride / QKV_QBLOCK, t;
-    if ((long)a->n * a->cols < QKV_PARALLEL_MIN_WORK) { /* a decode step's: not even OpenMP's call */
-        for (t = 0; t < a->n; t++) activation_row(a, isa, t, blocks, row_blocks);
-    } else {
-#pragma omp parallel for schedule(static)
-        for (t = 0; t < a->n; t++) activation_row(a, isa, t, blocks, row_blocks);
-    }
+    QuantizeTask task = { a, isa };
+    if ((long)a->n * a->cols < QKV_PARALLEL_MIN_WORK) quantize_rows(&task, 0, 1); /* a decode step's: no threads */
+    else team_run(a->team, quantize_rows, &task, 1);
     a->quantized = 1;
 }
 

@@ -783,7 +783,7 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
         return;
     }
     const KernelEntry *k = kv->type == KV_F16 ? kv->f16_kernel : kv->f32_kernel;
-    Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL };
+    Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL, NULL };
     k->run(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }
 

@@ -181,6 +181,7 @@ typedef struct {
     float *rope_cos, *rope_sin; /* [QKV_CHUNK, head_size/2] the chunk's RoPE turns, shared by the layers */
     int width;      /* row length of xb */
     KVCache kv_cache;
+    Team *team;     /* the threads of the forward's parallel loops (team.h); NULL: OpenMP regions */
 } RunState;
 
 /* A run state whose KV cache holds capacity positions (0..capacity-1):
@@ -285,6 +286,8 @@ size_t weight_bytes_per_token(const Model *m);
 #include <omp.h>
 #endif
 
+#define QKV_TEAM_IMPLEMENTATION
+#include "team.h"
 #define QKV_KERNELS_IMPLEMENTATION
 #include "kernels.h"
 #define QKV_KV_CACHE_IMPLEMENTATION
@@ -410,7 +413,7 @@ size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes
 /* The input rows of a product: x[t * stride + i] for n positions, with the
  * run state's scratch for their int8 copy. */
 static Activations activations(RunState *s, const float *x, int n, int stride, int cols) {
-    Activations a = { x, n, stride, cols, s->x_q, s->x_q_scale, 0, s->x_q_sum };
+    Activations a = { x, n, stride, cols, s->x_q, s->x_q_scale, 0, s->x_q_sum, s->team };
     return a;
 }
 
@@ -439,11 +442,24 @@ static void matmul_units(Activations *x, const Product *p, int n_products, int f
 }
 
 /* The products of matrices that read the same input x (wq, wk, wv; w1, w3),
- * in one parallel region over all their rows: the threads meet once for the
+ * in one parallel task over all their rows: the threads meet once for the
  * group, not once a matrix, and each takes one run of rows (as equal as
  * whole units of 16 allow), so a kernel sees long runs it can tile. A
  * quantized matrix quantizes x first (once: the matrices that share x
  * share it). */
+typedef struct {
+    Activations *x;
+    const Product *p;
+    int n_products, n_units;
+} GroupTask;
+
+static void group_rows(void *ctx, int id, int n) {
+    GroupTask *g = ctx;
+    long first, last;
+    team_share(g->n_units, id, n, &first, &last);
+    matmul_units(g->x, g->p, g->n_products, (int)first, (int)last);
+}
+
 static void matmul_group(Activations *x, const Product *p, int n_products) {
     int n_units = 0;
     long work = 0;
@@ -453,16 +469,8 @@ static void matmul_group(Activations *x, const Product *p, int n_products) {
         n_units += (p[i].w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
-    (void)work; /* read only by OpenMP's if clause */
-#pragma omp parallel if (work >= QKV_PARALLEL_MIN_WORK)
-    {
-#ifdef _OPENMP
-        int threads = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-        int threads = 1, id = 0;
-#endif
-        matmul_units(x, p, n_products, (int)((long)n_units * id / threads), (int)((long)n_units * (id + 1) / threads));
-    }
+    GroupTask task = { x, p, n_products, n_units };
+    team_run(x->team, group_rows, &task, work >= QKV_PARALLEL_MIN_WORK);
 }
 
 /* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
@@ -485,7 +493,7 @@ void matmul(float *out, const float *x, const Matrix *w) {
         weight_pack(w->type, w->data, w->rows, w->cols, panels);
         packed.panels = panels;
     }
-    Activations a = { x, 1, w->cols, w->cols, q, scale, 0, sum };
+    Activations a = { x, 1, w->cols, w->cols, q, scale, 0, sum, NULL };
     if (q && scale && sum && (!panel_bytes || packed.panels)) matmul_rows(out, w->rows, &a, &packed);
     free(q);
     free(scale);
@@ -570,15 +578,25 @@ float gelu_tanh(float x) {
  * seven a layer (2% of a step of the 15M shape in int8 on two threads). */
 #define QKV_PARALLEL_ELEMENTS 8192
 
+/* h[i] <- gelu(h[i]), the chosen GELU, for this thread's share of n */
+typedef struct {
+    float *h;
+    int n;
+    Activation act;
+} GeluTask;
+
+static void gelu_share(void *ctx, int id, int threads) {
+    GeluTask *g = ctx;
+    long first, last;
+    team_share(g->n, id, threads, &first, &last);
+    for (long i = first; i < last; i++) g->h[i] = g->act == ACT_GELU_TANH ? gelu_tanh(g->h[i]) : gelu_erf(g->h[i]);
+}
+
 /* rows of h[n, hidden] <- gelu(h), the chosen GELU */
-static void gelu(float *h, int n, Activation act) {
-    int i;
-    if (n < QKV_PARALLEL_ELEMENTS) {
-        for (i = 0; i < n; i++) h[i] = act == ACT_GELU_TANH ? gelu_tanh(h[i]) : gelu_erf(h[i]);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (i = 0; i < n; i++) h[i] = act == ACT_GELU_TANH ? gelu_tanh(h[i]) : gelu_erf(h[i]);
+static void gelu(Team *team, float *h, int n, Activation act) {
+    GeluTask task = { h, n, act };
+    if (n < QKV_PARALLEL_ELEMENTS) gelu_share(&task, 0, 1);
+    else team_run(team, gelu_share, &task, 1);
 }
 
 /* each of n rows of out (stride apart) += bias[len]; a NULL bias adds nothing (Llama) */
@@ -592,17 +610,27 @@ static void add_bias(float *out, int stride, const float *bias, int len, int n) 
  * SWIGLU_RUN across threads; each element's arithmetic is the same
  * wherever its run starts (elementwise.h). */
 #define SWIGLU_RUN 1024
-static void swiglu(Isa isa, float *gate, const float *up, int n) {
-    int runs = (n + SWIGLU_RUN - 1) / SWIGLU_RUN, r;
-    if (n < QKV_PARALLEL_ELEMENTS) {
-        silu_mul(isa, gate, up, n);
-        return;
+typedef struct {
+    Isa isa;
+    float *gate;
+    const float *up;
+    int n;
+} SwigluTask;
+
+static void swiglu_share(void *ctx, int id, int threads) {
+    SwigluTask *g = ctx;
+    long first, last;
+    team_share((g->n + SWIGLU_RUN - 1) / SWIGLU_RUN, id, threads, &first, &last);
+    for (long r = first; r < last; r++) {
+        long at = r * SWIGLU_RUN, len = g->n - at < SWIGLU_RUN ? g->n - at : SWIGLU_RUN;
+        silu_mul(g->isa, g->gate + at, g->up + at, (int)len);
     }
-#pragma omp parallel for schedule(static)
-    for (r = 0; r < runs; r++) {
-        int first = r * SWIGLU_RUN;
-        silu_mul(isa, gate + first, up + first, n - first < SWIGLU_RUN ? n - first : SWIGLU_RUN);
-    }
+}
+
+static void swiglu(Team *team, Isa isa, float *gate, const float *up, int n) {
+    SwigluTask task = { isa, gate, up, n };
+    if (n < QKV_PARALLEL_ELEMENTS) silu_mul(isa, gate, up, n);
+    else team_run(team, swiglu_share, &task, 1);
 }
 
 static void add_residual(float *x, const float *delta, int n) {
@@ -654,7 +682,7 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
         .out = s->xb + (size_t)first * s->width, .out_stride = s->width,
         .scores = observed ? s->chunk_scores : NULL, .weights = observed ? s->chunk_weights : NULL,
         .observed_stride = s->attention_block,
-        .partials = s->attention_partials, .states = s->attention_states,
+        .partials = s->attention_partials, .states = s->attention_states, .team = s->team,
     };
     attention_layer(&s->kv_cache, layer, &rows);
 }
@@ -667,15 +695,27 @@ static void norm_row(const Config *c, float *out, const float *x, const float *w
 }
 
 /* Each of n rows: x rows dim apart -> out rows out_stride apart. */
-static void norm_rows(const Config *c, float *out, int out_stride, const float *x, const float *weight,
+typedef struct {
+    const Config *c;
+    float *out;
+    int out_stride;
+    const float *x, *weight, *bias;
+    int n;
+} NormTask;
+
+static void norm_share(void *ctx, int id, int threads) {
+    NormTask *g = ctx;
+    long first, last;
+    team_share(g->n, id, threads, &first, &last);
+    for (long t = first; t < last; t++)
+        norm_row(g->c, g->out + (size_t)t * g->out_stride, g->x + (size_t)t * g->c->dim, g->weight, g->bias);
+}
+
+static void norm_rows(Team *team, const Config *c, float *out, int out_stride, const float *x, const float *weight,
                       const float *bias, int n) {
-    int t;
-    if ((long)n * c->dim < QKV_PARALLEL_ELEMENTS) {
-        for (t = 0; t < n; t++) norm_row(c, out + (size_t)t * out_stride, x + (size_t)t * c->dim, weight, bias);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (t = 0; t < n; t++) norm_row(c, out + (size_t)t * out_stride, x + (size_t)t * c->dim, weight, bias);
+    NormTask task = { c, out, out_stride, x, weight, bias, n };
+    if ((long)n * c->dim < QKV_PARALLEL_ELEMENTS) norm_share(&task, 0, 1);
+    else team_run(team, norm_share, &task, 1);
 }
 
 /* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), with
@@ -710,11 +750,11 @@ static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
     if (c->arch == ARCH_GPT2) {
         matmul_rows(s->hb, hidden, &normed, &w->w1);
         add_bias(s->hb, hidden, w->b1, hidden, n);
-        gelu(s->hb, n * hidden, (Activation)c->activation);
+        gelu(s->team, s->hb, n * hidden, (Activation)c->activation);
     } else {
         Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
         matmul_group(&normed, gate_up, 2);
-        swiglu(s->kv_cache.isa, s->hb, s->hb2, n * hidden); /* the run state's instruction set */
+        swiglu(s->team, s->kv_cache.isa, s->hb, s->hb2, n * hidden); /* the run state's instruction set */
     }
     Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
     matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);
@@ -733,7 +773,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
     const LayerWeights *w = &m->weights.layers[layer];
     int dim = c->dim;
 
-    norm_rows(c, s->xb, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
+    norm_rows(s->team, c, s->xb, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
     project_qkv(c, w, s, layer, pos, n);
     /* an observer's score rows hold attention_rows positions; without one, all n go together */
     int observed = watches_attention(o), at_once = observed ? s->attention_rows : n;
@@ -749,7 +789,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
     add_bias(s->xb2, dim, w->bo, dim, n);
     add_residual(s->x, s->xb2, n * dim);
 
-    norm_rows(c, s->xb, s->width, s->x, w->ffn_norm, w->ffn_norm_bias, n);
+    norm_rows(s->team, c, s->xb, s->width, s->x, w->ffn_norm, w->ffn_norm_bias, n);
     mlp(c, w, s, n);
     add_residual(s->x, s->xb2, n * dim);
 }
@@ -787,7 +827,7 @@ static void forward_chunk(const Model *m, RunState *s, const int *tokens, int n,
 static float *classify(const Model *m, RunState *s, int first, int n) {
     const Config *c = &m->config;
     float *x = s->x + (size_t)first * c->dim;
-    norm_rows(c, x, c->dim, x, m->weights.final_norm, m->weights.final_norm_bias, n);
+    norm_rows(s->team, c, x, c->dim, x, m->weights.final_norm, m->weights.final_norm_bias, n);
     Activations normed = activations(s, x, n, c->dim, c->dim);
     matmul_rows(s->logits, c->vocab_size, &normed, &m->weights.classifier);
     return s->logits;

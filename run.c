@@ -437,8 +437,9 @@ static int *probe_prompt(const Config *c, const Options *o, int *n) {
     return tokens;
 }
 
-/* Returns the exit status: 0, or 1 after one error line (bad logits). */
-static int generate(const Model *m, const Tokenizer *t, const Options *o) {
+/* Returns the exit status: 0, or 1 after one error line (bad logits).
+ * team: the threads of the forward's parallel loops (team.h), or NULL. */
+static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
     const Config *c = &m->config;
     ThreadChoice threads = choose_threads(o->threads);
     int n_prompt, started = 1;
@@ -468,6 +469,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
     run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);
+    s.team = team;
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
     Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
@@ -514,7 +516,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
             break;
         }
         if (pos + 1 < steps) {
-            thread_choice_apply(&threads);
+            team_set_threads(team, thread_choice_apply(&threads));
             double step_start = now_seconds();
             logits = forward(m, &s, token, pos + 1, obs);
             thread_choice_record(&threads, now_seconds() - step_start, 1);
@@ -546,6 +548,17 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o) {
     sampler_free(&sampler);
     run_state_free(&s);
     return rc;
+}
+
+typedef struct {
+    const Model *m;
+    const Tokenizer *t;
+    const Options *o;
+} GenerateRun;
+
+static int generate_on_team(Team *team, void *ctx) {
+    const GenerateRun *g = ctx;
+    return generate(g->m, g->t, g->o, team);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -724,7 +737,12 @@ int main(int argc, char **argv) {
         o.ppl.threads = o.threads;
         status = ppl_run(&m, &t, &o.ppl);
     } else {
-        status = generate(&m, &t, &o);
+        GenerateRun run = { &m, &t, &o };
+#ifdef _OPENMP
+        status = team_main(omp_get_max_threads(), generate_on_team, &run);
+#else
+        status = team_main(1, generate_on_team, &run);
+#endif
     }
     if (has_tokenizer) tokenizer_free(&t);
     model_free(&m);

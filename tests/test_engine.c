@@ -1233,8 +1233,87 @@ static void test_thread_choice(void) {
     report(on_all == 100, "threads: --threads (forced) is never changed", "%d of 100 steps on all threads", on_all);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A persistent team (team.h) against OpenMP regions                         */
+
+/* Marks each item a task is given; counts the threads that ran. */
+typedef struct {
+    int items;
+    unsigned char marks[1000];
+    int ids[64];
+} ShareTask;
+
+static void mark_share(void *ctx, int id, int n) {
+    ShareTask *t = ctx;
+    long first, last;
+    team_share(t->items, id, n, &first, &last);
+    for (long i = first; i < last; i++) t->marks[i]++;
+    t->ids[id] = n;
+}
+
+static int team_shares(Team *team, void *ctx) {
+    int *ok = ctx;
+    for (int threads = 3; threads >= 1; threads--) {
+        team_set_threads(team, threads);
+        for (int items = 0; items <= 1000; items += 37) {
+            ShareTask t;
+            memset(&t, 0, sizeof t);
+            t.items = items;
+            team_run(team, mark_share, &t, 1);
+            for (int i = 0; i < items; i++) *ok &= t.marks[i] == 1;
+            for (int id = 0; id < 64; id++) *ok &= t.ids[id] == (id < threads ? threads : 0);
+        }
+    }
+    return team != NULL;
+}
+
+/* A prompt of 100 tokens, then 60 decode steps: every logit, on a team or
+ * not. */
+typedef struct {
+    const Model *m;
+    const int *tokens;
+    float *logits; /* [61, vocab] */
+} TeamForward;
+
+static int team_forward(Team *team, void *ctx) {
+    TeamForward *f = ctx;
+    int V = f->m->config.vocab_size;
+    RunState s;
+    if (run_state_init(&s, &f->m->config, 160)) return -1;
+    s.team = team;
+    memcpy(f->logits, forward_tokens(f->m, &s, f->tokens, 100, 0, NULL), (size_t)V * sizeof(float));
+    for (int pos = 100; pos < 160; pos++)
+        memcpy(f->logits + (size_t)(pos - 99) * V, forward(f->m, &s, f->tokens[pos], pos, NULL), (size_t)V * sizeof(float));
+    run_state_free(&s);
+    return team != NULL;
+}
+
+static void test_team(void) {
+    int shares_ok = 1;
+    int teamed = team_main(3, team_shares, &shares_ok);
+    report(shares_ok && teamed, "team: tasks on 3, 2 and 1 threads of a team of 3 see each item once, with their n",
+           "an item missed or seen twice, or no team");
+    Model m;
+    char err[256];
+    const char *path = "models/stories.bin";
+    if (model_load(&m, path, err, sizeof err)) { report(0, path, "%s", err); return; }
+    int V = m.config.vocab_size, tokens[160];
+    uint32_t lcg = 7;
+    for (int i = 0; i < 160; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
+    float *alone = malloc((size_t)61 * V * sizeof(float)), *team = malloc((size_t)61 * V * sizeof(float));
+    TeamForward a = { &m, tokens, alone }, b = { &m, tokens, team };
+    int without = team_main(1, team_forward, &a), with = team_main(2, team_forward, &b);
+    report(without == 0 && with == 1 && memcmp(alone, team, (size_t)61 * V * sizeof(float)) == 0,
+           "team: models/stories.bin (Q8_0) on a team of 2 gives the logits of OpenMP's regions, bit for bit "
+           "(a 100-token prompt, then 60 steps)", "logits differ (or no team: %d %d)", without, with);
+    free(alone);
+    free(team);
+    model_free(&m);
+}
+
 int main(void) {
     test_thread_choice();
+    test_team();
     test_worked_example();
     test_kernels();
     test_float16();

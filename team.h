@@ -1,0 +1,230 @@
+/* team.h — a team of threads that stays up for a whole run, so each of a
+ * decode step's parallel loops costs a store and a wait, not a fork and a
+ * join.
+ *
+ * stb-style: the interface everywhere, the implementation where
+ * QKV_TEAM_IMPLEMENTATION is defined (model.h's implementation does).
+ *
+ * Why: a decode step of llama2.c's 15M shape runs 31 parallel loops (four
+ * matrix products and attention a layer, then the classifier), each about
+ * 20 us on two threads. With an OpenMP region each, the second thread
+ * started 1-2 us after the first and the join took 0.5 us more (measured
+ * inside the step, float16 weights, Xeon): about 10% of the step. Here the
+ * other threads wait in a loop of their own between loops, reading one
+ * cache line, and start a task as soon as thread 0 posts it.
+ *
+ *     team_main(threads, body, ctx);     body(team, ctx) runs on thread 0
+ *     team_run(team, task, ctx, parallel);   task(ctx, id, n) on n threads
+ *
+ * Without a team (team NULL: tests, tools, -m ppl) team_run is an OpenMP
+ * region, as before. Either way a task splits its work by (id, n) alone, so
+ * its results do not depend on which one ran it. */
+#ifndef QKV_TEAM_H
+#define QKV_TEAM_H
+
+typedef struct Team Team;
+
+/* A parallel task: thread id of n does its share of ctx's work. */
+typedef void (*TeamTask)(void *ctx, int id, int n);
+
+/* Runs body(team, ctx) on this thread with threads - 1 others waiting for
+ * tasks (threads <= 1, or no OpenMP: body(NULL, ctx)); returns body's
+ * value. The team ends when body returns. */
+int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx);
+
+/* Threads the next tasks use: 1..the team's size (the thread choice of
+ * threads.h, step by step). */
+void team_set_threads(Team *team, int threads);
+
+/* task(ctx, id, n) for id < n, id 0 on this thread; n = 1 when parallel is
+ * 0. With no team, an OpenMP region of OpenMP's thread count. Thread 0
+ * returns when all are through. */
+void team_run(Team *team, TeamTask task, void *ctx, int parallel);
+
+/* Items first..last-1 of n_items: thread id's share of n, in order. */
+static inline void team_share(long n_items, int id, int n, long *first, long *last) {
+    *first = n_items * id / n;
+    *last = n_items * (id + 1) / n;
+}
+
+#endif /* QKV_TEAM_H */
+
+/* ======================================================================== */
+#ifdef QKV_TEAM_IMPLEMENTATION
+#ifndef QKV_TEAM_IMPLEMENTED
+#define QKV_TEAM_IMPLEMENTED
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
+#endif
+
+#define TEAM_MAX 64          /* threads a team holds at most */
+#define TEAM_SPIN_NS 200000  /* a waiting thread spins this long, then sleeps until a task comes */
+
+/* one cache line each: thread 0 writes posted, each thread its own done */
+typedef struct {
+    _Alignas(64) atomic_uint value;
+} TeamFlag;
+
+struct Team {
+    TeamFlag posted;     /* the number of the task posted last */
+    atomic_int sleepers; /* threads asleep on posted */
+    atomic_int stop;     /* the team ends at the next post */
+    TeamTask task;       /* the task posted, its context and its thread count */
+    void *ctx;
+    int task_n;
+    int n, size;         /* threads for the next tasks (team_set_threads); threads in the team */
+    TeamFlag done[TEAM_MAX]; /* the number of the last task each thread saw through */
+};
+
+static inline void team_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void team_wake(Team *t) {
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)&t->posted.value, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)t;
+#endif
+}
+
+#ifdef _OPENMP /* the other threads of a team (team_main) */
+static double team_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Sleeps while posted still holds seen (Linux: a futex, woken by the next
+ * post; elsewhere naps of 50 us). */
+static void team_sleep(Team *t, unsigned seen) {
+#ifdef __linux__
+    syscall(SYS_futex, (unsigned *)&t->posted.value, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+#else
+    (void)t;
+    (void)seen;
+    struct timespec nap = { 0, 50000 };
+    nanosleep(&nap, NULL);
+#endif
+}
+
+/* Waits until a task other than number seen is posted; returns its number.
+ * Spinning keeps the start of a task to a cache line's trip; after
+ * TEAM_SPIN_NS without one (tokenizing, printing, --step waiting for a key,
+ * a stretch of one-thread steps on a busy machine) the thread sleeps, so an
+ * idle team holds no core. */
+static unsigned team_wait(Team *t, unsigned seen) {
+    unsigned posted = atomic_load_explicit(&t->posted.value, memory_order_acquire);
+    double since = team_now_ns();
+    for (long spins = 1; posted == seen; spins++) {
+        team_pause();
+        if (spins % 256 == 0 && team_now_ns() - since > TEAM_SPIN_NS) {
+            atomic_fetch_add(&t->sleepers, 1); /* seq_cst: thread 0 sees it, or this sees the post */
+            while ((posted = atomic_load(&t->posted.value)) == seen) team_sleep(t, seen);
+            atomic_fetch_sub(&t->sleepers, 1);
+        }
+        posted = atomic_load_explicit(&t->posted.value, memory_order_acquire);
+    }
+    return posted;
+}
+
+/* Thread id (> 0): run each task posted, until the team ends. */
+static void team_worker(Team *t, int id) {
+    for (unsigned seen = 0;;) {
+        seen = team_wait(t, seen);
+        if (atomic_load_explicit(&t->stop, memory_order_relaxed)) return;
+        if (id < t->task_n) t->task(t->ctx, id, t->task_n);
+        atomic_store_explicit(&t->done[id].value, seen, memory_order_release);
+    }
+}
+#endif
+
+/* Thread 0: the next task's number is out; wake the threads asleep. */
+static unsigned team_post(Team *t) {
+    unsigned number = atomic_load_explicit(&t->posted.value, memory_order_relaxed) + 1;
+    atomic_store(&t->posted.value, number); /* seq_cst: against the sleepers' count */
+    if (atomic_load(&t->sleepers) > 0) team_wake(t);
+    return number;
+}
+
+int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx) {
+#ifdef _OPENMP
+    if (threads > TEAM_MAX) threads = TEAM_MAX;
+    Team *t = threads > 1 ? aligned_alloc(64, (sizeof(Team) + 63) / 64 * 64) : NULL;
+    if (t) {
+        atomic_init(&t->posted.value, 0);
+        atomic_init(&t->sleepers, 0);
+        atomic_init(&t->stop, 0);
+        for (int i = 0; i < TEAM_MAX; i++) atomic_init(&t->done[i].value, 0);
+        t->task = NULL;
+        t->ctx = NULL;
+        t->task_n = 1;
+        t->n = t->size = threads;
+        int result = 0;
+#pragma omp parallel num_threads(threads)
+        {
+#pragma omp single
+            t->n = t->size = omp_get_num_threads(); /* OpenMP may give fewer */
+            if (omp_get_thread_num() == 0) {
+                result = body(t, ctx);
+                atomic_store(&t->stop, 1);
+                team_post(t);
+            } else {
+                team_worker(t, omp_get_thread_num());
+            }
+        }
+        free(t);
+        return result;
+    }
+#else
+    (void)threads;
+#endif
+    return body(NULL, ctx);
+}
+
+void team_set_threads(Team *team, int threads) {
+    if (!team) return;
+    team->n = threads < 1 ? 1 : threads > team->size ? team->size : threads;
+}
+
+void team_run(Team *team, TeamTask task, void *ctx, int parallel) {
+    if (!team) {
+#ifdef _OPENMP
+#pragma omp parallel if (parallel)
+        task(ctx, omp_get_thread_num(), omp_get_num_threads());
+#else
+        (void)parallel;
+        task(ctx, 0, 1);
+#endif
+        return;
+    }
+    int n = parallel ? team->n : 1;
+    if (n == 1) {
+        task(ctx, 0, 1);
+        return;
+    }
+    /* every thread sees each task through (those past n only say so), so
+     * none still reads this one's fields when the next is posted */
+    team->task = task;
+    team->ctx = ctx;
+    team->task_n = n;
+    unsigned number = team_post(team);
+    task(ctx, 0, n);
+    for (int i = 1; i < team->size; i++)
+        while (atomic_load_explicit(&team->done[i].value, memory_order_acquire) != number) team_pause();
+}
+
+#endif /* QKV_TEAM_IMPLEMENTED */
+#endif /* QKV_TEAM_IMPLEMENTATION */
