@@ -144,9 +144,10 @@ static unsigned team_wait(Team *t, unsigned seen) {
 static void team_worker(Team *t, int id) {
     for (unsigned seen = 0;;) {
         seen = team_wait(t, seen);
-        if (atomic_load_explicit(&t->stop, memory_order_relaxed)) return;
-        if (id < t->task_n) t->task(t->ctx, id, t->task_n);
+        int stop = atomic_load_explicit(&t->stop, memory_order_relaxed);
+        if (!stop && id < t->task_n) t->task(t->ctx, id, t->task_n);
         atomic_store_explicit(&t->done[id].value, seen, memory_order_release);
+        if (stop) return;
     }
 }
 #endif
@@ -157,6 +158,12 @@ static unsigned team_post(Team *t) {
     atomic_store(&t->posted.value, number); /* seq_cst: against the sleepers' count */
     if (atomic_load(&t->sleepers) > 0) team_wake(t);
     return number;
+}
+
+/* Thread 0: wait until every other thread is through task number. */
+static void team_await(Team *t, unsigned number) {
+    for (int i = 1; i < t->size; i++)
+        while (atomic_load_explicit(&t->done[i].value, memory_order_acquire) != number) team_pause();
 }
 
 int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx) {
@@ -172,15 +179,17 @@ int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx) {
         t->ctx = NULL;
         t->task_n = 1;
         t->n = t->size = threads;
+        /* a release the others' first read acquires: they see t whole (the
+         * fork's own ordering is libgomp's, which ThreadSanitizer cannot see) */
+        atomic_store_explicit(&t->posted.value, 0, memory_order_release);
         int result = 0;
 #pragma omp parallel num_threads(threads)
         {
-#pragma omp single
-            t->n = t->size = omp_get_num_threads(); /* OpenMP may give fewer */
             if (omp_get_thread_num() == 0) {
+                t->n = t->size = omp_get_num_threads(); /* OpenMP may give fewer; only thread 0 reads them */
                 result = body(t, ctx);
                 atomic_store(&t->stop, 1);
-                team_post(t);
+                team_await(t, team_post(t)); /* the others are out before t is freed */
             } else {
                 team_worker(t, omp_get_thread_num());
             }
@@ -222,8 +231,7 @@ void team_run(Team *team, TeamTask task, void *ctx, int parallel) {
     team->task_n = n;
     unsigned number = team_post(team);
     task(ctx, 0, n);
-    for (int i = 1; i < team->size; i++)
-        while (atomic_load_explicit(&team->done[i].value, memory_order_acquire) != number) team_pause();
+    team_await(team, number);
 }
 
 #endif /* QKV_TEAM_IMPLEMENTED */
