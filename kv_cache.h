@@ -602,14 +602,25 @@ TARGET_AVX2 INLINE __m256i int8x16_256(const unsigned char *x, int count) {
     return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bytes));
 }
 
-/* q8_dots16 with 8 rows and vectors of 16 int16 */
+/* q8_dots16 with 8 rows and vectors of 16 int16: the columns outer and the
+ * rows inner, whole vectors first (the rows' accumulators stay in registers;
+ * each row's columns inner, with the partial vector's branch in the loop,
+ * took 4.4 ns a key of 48, this 2.5: QKV_ISA=avx2, Xeon) */
 TARGET_AVX2 INLINE void q8_dots8(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,
                                  __m256i acc[8]) {
-    for (int r = 0; r < 8; r++) {
-        const unsigned char *x = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
-        for (int i = 0; i < count; i += 16)
-            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(int8x16_256(x + i, count - i),
-                                                                _mm256_loadu_si256((const __m256i *)(p + i))));
+    const unsigned char *x[8];
+    for (int r = 0; r < 8; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
+    int whole = count / 16 * 16;
+    for (int i = 0; i < whole; i += 16) {
+        __m256i pv = _mm256_loadu_si256((const __m256i *)(p + i));
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++)
+            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[r] + i))), pv));
+    }
+    if (whole < count) {
+        __m256i pv = _mm256_loadu_si256((const __m256i *)(p + whole));
+        for (int r = 0; r < 8; r++)
+            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(int8x16_256(x[r] + whole, count - whole), pv));
     }
 }
 
