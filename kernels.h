@@ -435,8 +435,7 @@ static void quantize_rows(void *ctx, int id, int n) {
 void activations_quantize(Activations *a, Isa isa) {
     if (a->quantized) return;
     QuantizeTask task = { a, isa };
-    if ((long)a->n * a->cols < QKV_PARALLEL_MIN_WORK) quantize_rows(&task, 0, 1); /* a decode step's: no threads */
-    else team_run(a->team, quantize_rows, &task, 1);
+    team_run(a->team, quantize_rows, &task, (long)a->n * a->cols >= QKV_PARALLEL_MIN_WORK); /* not a decode step's */
     a->quantized = 1;
 }
 

@@ -595,8 +595,7 @@ static void gelu_share(void *ctx, int id, int threads) {
 /* rows of h[n, hidden] <- gelu(h), the chosen GELU */
 static void gelu(Team *team, float *h, int n, Activation act) {
     GeluTask task = { h, n, act };
-    if (n < QKV_PARALLEL_ELEMENTS) gelu_share(&task, 0, 1);
-    else team_run(team, gelu_share, &task, 1);
+    team_run(team, gelu_share, &task, n >= QKV_PARALLEL_ELEMENTS);
 }
 
 /* each of n rows of out (stride apart) += bias[len]; a NULL bias adds nothing (Llama) */
@@ -629,8 +628,7 @@ static void swiglu_share(void *ctx, int id, int threads) {
 
 static void swiglu(Team *team, Isa isa, float *gate, const float *up, int n) {
     SwigluTask task = { isa, gate, up, n };
-    if (n < QKV_PARALLEL_ELEMENTS) silu_mul(isa, gate, up, n);
-    else team_run(team, swiglu_share, &task, 1);
+    team_run(team, swiglu_share, &task, n >= QKV_PARALLEL_ELEMENTS);
 }
 
 static void add_residual(float *x, const float *delta, int n) {
@@ -714,8 +712,7 @@ static void norm_share(void *ctx, int id, int threads) {
 static void norm_rows(Team *team, const Config *c, float *out, int out_stride, const float *x, const float *weight,
                       const float *bias, int n) {
     NormTask task = { c, out, out_stride, x, weight, bias, n };
-    if ((long)n * c->dim < QKV_PARALLEL_ELEMENTS) norm_share(&task, 0, 1);
-    else team_run(team, norm_share, &task, 1);
+    team_run(team, norm_share, &task, (long)n * c->dim >= QKV_PARALLEL_ELEMENTS);
 }
 
 /* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), with

@@ -36,8 +36,9 @@ int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx);
  * threads.h, step by step). */
 void team_set_threads(Team *team, int threads);
 
-/* task(ctx, id, n) for id < n, id 0 on this thread; n = 1 when parallel is
- * 0. With no team, an OpenMP region of OpenMP's thread count. Thread 0
+/* task(ctx, id, n) for id < n, id 0 on this thread; n = 1, called here
+ * without any OpenMP call, when parallel is 0 (work too small to share).
+ * With no team, an OpenMP region of OpenMP's thread count. Thread 0
  * returns when all are through. */
 void team_run(Team *team, TeamTask task, void *ctx, int parallel);
 
@@ -209,17 +210,20 @@ void team_set_threads(Team *team, int threads) {
 }
 
 void team_run(Team *team, TeamTask task, void *ctx, int parallel) {
+    if (!parallel) { /* small work: no OpenMP call either (even an if clause's costs 0.2 us) */
+        task(ctx, 0, 1);
+        return;
+    }
     if (!team) {
 #ifdef _OPENMP
-#pragma omp parallel if (parallel)
+#pragma omp parallel
         task(ctx, omp_get_thread_num(), omp_get_num_threads());
 #else
-        (void)parallel;
         task(ctx, 0, 1);
 #endif
         return;
     }
-    int n = parallel ? team->n : 1;
+    int n = team->n;
     if (n == 1) {
         task(ctx, 0, 1);
         return;
