@@ -633,49 +633,6 @@ static FileFormat format_of_magic(const unsigned char head[4]) {
     return FORMAT_LLAMA2C_LEGACY;
 }
 
-/* Files whose float32 or float16 matrices the kernels read where they lie
- * are read into memory, not mapped: a mapping of a file has 4 KiB pages,
- * and zalloc_aligned's buffer 2 MiB ones (kernels.h: large pages). Files of
- * int8 or 4-bit matrices stay mapped: their matrices are regrouped into
- * panels (large pages too) and the mapped pages given back. GGUF files stay
- * mapped whatever their types.
- * llama2.c's legacy files have a 28-byte header, so in a mapping every
- * float32 row would sit 28 bytes past a cache line, and a prompt's tiles
- * split each vector load across two lines (measured: a quarter slower);
- * such a file is read to the address that puts its weights on a 64-byte
- * boundary. Returns the shift that does it, or -1 to map the file. */
-static int read_shift(int fd) {
-    unsigned char head[128];
-    ssize_t got = pread(fd, head, sizeof head, 0);
-    if (got < 8) return -1; /* too short: the parser says so */
-    Config c;
-    switch (format_of_magic(head)) {
-    case FORMAT_LLAMA2C_LEGACY: return (64 - LEGACY_HEADER_BYTES % 64) % 64;
-    case FORMAT_LLAMA2C_V1: return read_i32(head + 4) == 1 ? 0 : -1; /* version 1: float32; 2: Q8_0 */
-    case FORMAT_QKV:
-        if (got < (ssize_t)sizeof head) return -1;
-        config_from_qkv(&c, head);
-        return c.weight_type == WEIGHT_F32 || c.weight_type == WEIGHT_F16 ? 0 : -1;
-    default: return -1;
-    }
-}
-
-/* The whole file into memory at base + shift. */
-static int read_file_aligned(FileView *f, Model *m, int fd, size_t size, size_t shift, const char *path) {
-    unsigned char *copy = zalloc_aligned(size + shift, 1);
-    if (!copy) return load_error(f, "out of memory for %s (%zu bytes)", path, size);
-    m->file_copy = copy;
-    for (size_t done = 0; done < size;) {
-        ssize_t got = pread(fd, copy + shift + done, size - done, (off_t)done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return load_error(f, "cannot read %s: %s", path, got < 0 ? strerror(errno) : "file shrank");
-        done += (size_t)got;
-    }
-    f->base = m->file = copy + shift;
-    f->size = size;
-    return 0;
-}
-
 static int map_file(FileView *f, Model *m, const char *path) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
@@ -687,12 +644,6 @@ static int map_file(FileView *f, Model *m, const char *path) {
     if (st.st_size < 8) {
         close(fd);
         return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
-    }
-    int shift = read_shift(fd);
-    if (shift >= 0) {
-        int rc = read_file_aligned(f, m, fd, (size_t)st.st_size, (size_t)shift, path);
-        close(fd);
-        return rc;
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -739,10 +690,10 @@ static size_t packed_bytes_aligned(const Matrix *w) {
 }
 
 /* The matrices the forward multiplies by (the classifier and each layer's),
- * each Q8_0 or Q4_0 one regrouped into its kernels' panels, all in one
- * allocation; the file's copy of a packed matrix is then released (not the
- * classifier's when it is the embedding table, read by rows). -1 if the
- * memory cannot be had. */
+ * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
+ * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the file's
+ * copy of a matrix is then released (not the classifier's when it is the
+ * embedding table, read by rows). -1 if the memory cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -762,7 +713,7 @@ static int pack_matrices(Model *m) {
     }
     m->panels = at;
     for (int i = 0; i < n; i++)
-        if (weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
+        if (mats[i]->data && weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
             at += packed_bytes_aligned(mats[i]);
             if (mats[i]->data != m->weights.token_embedding.data) release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
@@ -873,7 +824,6 @@ int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t
 void model_free(Model *m) {
     free(m->weights.layers);
     free(m->repacked);
-    free_aligned(m->file_copy);
     free_aligned(m->panels);
     free(m->tokenizer_owned);
     free(m->metadata);

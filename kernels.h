@@ -6,27 +6,30 @@
  *
  * Almost all of a decode step is y = W x for a weight matrix W that does not
  * fit in the core's caches: the time is the time to stream W's bytes from
- * memory. So the kernels (1) keep several weight rows in flight at once,
- * each with its own accumulator, and reduce them together at the end of the
- * row instead of one horizontal sum per row; (2) read fewer bytes per weight
- * (float16, int8, 4-bit); (3) for a prompt, use each weight row, while it is
- * in L1, for a tile of positions (a register-blocked matrix multiply).
+ * memory. So the kernels (1) read every matrix as panels of 16 rows
+ * regrouped at load (weight_pack, below), one row to a vector lane, so that
+ * each row's sum builds up in its own lane with no sum across lanes, and
+ * several panels stream side by side; (2) read fewer bytes per weight
+ * (float16, int8, 4-bit); (3) for a prompt, use each panel's column, while
+ * it is in a register, for a tile of positions (a register-blocked matrix
+ * multiply).
  *
- * Every kernel computes each (row, position) dot product with the same
- * arithmetic whatever the tile it is part of, so a prompt pushed through as
- * a matrix gives the same bits as one token at a time (tested).
+ * Every kernel computes each (row, position) sum with the same arithmetic
+ * whatever the tile it is part of, so a prompt pushed through as a matrix
+ * gives the same bits as one token at a time (tested).
  *
+ * Float32 and float16 (kernels_float.h): column after column, one FMA per
+ * weight into the row's lane.
  * Quantized files hold ggml's layouts: Q8_0 blocks of 32 weights (a float16
  * scale, then 32 int8: w = q * d) and Q4_0 blocks of 32 (a float16 scale,
  * then 16 bytes; low nibbles are elements 0-15, high nibbles 16-31: w = (q -
- * 8) * d). At load they are regrouped into panels of 16 rows (weight_pack,
- * below), so that one vector lane is one row: a block's integer dot product
- * builds up in its row's lane and needs no sum across lanes. Their kernels
- * take the activations quantized to int8 per block of 32 (a float32 scale
- * and the block's integer sum each), made once per input and shared by the
- * matrices that read it, and multiply in integers. Every instruction set
- * adds each (row, position)'s blocks in the same order with the same
- * roundings, so int8 and 4-bit models give the same bits on every CPU. */
+ * 8) * d). Their kernels (kernels_int8.h) take the activations quantized to
+ * int8 per block of 32 (a float32 scale and the block's integer sum each),
+ * made once per input and shared by the matrices that read it, and
+ * multiply in integers: a block's integer dot product builds up in its
+ * row's lane. Every instruction set adds each (row, position)'s blocks in
+ * the same order with the same roundings, so int8 and 4-bit models give the
+ * same bits on every CPU. */
 #ifndef QKV_KERNELS_H
 #define QKV_KERNELS_H
 
@@ -66,15 +69,18 @@ void weight_row_to_float(WeightType type, const void *row, float *out, int cols)
  * and round-to-nearest-even for float16. cols must suit the type. */
 void weight_row_from_float(WeightType type, const float *in, void *row, int cols);
 
-/* Quantized matrices as their kernels read them: panels of QKV_PANEL rows
- * (the last padded with zero rows). In panel g, block b, the values of its
- * rows come four bytes at a time: chunk c (64 bytes) holds bytes 4c..4c+3
- * of the block's values of rows 0..15, in row order; after the values of
- * every block, the rows' float16 scales, 16 a block. Q8_0 values are kept
- * as q + 128 (unsigned bytes, as VNNI's vpdpbusd wants them); Q4_0 bytes as
- * ggml has them (byte j: element j low, element j + 16 high). A panel takes
- * QKV_PANEL rows' bytes as stored; weight_pack returns 0 for a type that is
- * not packed (float32 and float16 are read as stored). */
+/* Matrices as their kernels read them: panels of QKV_PANEL rows (the last
+ * padded with zero rows), so that a vector lane is one row.
+ * Float32 and float16: panel g holds column j of its rows as QKV_PANEL
+ * values in a row (row order), column after column.
+ * Q8_0 and Q4_0: in panel g, block b, the values of its rows come four
+ * bytes at a time: chunk c (64 bytes) holds bytes 4c..4c+3 of the block's
+ * values of rows 0..15, in row order; after the values of every block, the
+ * rows' float16 scales, 16 a block. Q8_0 values are kept as q + 128
+ * (unsigned bytes, as VNNI's vpdpbusd wants them); Q4_0 bytes as ggml has
+ * them (byte j: element j low, element j + 16 high).
+ * A panel takes QKV_PANEL rows' bytes as stored; weight_pack returns 0 for
+ * a number that is not a type. */
 #define QKV_PANEL 16
 size_t weight_packed_bytes(WeightType type, int rows, int cols);
 int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels);
@@ -141,6 +147,9 @@ const KernelEntry *kernel_at(int i);
  * time). */
 const KernelEntry *kernel_for(WeightType type, Isa isa);
 const KernelEntry *kernel_best(WeightType type);
+/* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
+ * kernel within an instruction set (kernels_rows.h). */
+MatmulKernel rows_kernel_for(WeightType type, Isa isa);
 
 #endif /* QKV_KERNELS_H */
 
@@ -450,11 +459,8 @@ static inline const int32_t *act_sum(const Activations *a, int t) {
 }
 static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
 
-/* ------------------------------------------------------------------------ */
-/* Portable kernels: plain C, one (row, position) at a time                  */
-
-/* Sixteen independent partial sums let a compiler keep them in vector
- * registers; the same function for every position keeps the bits equal. */
+/* x . w over n floats. Sixteen independent partial sums let a compiler
+ * keep them in vector registers (the norms' sums of squares). */
 static inline float dot_f32(const float *w, const float *x, int n) {
     float acc[16] = { 0 };
     int j = 0;
@@ -466,49 +472,8 @@ static inline float dot_f32(const float *w, const float *x, int n) {
     return sum;
 }
 
-static float dot_f16(const uint16_t *w, const float *x, int n) {
-    float sum = 0.0f;
-    for (int j = 0; j < n; j++) sum += half_to_float(w[j]) * x[j];
-    return sum;
-}
-
-static void matmul_f32_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
-                                int end) {
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < a->n; t++)
-            *out_at(out, os, t, i) = dot_f32((const float *)w + (size_t)i * cols, act_row(a, t), cols);
-}
-
-static void matmul_f16_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin,
-                                int end) {
-    for (int i = begin; i < end; i++)
-        for (int t = 0; t < a->n; t++)
-            *out_at(out, os, t, i) = dot_f16((const uint16_t *)w + (size_t)i * cols, act_row(a, t), cols);
-}
-
 /* ------------------------------------------------------------------------ */
 /* x86-64 kernels: AVX2 and AVX-512, chosen at run time                      */
-
-/* Tiles: R weight rows at a time (each row's bytes stream in parallel,
- * which is what keeps the memory system busy in a decode step), times up to
- * P positions (each weight vector loaded once for all of them: the prompt's
- * matrix multiply). One accumulator per (row, position); four rows'
- * accumulators are summed across lanes together at the end. TILE_ROWS is
- * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
-#define TILE_ROWS 4
-/* Software prefetch (the float kernels, which read rows as stored): while
- * a tile streams its rows, the same bytes of the rows QKV_PF further on are
- * requested, so the memory system always has several rows in flight
- * (measured: 2.3x on the row-wise Q8_0 kernel that the panels replaced, on
- * a 44 MB model, where the hardware prefetchers alone left the core
- * waiting; a panel is one contiguous stream, and prefetching it measured no
- * faster). A prefetch never faults, so past the matrix's end it is
- * harmless. */
-#ifndef QKV_PF
-#define QKV_PF 8
-#endif
-#define PREFETCH(row, row_bytes, offset) \
-    _mm_prefetch((const char *)(row) + (size_t)QKV_PF * (row_bytes) + (offset), _MM_HINT_T0)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QKV_PORTABLE)
 #define QKV_HAVE_X86_KERNELS 1
@@ -529,242 +494,21 @@ static void matmul_f16_portable(float *out, int os, const Activations *a, const 
 long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
 #endif
 
-/* The R rows of a tile: past the matrix's end, repeat the first row
- * (computed and thrown away, so the loops have no special case). */
-INLINE void tile_rows(const unsigned char **rows, int R, const void *w, size_t row_bytes, int i, int end) {
-    for (int r = 0; r < R; r++)
-        rows[r] = (const unsigned char *)w + (size_t)(i + r < end ? i + r : i) * row_bytes;
-}
-
-/* Rows i..i+3 of position t's output, those before end. */
-INLINE void store_tile(float *out, int os, int t, int i, int end, __m128 sums) {
-    if (i + 4 <= end) {
-        _mm_storeu_ps(out_at(out, os, t, i), sums);
-        return;
-    }
-    float s[4];
-    _mm_storeu_ps(s, sums);
-    for (int r = 0; r < 4 && i + r < end; r++) *out_at(out, os, t, i + r) = s[r];
-}
-
-/* ---- AVX2 (8 floats a vector) ---- */
-
-/* lanes of a, b, c, d summed: {sum a, sum b, sum c, sum d} */
-TARGET_AVX2 INLINE __m128 reduce4_256(__m256 a, __m256 b, __m256 c, __m256 d) {
-    __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
-
 /* -1 in the lanes below count: AVX2's masked loads and gathers */
 TARGET_AVX2 INLINE __m256i lanes_below(int count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Eight weights as floats; the last, partial vector of a row is read
- * through a zero-padded copy, so the sum is the same as if it were longer. */
-TARGET_AVX2 INLINE __m256 load8_w(const unsigned char *row, int j, int n, int half) {
-    if (j + 8 <= n) {
-        if (half) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)j)));
-        return _mm256_loadu_ps((const float *)row + j);
-    }
-    uint16_t h[8] = { 0 };
-    float f[8] = { 0 };
-    if (half) {
-        memcpy(h, row + 2 * (size_t)j, (size_t)(n - j) * 2);
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
-    }
-    memcpy(f, (const float *)row + j, (size_t)(n - j) * 4);
-    return _mm256_loadu_ps(f);
-}
-
-TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
-    if (j + 8 <= n) return _mm256_loadu_ps(x + j);
-    float f[8] = { 0 };
-    memcpy(f, x + j, (size_t)(n - j) * 4);
-    return _mm256_loadu_ps(f);
-}
-
-/* One step of a float tile: 8 columns from j of R rows times P positions;
- * whole: a full vector (else the row's last, partial one, through the
- * zero-padded copies). */
-TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **rows, const Activations *a, int t,
-                                       int R, int P, int j, int cols, size_t row_bytes, int half, int whole) {
-    __m256 x[3];
-#pragma GCC unroll 3
-    for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-        if (j % 16 == 0) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
-        __m256 wv;
-        if (!whole) wv = load8_w(rows[r], j, cols, half);
-        else if (half) wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(rows[r] + 2 * (size_t)j)));
-        else wv = _mm256_loadu_ps((const float *)rows[r] + j);
-#pragma GCC unroll 3
-        for (int p = 0; p < P; p++) acc[r][p] = _mm256_fmadd_ps(wv, x[p], acc[r][p]);
-    }
-}
-
-/* W[i..i+R-1] . x[t..t+P-1] for float32 or float16 rows: R = 8 rows for a
- * float16 decode step (more rows' bytes in flight: measured 4-6% faster on
- * the 15M and 42M shapes, and float32 4% slower), else 4; a prompt 4 x 3
- * (12 accumulators of the 16 registers). Every loop over the tile unrolled
- * whole, and the partial last vector out of the loop: with the tail's
- * branch and copies inside it GCC kept the accumulators in memory (see
- * tile_float_512). */
-TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                        int cols, int i, int end, int t, int R, int P, int half) {
-    const unsigned char *rows[8];
-    tile_rows(rows, R, w, row_bytes, i, end);
-    __m256 acc[8][3];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 3
-        for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
-    int j = 0;
-    for (; j + 8 <= cols; j += 8) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 1);
-    if (j < cols) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 0);
-#pragma GCC unroll 2
-    for (int r = 0; r < R; r += 4)
-#pragma GCC unroll 3
-        for (int p = 0; p < P; p++)
-            store_tile(out, os, t + p, i + r, end, reduce4_256(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
-}
-
-/* An AVX2 kernel: a float16 decode step eight rows a tile; otherwise four
- * rows, positions three at a time, then the last one or two. */
-#define AVX2_MATMUL(NAME, TILE, TYPE, FLAG)                                                                    \
-    TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
-                                 int end) {                                                                    \
-        size_t row_bytes = weight_row_bytes(TYPE, cols);                                                       \
-        if (a->n == 1 && FLAG) {                                                                               \
-            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG);   \
-            return;                                                                                            \
-        }                                                                                                      \
-        for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
-            int t = 0;                                                                                         \
-            for (; t + 3 <= a->n; t += 3) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG);  \
-            if (a->n - t == 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG);             \
-            if (a->n - t == 1) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG);             \
-        }                                                                                                      \
-    }
-
-AVX2_MATMUL(matmul_f32_avx2, tile_float_avx2, WEIGHT_F32, 0)
-AVX2_MATMUL(matmul_f16_avx2, tile_float_avx2, WEIGHT_F16, 1)
-
 /* ---- AVX-512 (16 floats a vector) ---- */
-
-TARGET_AVX512 INLINE __m128 reduce4_512(__m512 a, __m512 b, __m512 c, __m512 d) {
-#define HALVES(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))
-    return reduce4_256(HALVES(a), HALVES(b), HALVES(c), HALVES(d));
-#undef HALVES
-}
-
-/* Sixteen weights as floats; a row's last, partial vector by a masked load
- * (the lanes past its end are zero). */
-TARGET_AVX512 INLINE __m512 load16_w(const unsigned char *row, int j, __mmask16 m, int half) {
-    if (half) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * (size_t)j));
-    return _mm512_maskz_loadu_ps(m, (const float *)row + j);
-}
 
 TARGET_AVX512 INLINE __mmask16 tail_mask(int j, int n) {
     return n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
 }
 
-/* One step of a float tile: 16 columns from j (masked: the row's last,
- * partial vector) of R rows times P positions (their inputs at x[p]). */
-TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char **rows, const float **x_rows, int R,
-                                         int P, int j, __mmask16 m, size_t row_bytes, int half, int fetch) {
-    __m512 x[6];
-#pragma GCC unroll 6
-    for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, x_rows[p] + j);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        if (fetch) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
-        __m512 wv = load16_w(rows[r], j, m, half);
-#pragma GCC unroll 6
-        for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(wv, x[p], acc[r][p]);
-    }
-}
-
-/* Rows i..i+R-1 times positions t..t+P-1: 4 x 6 for a prompt (24
- * accumulators, each weight vector used six times, each input vector four;
- * 8 x 3 measured 30% slower), 4 x 1 for a decode step. fetch: prefetch the
- * rows ahead (the first position tile of a row tile reads them from
- * memory), in a loop of its own, so the other has no branch. The input
- * rows' addresses are taken once, before the loop, and every loop over
- * the tile is unrolled whole: the accumulators stay in registers (GCC built
- * with -march=native kept acc[][] in memory when the reduction's loop was
- * not unrolled: half the tile's speed). */
-TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                         int cols, int i, int end, int t, int R, int P, int half, int fetch) {
-    const unsigned char *rows[8];
-    const float *x_rows[6];
-    tile_rows(rows, R, w, row_bytes, i, end);
-#pragma GCC unroll 6
-    for (int p = 0; p < P; p++) x_rows[p] = act_row(a, t + p);
-    __m512 acc[4][6];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 6
-        for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
-    int j = 0;
-    if (fetch)
-        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 1);
-    else
-        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 0);
-    if (j < cols) step_float_512(acc, rows, x_rows, R, P, j, tail_mask(j, cols), row_bytes, half, fetch);
-#pragma GCC unroll 2
-    for (int r = 0; r < R; r += 4)
-#pragma GCC unroll 6
-        for (int p = 0; p < P; p++)
-            store_tile(out, os, t + p, i + r, end, reduce4_512(acc[r][p], acc[r + 1][p], acc[r + 2][p], acc[r + 3][p]));
-}
-
-/* A prompt's rows go in blocks of about this many bytes: each tile of six
- * positions runs over the whole block, whose rows stay in L2 meanwhile (the
- * inputs of six positions stay in L1). Rows outer instead (every position
- * tile of four rows, then the next four) read every position's input from
- * L2 for each four rows: the 15M shape's float32 and float16 products, a
- * 200-token prompt, 1 thread, Xeon, 7-9% slower; the 42M shape and two
- * threads level. */
-#define QKV_ROW_BLOCK_BYTES (256 * 1024)
-
-/* Every (row, position) is one accumulator summed over the columns in the
- * same order, and reduced by the same tree, whatever its tile: the bits of
- * a prompt are those of its tokens one at a time. */
-TARGET_AVX512 INLINE void matmul_float_512(float *out, int os, const Activations *a, const void *w, int cols,
-                                           int begin, int end, int half) {
-    size_t row_bytes = (size_t)cols * (half ? 2 : 4);
-    if (a->n == 1) {
-        for (int i = begin; i < end; i += 4) tile_float_512(out, os, a, w, row_bytes, cols, i, end, 0, 4, 1, half, 1);
-        return;
-    }
-    int whole = a->n / 6 * 6, block = (int)(QKV_ROW_BLOCK_BYTES / row_bytes) / 4 * 4;
-    if (block < 4) block = 4;
-    for (int first = begin; first < end; first += block) {
-        int last = first + block < end ? first + block : end;
-        for (int t = 0; t < whole; t += 6)
-            for (int i = first; i < last; i += 4)
-                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0);
-        /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
-        for (int i = first; i < last; i += 4) switch (a->n - whole) {
-            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, whole == 0); break;
-            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, whole == 0); break;
-            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, whole == 0); break;
-            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, whole == 0); break;
-            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, whole == 0); break;
-            }
-    }
-}
-
-TARGET_AVX512 static void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols,
-                                            int begin, int end) {
-    matmul_float_512(out, os, a, w, cols, begin, end, 0);
-}
-
-TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols,
-                                            int begin, int end) {
-    matmul_float_512(out, os, a, w, cols, begin, end, 1);
+/* The lanes of a panel's rows row0..row0+15 that lie within [begin, end). */
+TARGET_AVX512 INLINE __mmask16 panel_rows_mask(int row0, int begin, int end) {
+    int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;
+    return last <= first ? 0 : (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));
 }
 
 /* AMX's int8 tiles: CPUID.(7,0):EDX has AMX-TILE (bit 24) and AMX-INT8
@@ -816,7 +560,25 @@ static Isa isa_of_cpu(void) {
     return (Isa)isa;
 }
 
-#include "kernels_int8.h" /* the int8 and 4-bit kernels */
+#include "kernels_float.h" /* the float32 and float16 kernels */
+#include "kernels_rows.h"  /* float rows as stored: the KV cache's keys */
+#include "kernels_int8.h"  /* the int8 and 4-bit kernels */
+
+/* ------------------------------------------------------------------------ */
+/* Packing: every type into panels of QKV_PANEL rows                         */
+
+size_t weight_packed_bytes(WeightType type, int rows, int cols) {
+    if (!weight_traits(type) || rows <= 0) return 0;
+    size_t panels = ((size_t)rows + QKV_PANEL - 1) / QKV_PANEL;
+    return panels * QKV_PANEL * weight_row_bytes(type, cols);
+}
+
+int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels) {
+    if (!weight_packed_bytes(type, rows, cols)) return 0;
+    if (weight_traits(type)->quantized) pack_quantized(type, data, rows, cols, panels);
+    else pack_float(data, rows, cols, weight_traits(type)->block_bytes, panels);
+    return 1;
+}
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */

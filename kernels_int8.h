@@ -25,11 +25,6 @@
 /* Bytes of a row's values in one block, as packed: 32 (Q8_0), 16 (Q4_0). */
 static int packed_value_bytes(int q4) { return q4 ? QKV_QBLOCK / 2 : QKV_QBLOCK; }
 
-size_t weight_packed_bytes(WeightType type, int rows, int cols) {
-    if (type != WEIGHT_Q8_0 && type != WEIGHT_Q4_0) return 0;
-    size_t panels = ((size_t)rows + QKV_PANEL - 1) / QKV_PANEL;
-    return panels * QKV_PANEL * weight_row_bytes(type, cols);
-}
 
 /* Row r (of QKV_PANEL) of a panel: its blocks' values and scales moved from
  * ggml's row into the panel's places. */
@@ -50,8 +45,7 @@ static void pack_row(const unsigned char *row, int r, int blocks, int q4, unsign
     }
 }
 
-int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels) {
-    if (type != WEIGHT_Q8_0 && type != WEIGHT_Q4_0) return 0;
+static void pack_quantized(WeightType type, const void *data, int rows, int cols, void *panels) {
     int q4 = type == WEIGHT_Q4_0, blocks = cols / QKV_QBLOCK;
     size_t row_bytes = weight_row_bytes(type, cols), panel_bytes = QKV_PANEL * row_bytes;
     if (rows % QKV_PANEL) /* the last panel's padding rows are zeros */
@@ -59,7 +53,6 @@ int weight_pack(WeightType type, const void *data, int rows, int cols, void *pan
     for (int i = 0; i < rows; i++)
         pack_row((const unsigned char *)data + (size_t)i * row_bytes, i % QKV_PANEL, blocks, q4,
                  (unsigned char *)panels + (size_t)(i / QKV_PANEL) * panel_bytes);
-    return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -343,12 +336,6 @@ TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *va
             dots[p] = _mm512_dpbusd_epi32(dots[p], hi, _mm512_set1_epi32(X4(x[p], 16 + 4 * c)));
         }
     }
-}
-
-/* The lanes of rows row0..row0+15 that lie within [begin, end). */
-TARGET_AVX512 INLINE __mmask16 panel_rows_mask(int row0, int begin, int end) {
-    int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;
-    return last <= first ? 0 : (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));
 }
 
 /* A panel (rows row0..row0+15) times positions t..t+P-1: per block, the

@@ -39,7 +39,7 @@ typedef struct {
     size_t row_bytes;     /* one key or value row of one head, as stored */
     unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */
     unsigned char *values;
-    const KernelEntry *f32_kernel, *f16_kernel; /* the scores of float32 and float16 keys */
+    MatmulKernel f32_scores, f16_scores; /* the scores of float32 and float16 keys (kernels_rows.h) */
     Isa isa;
 } KVCache;
 
@@ -116,8 +116,8 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->head_size = head_size;
     kv->row_bytes = kv_row_bytes(type, head_size);
     kv->isa = isa_available();
-    kv->f32_kernel = kernel_for(WEIGHT_F32, kv->isa);
-    kv->f16_kernel = kernel_for(WEIGHT_F16, kv->isa);
+    kv->f32_scores = rows_kernel_for(WEIGHT_F32, kv->isa);
+    kv->f16_scores = rows_kernel_for(WEIGHT_F16, kv->isa);
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)capacity, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
@@ -793,9 +793,9 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
             q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride);
         return;
     }
-    const KernelEntry *k = kv->type == KV_F16 ? kv->f16_kernel : kv->f32_kernel;
+    MatmulKernel k = kv->type == KV_F16 ? kv->f16_scores : kv->f32_scores;
     Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL, NULL };
-    k->run(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
+    k(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }
 
 /* out = Σ_t w[t] · values[t] over t < n, int8 values */

@@ -60,7 +60,7 @@ typedef struct {
     int rows, cols;   /* y[rows] = W[rows, cols] x[cols], row-major */
     const void *data;
     const KernelEntry *kernel; /* NULL: the best one for type, looked up at use */
-    const void *panels;        /* Q8_0, Q4_0: the data as the kernels read it (weight_pack) */
+    const void *panels;        /* the data as the kernels read it (weight_pack), made at load */
 } Matrix;
 
 /* A matrix over data of a type; model_load then gives every matrix the
@@ -105,10 +105,9 @@ typedef struct {
     size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
     const void *file;     /* the file's first byte in memory: */
-    void *mapping;        /*   the mmap'd file, */
-    void *file_copy;      /*   or the file read into memory (float matrices: see read_shift) */
+    void *mapping;        /*   the mmap'd file (NULL: a caller's buffer) */
     void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
-    void *panels;         /* the quantized matrices' panels (weight_pack), else NULL */
+    void *panels;         /* the matrices' panels (weight_pack) */
     size_t file_bytes;
 } Model;
 
@@ -233,10 +232,10 @@ void softmax(float *x, int n);
 void matmul(float *out, const float *x, const Matrix *w);
 void rope(float *vec, int n_heads, int head_size, int pos, float theta);
 /* keys and values: n_visible rows of head_size floats; scores_kernel: the
- * float32 matmul kernel for q . keys (NULL: the best for this CPU) */
+ * float32 row kernel for q . keys (NULL: the best for this CPU) */
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int n_visible, int head_size,
-                    const KernelEntry *scores_kernel);
+                    MatmulKernel scores_kernel);
 
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                   */
@@ -434,7 +433,7 @@ static void matmul_units(Activations *x, const Product *p, int n_products, int f
         if (from < to) {
             const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
             int begin = (from - base) * QKV_ROW_UNIT, end = (to - base) * QKV_ROW_UNIT;
-            k->run(p[i].out, p[i].out_stride, x, w->panels ? w->panels : w->data, w->cols, begin,
+            k->run(p[i].out, p[i].out_stride, x, w->panels, w->cols, begin,
                    end < w->rows ? end : w->rows);
         }
         base += units;
@@ -542,19 +541,19 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  *   weights[t] = softmax(scores / sqrt(head_size))[t]
  *   out        = sum_t weights[t] * values[t]       out[head_size]
  * keys and values point at this head's rows, head_size floats apart. The
- * scores are keys @ q, a matrix (the cached keys) times a vector, so the
- * float32 matmul kernel computes them, four keys at a time. Positions a
+ * scores are keys @ q, a matrix (the cached keys) times a vector, so a
+ * float32 row kernel (kernels_rows.h) computes them, four keys at a time. Positions a
  * query may not see are simply not visited: that is the causal mask, and
  * why the cache holds only the past. This is the plain form, one whole row
  * of scores: the reference for forward()'s blocked attention (attention.h),
  * which gives the same numbers without keeping the row. */
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int n_visible, int head_size,
-                    const KernelEntry *scores_kernel) {
+                    MatmulKernel scores_kernel) {
     /* the rows as a float32 KV cache of one head */
     KVCache view = { .type = KV_F32, .head_size = head_size, .row_bytes = (size_t)head_size * sizeof(float),
                      .isa = isa_available() };
-    view.f32_kernel = scores_kernel ? scores_kernel : kernel_for(WEIGHT_F32, view.isa);
+    view.f32_scores = scores_kernel ? scores_kernel : rows_kernel_for(WEIGHT_F32, view.isa);
     kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;

@@ -186,14 +186,15 @@ static void test_float16(void) {
         const KernelEntry *e = kernel_at(k);
         if (e->type != WEIGHT_F16 || e->isa > isa_available()) continue;
         int bad_kernel = 0;
-        uint16_t lane[16] = { 0 };
+        uint16_t lane[16] = { 0 }, panel[16 * QKV_PANEL];
         float one[16] = { 1 };
         for (unsigned h = 0; h < 65536; h++) {
             lane[0] = (uint16_t)h;
+            weight_pack(WEIGHT_F16, lane, 1, 16, panel);
             double want = half_by_definition(h);
             float got;
             Activations a = { one, 1, 16, 16, NULL, NULL, 0 };
-            e->run(&got, 1, &a, lane, 16, 0, 1);
+            e->run(&got, 1, &a, panel, 16, 0, 1);
             bad_kernel += isnan(want) ? !isnan(got) : (double)got != want;
         }
         char name[128];
@@ -236,7 +237,7 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
 }
 
 /* Every kernel this CPU can run, on a [ROWS, n] matrix of each type and
- * POS positions (int8 and 4-bit as panels, as they are multiplied):
+ * POS positions (as panels, as they are multiplied):
  *  - against float64 sums of the dequantized weights times the input (for
  *    int8 and 4-bit, the input as quantized by the reference above), within
  *    1e-6 of the sum of magnitudes;
@@ -244,7 +245,8 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
  *    prompt path against the decode path), and a block of rows the bits of
  *    the whole matrix (the thread split);
  *  - int8 and 4-bit: the bits of the portable kernel (one order of sums on
- *    every instruction set);
+ *    every instruction set); float32 and float16 with AVX-512: the bits of
+ *    AVX2's;
  * at lengths that exercise every loop and tail: 37 rows are two panels and
  * a part, 41 positions every tile of positions (AMX's 16, then 8, 6, 4, 2,
  * 1). */
@@ -374,13 +376,16 @@ static void test_matmul_kernels(void) {
         int quant = weight_traits(e->type)->quantized;
         const int *lengths = quant ? quant_lengths : float_lengths;
         int n_lengths = quant ? 4 : (int)(sizeof float_lengths / sizeof float_lengths[0]);
-        /* the int8 kernels against the portable one (which is itself the reference's order) */
-        MatmulKernel portable = quant && e->isa != ISA_PORTABLE ? kernel_for(e->type, ISA_PORTABLE)->run : NULL;
+        /* the int8 kernels against the portable one (which is itself the
+         * reference's order); the float AVX-512 kernels against AVX2's (both
+         * one FMA a column, in column order; the portable C has no FMA) */
+        Isa same_as = quant ? ISA_PORTABLE : ISA_AVX2;
+        MatmulKernel portable = e->isa > same_as ? kernel_for(e->type, same_as)->run : NULL;
         int same = 1, as_portable = 1;
         double worst = 0;
         for (int li = 0; li < n_lengths; li++) {
             kernel_test_inputs(&d, e->type, lengths[li]);
-            kernel_test_run(&d, e->run, portable, quant ? (const void *)d.panels : (const void *)d.w, lengths[li],
+            kernel_test_run(&d, e->run, portable, d.panels, lengths[li],
                             &worst, &same, &as_portable);
         }
         snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (37 rows, 41 positions, every tail)",
@@ -390,7 +395,7 @@ static void test_matmul_kernels(void) {
                  e->name);
         report(same, name, "a result differs");
         if (portable) {
-            snprintf(name, sizeof name, "matmul kernel %s: the bits of the portable kernel", e->name);
+            snprintf(name, sizeof name, "matmul kernel %s: the bits of the %s kernel", e->name, isa_name(same_as));
             report(as_portable, name, "a result differs");
         }
     }
