@@ -400,7 +400,7 @@ static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const
 /* The child's side: a run state (a cache of n positions, or of a window
  * with its sinks), then the peak resident growth over a prefill of n tokens
  * (writing 5 to /proc/self/clear_refs resets the peak to the current size).
- * The weights are resident already (read or prefaulted at load); the
+ * The weights are resident already (packed at load); the
  * cache's pages are counted from the first step on, as a large page
  * (2 MiB) holds many positions. */
 static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {

@@ -616,14 +616,6 @@ const char *model_format_name(FileFormat f) {
     return "?";
 }
 
-/* Reads one byte of every page now, at load, so that the first forward pass
- * (a prompt, timed) does not pay the page faults of mapping the weights. */
-static void prefault(const unsigned char *p, size_t n) {
-    volatile unsigned char sink = 0;
-    for (size_t i = 0; i < n; i += 4096) sink ^= p[i];
-    (void)sink;
-}
-
 /* The format a file's first four bytes name. llama2.c's legacy format has
  * no magic: it is what none names (load_view then checks its header). */
 static FileFormat format_of_magic(const unsigned char head[4]) {
@@ -650,7 +642,6 @@ static int map_file(FileView *f, Model *m, const char *path) {
     if (p == MAP_FAILED) return load_error(f, "cannot map %s: %s", path, strerror(errno));
     m->mapping = p;
     m->file_bytes = (size_t)st.st_size;
-    prefault(p, m->file_bytes);
     f->base = m->file = p;
     f->size = (size_t)st.st_size;
     return 0;
@@ -691,9 +682,11 @@ static size_t packed_bytes_aligned(const Matrix *w) {
 
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
- * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the file's
- * copy of a matrix is then released (not the classifier's when it is the
- * embedding table, read by rows). -1 if the memory cannot be had. */
+ * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the mapped
+ * pages a matrix was read from are released as soon as it is packed, so
+ * the process never holds a file's matrices twice. A tied embedding table
+ * is released too: a lookup faults in the one row it reads (a page of the
+ * file, from the page cache). -1 if the memory cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -716,7 +709,7 @@ static int pack_matrices(Model *m) {
         if (mats[i]->data && weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
             at += packed_bytes_aligned(mats[i]);
-            if (mats[i]->data != m->weights.token_embedding.data) release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
+            release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
         }
     free(mats);
     return 0;
