@@ -397,12 +397,22 @@ static long status_kb(const char *field) {
 
 static void ignore_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {}
 
+/* One read of every page of the mapped file (the child's own copy of the
+ * mapping): the embedding rows and norms a prefill reads where they lie
+ * are then resident before the measure starts, like the packed matrices. */
+static void touch_mapping(const Model *m) {
+    volatile unsigned char sink = 0;
+    const unsigned char *p = m->mapping;
+    for (size_t i = 0; p && i < m->file_bytes; i += 4096) sink ^= p[i];
+    (void)sink;
+}
+
 /* The child's side: a run state (a cache of n positions, or of a window
  * with its sinks), then the peak resident growth over a prefill of n tokens
  * (writing 5 to /proc/self/clear_refs resets the peak to the current size).
- * The weights are resident already (packed at load); the
- * cache's pages are counted from the first step on, as a large page
- * (2 MiB) holds many positions. */
+ * The weights are resident already (packed at load, the rest of the file
+ * touched here); the cache's pages are counted from the first step on, as
+ * a large page (2 MiB) holds many positions. */
 static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
     RunState s;
     long growth = -1;
@@ -412,6 +422,7 @@ static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int obse
         kv_window_init(&s.kv_cache, sinks))
         return -1;
     fill_tokens(tokens, n, m->config.vocab_size);
+    touch_mapping(m);
     FILE *reset = fopen("/proc/self/clear_refs", "w");
     long before = status_kb("VmRSS");
     if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {

@@ -684,7 +684,8 @@ static size_t packed_bytes_aligned(const Matrix *w) {
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
  * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the mapped
  * pages a matrix was read from are released as soon as it is packed, so
- * the process never holds a file's matrices twice. A tied embedding table
+ * a mapped file's matrices are not held twice (a buffer's are: the caller
+ * owns it). A tied embedding table
  * is released too: a lookup faults in the one row it reads (a page of the
  * file, from the page cache). -1 if the memory cannot be had. */
 static int pack_matrices(Model *m) {

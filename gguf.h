@@ -1,7 +1,8 @@
 /* gguf.h — loading llama.cpp's GGUF files (versions 2 and 3) of the "llama"
  * architecture. The config and the tokenizer come from the metadata; the
- * tensors (F32, F16, Q8_0, Q4_0: ggml's block layouts are qkv's own) are used
- * from the mapped file as they are. Every string, array, count and offset is
+ * tensors (F32, F16, Q8_0, Q4_0: ggml's block layouts are qkv's own) are read
+ * from the mapped file, the matrices packed into panels at load as any
+ * file's are. Every string, array, count and offset is
  * checked against the file before it is used: a bad file gets one line in err
  * and -1, never a read past the end, and no count is trusted for an
  * allocation or a loop before the file is known to be long enough for it.

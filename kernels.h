@@ -113,8 +113,8 @@ typedef struct {
 } Activations;
 
 /* out[t * out_stride + i] = W[i, :] . x[t, :] for rows begin <= i < end and
- * every position t of a; W is the matrix's data, cols wide (for Q8_0 and
- * Q4_0, its panels: weight_pack). */
+ * every position t of a; w is the matrix's panels (weight_pack), cols wide
+ * (rows_kernel_for's kernels take rows as stored instead). */
 typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, const void *w, int cols,
                              int begin, int end);
 

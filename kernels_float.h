@@ -14,8 +14,9 @@
  * read as stored would need a sum across its vector's 16 lanes for each
  * (row, position), which cost a prompt's tiles a fifth of their time on
  * 288-wide rows (the stories15M shape). A prompt's tile loads a few panels'
- * column once for eight positions (a register-blocked matrix multiply);
- * a decode step streams four panels side by side.
+ * column once for eight positions with AVX-512, six with AVX2 (a
+ * register-blocked matrix multiply); a decode step streams four panels side
+ * by side.
  *
  * Every (row, position) is one accumulator summed in column order with one
  * rounding per step (an FMA), whatever the tile: a prompt gives the bits
@@ -98,22 +99,32 @@ static void matmul_f16_portable(float *out, int os, const Activations *a, const 
 #ifndef QKV_DECODE_PANELS
 #define QKV_DECODE_PANELS 4
 #endif
+_Static_assert(QKV_DECODE_PANELS >= 1 && QKV_DECODE_PANELS <= 4, "the decode tiles are 1-4 panels");
 /* A decode step requests each panel's bytes this far ahead of the column
  * it reads, a cache line (one column of float32, two of float16) at a
- * time. The hardware prefetchers alone left the core waiting on four
- * streams that each restart at every 4 KiB: float16 decode of the 42M
- * shape, 1 thread, Xeon, 248 -> 283-298 tok/s (1, 2 or 8 panels side by
- * side, 1 to 6 KiB ahead, a far second request into L2: all within a few
- * per cent), against 294-312 for the rows the panels replaced, which
- * streamed four adjacent rows as one and requested eight rows ahead. */
+ * time, running on into the next tile's panels (prefetch_column). The
+ * hardware prefetchers alone left the core waiting on four streams that
+ * each restart at every 4 KiB: float16 decode of the 42M shape, 1 thread,
+ * Xeon, 248 tok/s against 294-312 for the rows the panels replaced (which
+ * streamed four adjacent rows as one and requested eight rows ahead).
+ * Requests within each panel only: 283-298 (1 to 6 KiB ahead, 1, 2 or 8
+ * panels a tile: all within a few per cent); running on into the next
+ * tile: 322-333 against the rows' 317-324, and the 15M shape's float16 on
+ * two threads (whose shares are a few short tiles a product) 1675-1729
+ * against 1678-1704. */
 #ifndef QKV_PANEL_AHEAD
 #define QKV_PANEL_AHEAD 3072
 #endif
 
-/* Column j's line of a panel, QKV_PANEL_AHEAD bytes on (a prefetch never
- * faults: past the matrix's end it is harmless). */
-INLINE void prefetch_column(const unsigned char *panel, int j, int half) {
-    _mm_prefetch((const char *)panel + (size_t)j * QKV_PANEL * (half ? 2 : 4) + QKV_PANEL_AHEAD, _MM_HINT_T0);
+/* The line QKV_PANEL_AHEAD bytes past column j of panel r of a decode
+ * tile of R panels: in panel r while it lasts, then in panel r of the next
+ * tile (R panels on), so each stream's first lines are requested before
+ * its tile starts (a prefetch never faults: past the matrix's end it is
+ * harmless). */
+INLINE void prefetch_column(const unsigned char *panel, size_t panel_bytes, int r, int R, int j, int half) {
+    size_t ahead = (size_t)j * QKV_PANEL * (half ? 2 : 4) + QKV_PANEL_AHEAD;
+    size_t skip = ahead >= panel_bytes ? (size_t)(R - 1) * panel_bytes : 0;
+    _mm_prefetch((const char *)panel + (size_t)r * panel_bytes + ahead + skip, _MM_HINT_T0);
 }
 
 /* Panels of [row0, end) from row0 on, at most max. */
@@ -128,7 +139,7 @@ typedef void (*FloatTile)(float *out, int os, const Activations *a, const unsign
                           int cols, int row0, int begin, int end, int t, int R, int P, int half);
 
 /* Rows [begin, end) of a float matrix's panels times every position of a,
- * tile by tile: a decode step QKV_DECODE_PANELS panels a tile; a prompt
+ * tile by tile: a decode step up to QKV_DECODE_PANELS panels a tile; a prompt
  * blocks of panels, each block's tiles of R panels x P positions, every
  * tile of positions over the whole block (one call a tile: the call costs
  * nothing beside a tile's thousands of FMAs). */
@@ -137,10 +148,14 @@ INLINE void matmul_float_panels(FloatTile tile, int R, int P, float *out, int os
     size_t panel_bytes = (size_t)QKV_PANEL * (size_t)cols * (half ? 2 : 4);
     int first = begin - begin % QKV_PANEL;
     const unsigned char *panels = (const unsigned char *)w + (size_t)(first / QKV_PANEL) * panel_bytes;
-    if (a->n == 1) {
-        for (int row0 = first; row0 < end; row0 += QKV_DECODE_PANELS * QKV_PANEL)
+    if (a->n == 1) { /* the panels in tiles as equal as can be: 9 as 3 + 3 + 3, not 4 + 4 + 1 */
+        int n = panels_left(first, end, 1 << 30), tiles = (n + QKV_DECODE_PANELS - 1) / QKV_DECODE_PANELS;
+        for (int k = 0, row0 = first; k < tiles; k++) {
+            int R = n / tiles + (k < n % tiles);
             tile(out, os, a, panels + (size_t)((row0 - first) / QKV_PANEL) * panel_bytes, panel_bytes, cols, row0,
-                 begin, end, 0, panels_left(row0, end, QKV_DECODE_PANELS), 1, half);
+                 begin, end, 0, R, 1, half);
+            row0 += R * QKV_PANEL;
+        }
         return;
     }
     int block = (int)(QKV_PANEL_BLOCK_BYTES / panel_bytes) / R * R * QKV_PANEL;
@@ -186,7 +201,7 @@ TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *
         __m256 w[8];
 #pragma GCC unroll 4
         for (int r = 0; r < R && P == 1; r++)
-            if (!half || j % 2 == 0) prefetch_column(panel + (size_t)r * panel_bytes, j, half);
+            if (!half || j % 2 == 0) prefetch_column(panel, panel_bytes, r, R, j, half);
 #pragma GCC unroll 8
         for (int v = 0; v < 2 * R; v++) w[v] = column_avx2(panel + (size_t)(v / 2) * panel_bytes, j, v % 2, half);
 #pragma GCC unroll 6
@@ -243,10 +258,10 @@ TARGET_AVX512 INLINE __m512 column_512(const unsigned char *panel, int j, int ha
 }
 
 /* Column j of R panels times positions x[0..P-1]: acc[r][p] += W x. */
-TARGET_AVX512 INLINE void step_512(__m512 acc[8][8], const unsigned char *panel, size_t panel_bytes, const float **x,
+TARGET_AVX512 INLINE void step_512(__m512 acc[4][8], const unsigned char *panel, size_t panel_bytes, const float **x,
                                    int j, int R, int P, int half) {
-    __m512 w[8];
-#pragma GCC unroll 8
+    __m512 w[4];
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++) w[r] = column_512(panel + (size_t)r * panel_bytes, j, half);
 #pragma GCC unroll 8
     for (int p = 0; p < P; p++) {
@@ -265,7 +280,7 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
                                           size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R,
                                           int P, int half) {
     const float *x[8];
-    __m512 acc[8][8];
+    __m512 acc[4][8];
 #pragma GCC unroll 8
     for (int p = 0; p < P; p++) x[p] = act_row(a, t + p);
 #pragma GCC unroll 8
@@ -277,8 +292,8 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
         if (P == 1)
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
-                prefetch_column(panel + (size_t)r * panel_bytes, j, half);
-                if (!half) prefetch_column(panel + (size_t)r * panel_bytes, j + 1, half);
+                prefetch_column(panel, panel_bytes, r, R, j, half);
+                if (!half) prefetch_column(panel, panel_bytes, r, R, j + 1, half);
             }
         step_512(acc, panel, panel_bytes, x, j, R, P, half);
         step_512(acc, panel, panel_bytes, x, j + 1, R, P, half);
@@ -309,11 +324,7 @@ TARGET_AVX512 INLINE void tile_512(float *out, int os, const Activations *a, con
     case 2: TILE(RR, 2); break;                                                                             \
     default: TILE(RR, 1); break;                                                                            \
     }
-    if (R == 8) TILE(8, 1);
-    else if (R == 7) TILE(7, 1);
-    else if (R == 6) TILE(6, 1);
-    else if (R == 5) TILE(5, 1);
-    else if (R == 4) TILE(4, 1);
+    if (R == 4) TILE(4, 1);
     else if (R == 3) TILE_P(3)
     else if (R == 2) TILE_P(2)
     else TILE_P(1)

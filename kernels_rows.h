@@ -48,14 +48,11 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * accumulators are summed across lanes together at the end. TILE_ROWS is
  * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
-/* Software prefetch: while
- * a tile streams its rows, the same bytes of the rows QKV_PF further on are
- * requested, so the memory system always has several rows in flight
- * (measured: 2.3x on the row-wise Q8_0 kernel that the panels replaced, on
- * a 44 MB model, where the hardware prefetchers alone left the core
- * waiting; a panel is one contiguous stream, and prefetching it measured no
- * faster). A prefetch never faults, so past the matrix's end it is
- * harmless. */
+/* Software prefetch: while a tile streams its rows, the same bytes of the
+ * rows QKV_PF further on are requested, so the memory system always has
+ * several rows in flight (measured: 2.3x on a row-wise Q8_0 weight kernel,
+ * on a 44 MB model, where the hardware prefetchers alone left the core
+ * waiting). A prefetch never faults, so past the last row it is harmless. */
 #ifndef QKV_PF
 #define QKV_PF 8
 #endif

@@ -124,7 +124,8 @@ typedef struct {
  * one-line reason in err. */
 int model_load(Model *m, const char *path, char *err, size_t err_len);
 /* The same from size bytes at data (a fuzzer's input, a test's buffer): the
- * weights point into data, which must outlive the model. */
+ * norms, the embedding tables and the tokenizer point into data, which must
+ * outlive the model (the matrices are packed into panels of their own). */
 int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
@@ -405,8 +406,9 @@ Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
 
 size_t matrix_bytes(const Matrix *w) { return (size_t)w->rows * weight_row_bytes(w->type, w->cols); }
 
-/* The unit of rows the threads share: one panel of the int8 kernels, a
- * multiple of every kernel's tile. */
+/* The unit of rows the threads share: one panel of every weight kernel
+ * (kernels.h: weight_pack); a tile of several panels handles a run's last,
+ * shorter one. */
 #define QKV_ROW_UNIT 16
 
 /* The input rows of a product: x[t * stride + i] for n positions, with the

@@ -247,10 +247,11 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
  *  - int8 and 4-bit: the bits of the portable kernel (one order of sums on
  *    every instruction set); float32 and float16 with AVX-512: the bits of
  *    AVX2's;
- * at lengths that exercise every loop and tail: 37 rows are two panels and
- * a part, 41 positions every tile of positions (AMX's 16, then 8, 6, 4, 2,
- * 1). */
-enum { KT_ROWS = 37, KT_POS = 41, KT_MAX = 288, KT_PANEL_ROWS = 48 };
+ * at lengths that exercise every loop and tail: 70 rows are four panels and
+ * a part (a decode tile of four panels, then one; float prompt tiles of
+ * three, then two), 41 positions every tile of positions (AMX's 16, then
+ * 8, 6, 4, 2, 1). */
+enum { KT_ROWS = 70, KT_POS = 41, KT_MAX = 288, KT_PANEL_ROWS = 80 };
 typedef struct {
     float wf[KT_ROWS * KT_MAX], x[KT_POS * KT_MAX], deq[KT_ROWS * KT_MAX], xq_f[KT_POS * KT_MAX];
     unsigned char w[KT_ROWS * KT_MAX * 4], panels[KT_PANEL_ROWS * KT_MAX * 4];
@@ -289,7 +290,7 @@ static void kernel_test_inputs(KernelTestData *d, WeightType type, int n) {
 static void kernel_test_run(const KernelTestData *d, MatmulKernel run, MatmulKernel portable, const void *data, int n,
                             double *worst, int *same, int *as_portable) {
     static float all[KT_POS * KT_ROWS], one[KT_POS * KT_ROWS], part[KT_POS * KT_ROWS], plain[KT_POS * KT_ROWS];
-    enum { BEGIN = 13, END = 35 }; /* a block of rows across panels */
+    enum { BEGIN = 13, END = 67 }; /* a block of rows across panels, partial at both ends */
     Activations a = { d->x, KT_POS, KT_MAX, n, (int8_t *)d->xq, (float *)d->xd, 1, (int32_t *)d->xs };
     run(all, KT_ROWS, &a, data, n, 0, KT_ROWS);
     run(part, KT_ROWS, &a, data, n, BEGIN, END);
@@ -388,7 +389,7 @@ static void test_matmul_kernels(void) {
             kernel_test_run(&d, e->run, portable, d.panels, lengths[li],
                             &worst, &same, &as_portable);
         }
-        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (37 rows, 41 positions, every tail)",
+        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (70 rows, 41 positions, every tail)",
                  e->name);
         report(worst <= 1e-6, name, "worst relative error %.3g", worst);
         snprintf(name, sizeof name, "matmul kernel %s: a prompt in one call gives the bits of one position at a time",
