@@ -247,11 +247,12 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
  *  - int8 and 4-bit: the bits of the portable kernel (one order of sums on
  *    every instruction set); float32 and float16 with AVX-512: the bits of
  *    AVX2's;
- * at lengths that exercise every loop and tail: 70 rows are four panels and
- * a part (a decode tile of four panels, then one; float prompt tiles of
- * three, then two), 41 positions every tile of positions (AMX's 16, then
- * 8, 6, 4, 2, 1). */
-enum { KT_ROWS = 70, KT_POS = 41, KT_MAX = 288, KT_PANEL_ROWS = 80 };
+ * at lengths that exercise every loop and tail: 120 rows are seven panels
+ * and a part (float decode tiles of four panels; of three and two over
+ * rows 13-66, of one over 40-49; float prompt tiles of three panels, then
+ * two), 41 positions every tile of positions (AMX's 16, then 8, 6, 4, 2,
+ * 1). */
+enum { KT_ROWS = 120, KT_POS = 41, KT_MAX = 288, KT_PANEL_ROWS = 128 };
 typedef struct {
     float wf[KT_ROWS * KT_MAX], x[KT_POS * KT_MAX], deq[KT_ROWS * KT_MAX], xq_f[KT_POS * KT_MAX];
     unsigned char w[KT_ROWS * KT_MAX * 4], panels[KT_PANEL_ROWS * KT_MAX * 4];
@@ -290,14 +291,26 @@ static void kernel_test_inputs(KernelTestData *d, WeightType type, int n) {
 static void kernel_test_run(const KernelTestData *d, MatmulKernel run, MatmulKernel portable, const void *data, int n,
                             double *worst, int *same, int *as_portable) {
     static float all[KT_POS * KT_ROWS], one[KT_POS * KT_ROWS], part[KT_POS * KT_ROWS], plain[KT_POS * KT_ROWS];
-    enum { BEGIN = 13, END = 67 }; /* a block of rows across panels, partial at both ends */
+    /* blocks of rows across panels, partial at both ends (five panels), and
+     * within one panel */
+    static const int blocks[][2] = { { 13, 67 }, { 40, 50 } };
     Activations a = { d->x, KT_POS, KT_MAX, n, (int8_t *)d->xq, (float *)d->xd, 1, (int32_t *)d->xs };
     run(all, KT_ROWS, &a, data, n, 0, KT_ROWS);
-    run(part, KT_ROWS, &a, data, n, BEGIN, END);
-    for (int t = 0; t < KT_POS; t++) {
-        Activations a1 = { d->x + t * KT_MAX, 1, KT_MAX, n, (int8_t *)d->xq + t * KT_MAX,
-                           (float *)d->xd + t * (KT_MAX / 32), 1, (int32_t *)d->xs + t * (KT_MAX / 32) };
-        run(one + t * KT_ROWS, KT_ROWS, &a1, data, n, 0, KT_ROWS);
+    for (int b = -1; b < 2; b++) {
+        int begin = b < 0 ? 0 : blocks[b][0], end = b < 0 ? KT_ROWS : blocks[b][1];
+        memset(one, 0xff, sizeof one); /* NaNs: a row not written differs */
+        memset(part, 0xff, sizeof part);
+        if (b >= 0) run(part, KT_ROWS, &a, data, n, begin, end);
+        for (int t = 0; t < KT_POS; t++) {
+            Activations a1 = { d->x + t * KT_MAX, 1, KT_MAX, n, (int8_t *)d->xq + t * KT_MAX,
+                               (float *)d->xd + t * (KT_MAX / 32), 1, (int32_t *)d->xs + t * (KT_MAX / 32) };
+            run(one + t * KT_ROWS, KT_ROWS, &a1, data, n, begin, end);
+        }
+        for (int t = 0; t < KT_POS; t++)
+            for (int r = begin; r < end; r++) {
+                *same &= memcmp(&all[t * KT_ROWS + r], &one[t * KT_ROWS + r], sizeof(float)) == 0;
+                if (b >= 0) *same &= memcmp(&all[t * KT_ROWS + r], &part[t * KT_ROWS + r], sizeof(float)) == 0;
+            }
     }
     if (portable) {
         portable(plain, KT_ROWS, &a, data, n, 0, KT_ROWS);
@@ -312,8 +325,6 @@ static void kernel_test_run(const KernelTestData *d, MatmulKernel run, MatmulKer
             }
             double err = fabs(all[t * KT_ROWS + r] - want) / (scale + 1e-30);
             if (!(err <= *worst)) *worst = err; /* a NaN is the worst */
-            *same &= memcmp(&all[t * KT_ROWS + r], &one[t * KT_ROWS + r], sizeof(float)) == 0;
-            if (r >= BEGIN && r < END) *same &= memcmp(&all[t * KT_ROWS + r], &part[t * KT_ROWS + r], sizeof(float)) == 0;
         }
 }
 
@@ -389,7 +400,7 @@ static void test_matmul_kernels(void) {
             kernel_test_run(&d, e->run, portable, d.panels, lengths[li],
                             &worst, &same, &as_portable);
         }
-        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (70 rows, 41 positions, every tail)",
+        snprintf(name, sizeof name, "matmul kernel %s: equals float64 sums within 1e-6 (120 rows, 41 positions, every tail)",
                  e->name);
         report(worst <= 1e-6, name, "worst relative error %.3g", worst);
         snprintf(name, sizeof name, "matmul kernel %s: a prompt in one call gives the bits of one position at a time",
