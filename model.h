@@ -481,8 +481,9 @@ static void matmul_rows(float *out, int out_stride, Activations *x, const Matrix
     matmul_group(x, &p, 1);
 }
 
-/* out[rows] = W[rows, cols] @ x[cols] (for tests and one-off products; a
- * quantized matrix needs scratch for x, allocated here) */
+/* out[rows] = W[rows, cols] @ x[cols] (for tests and one-off products: the
+ * panels, and a quantized matrix's scratch for x, are allocated here; NaNs
+ * if they cannot be) */
 void matmul(float *out, const float *x, const Matrix *w) {
     size_t blocks = (size_t)w->cols / QKV_QBLOCK + 1, panel_bytes = weight_packed_bytes(w->type, w->rows, w->cols);
     int8_t *q = malloc((size_t)w->cols + QKV_QBLOCK);
@@ -496,6 +497,8 @@ void matmul(float *out, const float *x, const Matrix *w) {
     }
     Activations a = { x, 1, w->cols, w->cols, q, scale, 0, sum, NULL };
     if (q && scale && sum && (!panel_bytes || packed.panels)) matmul_rows(out, w->rows, &a, &packed);
+    else
+        for (int i = 0; i < w->rows; i++) out[i] = NAN; /* out of memory: no silent answer */
     free(q);
     free(scale);
     free(sum);

@@ -105,10 +105,27 @@ Example
 """
 
 import collections
+import contextlib
 import os
 import struct
 
 import numpy as np
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """A file written whole beside path, then renamed over it: an engine that
+    has the old file mapped keeps reading the old bytes (a file rewritten
+    in place under a mapping can stop the reader with SIGBUS)."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
 
 QKV_MAGIC = b"QKVM"
 QKV_VERSION = 1
@@ -482,7 +499,7 @@ def parse_tokenizer(buf, vocab_size=None, kind=TOKENIZER_LLAMA):
 def write_tokenizer_bin(path, tokenizer):
     """Write llama2.c's tokenizer.bin."""
     data = tokenizer_to_bytes(tokenizer)
-    with open(path, "wb") as f:
+    with _replacing(path) as f:
         f.write(data)
     return len(data)
 
@@ -541,7 +558,7 @@ def write_qkv(path, config, tensors, tokenizer, alignment=DEFAULT_ALIGNMENT, str
         c["rope_theta"], c["shared_classifier"], c["weight_type"], c["bos_id"], c["eos_id"], len(names),
         alignment, tok_off, len(tok_bytes), table_off, file_bytes, c["arch"], c["activation"],
         c["tokenizer_kind"])
-    with open(path, "wb") as f:
+    with _replacing(path) as f:
         f.write(header)
         f.write(tok_bytes)
         f.write(b"\0" * (table_off - f.tell()))
@@ -713,7 +730,7 @@ def write_llama2c_legacy(path, config, tensors, strict=True):
         _check_tensors(c, tensors)
     vocab = c["vocab_size"] if c["shared_classifier"] else -c["vocab_size"]
     hs = c["dim"] // c["n_heads"] if c["n_heads"] else 0
-    with open(path, "wb") as f:
+    with _replacing(path) as f:
         f.write(_LLAMA2C_HEADER.pack(c["dim"], c["hidden_dim"], c["n_layers"], c["n_heads"],
                                      c["n_kv_heads"], vocab, c["seq_len"]))
         seq = [tensors["tok_embeddings"]]
@@ -757,7 +774,7 @@ def write_llama2c_v1(path, config, tensors, strict=True):
         check_config(c)
         _llama2c_check(c)
         _check_tensors(c, tensors)
-    with open(path, "wb") as f:
+    with _replacing(path) as f:
         f.write(_v1_header(c, 1))
         seq = _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm")
         seq += [tensors["norm"], tensors["tok_embeddings"]] + _v1_matrices(c, tensors)
@@ -779,7 +796,7 @@ def write_llama2c_v2(path, config, tensors, group_size=64):
     _check_tensors(c, tensors)
     header = _v1_header(c, 2)
     struct.pack_into("<i", header, 37, group_size)
-    with open(path, "wb") as f:
+    with _replacing(path) as f:
         f.write(header)
         for a in _layer_list(c, tensors, "attention_norm") + _layer_list(c, tensors, "ffn_norm") + [tensors["norm"]]:
             np.ascontiguousarray(a, dtype="<f4").tofile(f)
