@@ -235,15 +235,13 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * not 114). */
 #define QKV_DECODE_PARALLEL_WORK (QKV_PARALLEL_MIN_WORK / 4)
 
-/* Thread id's share of a decode row's (head, block) tasks: each leaves its
- * partial. */
-static void decode_share(void *ctx, int id, int threads) {
+/* A decode row's (head, block) tasks first_task..last_task-1: each leaves
+ * its partial. */
+static void decode_tasks(void *ctx, long first_task, long last_task) {
     const LayerPass *l = ctx;
     const AttentionRows *a = l->a;
     int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys);
     size_t stride = PARTIAL_FLOATS(hs);
-    long first_task, last_task;
-    team_share((long)a->n_heads * blocks, id, threads, &first_task, &last_task);
     for (long task = first_task; task < last_task; task++) {
         int head = (int)(task / blocks), first = (int)(task % blocks) * QKV_KEY_BLOCK;
         int n = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
@@ -264,7 +262,8 @@ static void decode_row(const LayerPass *l) {
     const AttentionRows *a = l->a;
     int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys), h;
     size_t stride = PARTIAL_FLOATS(hs);
-    team_run(a->team, decode_share, (void *)l, (long)a->n_heads * n_keys * hs >= QKV_DECODE_PARALLEL_WORK);
+    team_run_items(a->team, (long)a->n_heads * blocks, decode_tasks, (void *)l,
+                   (long)a->n_heads * n_keys * hs >= QKV_DECODE_PARALLEL_WORK);
     /* the fold is a few multiply-adds per block: one thread, and no second
      * meeting of the threads (on a busy machine each one can cost a time slice) */
     for (h = 0; h < a->n_heads; h++) {
@@ -307,13 +306,11 @@ static void prompt_group(const LayerPass *l, int h, int t0, int t1, float *tile)
                observed_row(l, a->weights, t, h), kv_visible(l->kv, a->pos + t), l->scale);
 }
 
-/* Thread id's share of a prompt's (head, group of rows) tasks. */
-static void prompt_share(void *ctx, int id, int threads) {
+/* A prompt's (head, group of rows) tasks first_task..last_task-1. */
+static void prompt_tasks(void *ctx, long first_task, long last_task) {
     const LayerPass *l = ctx;
     const AttentionRows *a = l->a;
     int groups = (a->n + QKV_QUERY_GROUP - 1) / QKV_QUERY_GROUP;
-    long first_task, last_task;
-    team_share((long)a->n_heads * groups, id, threads, &first_task, &last_task);
     for (long task = first_task; task < last_task; task++) {
         float tile[QKV_QUERY_GROUP * QKV_KEY_BLOCK];
         int g = (int)(task % groups), t0 = g * QKV_QUERY_GROUP;
@@ -324,8 +321,9 @@ static void prompt_share(void *ctx, int id, int threads) {
 /* A prompt's rows: (head, group of rows) tasks. */
 static void prompt_rows(const LayerPass *l) {
     const AttentionRows *a = l->a;
+    int groups = (a->n + QKV_QUERY_GROUP - 1) / QKV_QUERY_GROUP;
     long work = (long)a->n_heads * (a->pos + a->n) * l->head_size * a->n;
-    team_run(a->team, prompt_share, (void *)l, work >= QKV_PARALLEL_MIN_WORK);
+    team_run_items(a->team, (long)a->n_heads * groups, prompt_tasks, (void *)l, work >= QKV_PARALLEL_MIN_WORK);
 }
 
 void attention_layer(const KVCache *kv, int layer, const AttentionRows *a) {

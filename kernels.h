@@ -430,11 +430,9 @@ typedef struct {
     Isa isa;
 } QuantizeTask;
 
-static void quantize_rows(void *ctx, int id, int n) {
+static void quantize_rows(void *ctx, long first, long last) {
     QuantizeTask *task = ctx;
     Activations *a = task->a;
-    long first, last;
-    team_share(a->n, id, n, &first, &last);
     for (long t = first; t < last; t++)
         activation_row(a, task->isa, (int)t, a->cols / QKV_QBLOCK, a->stride / QKV_QBLOCK);
 }
@@ -444,7 +442,7 @@ static void quantize_rows(void *ctx, int id, int n) {
 void activations_quantize(Activations *a, Isa isa) {
     if (a->quantized) return;
     QuantizeTask task = { a, isa };
-    team_run(a->team, quantize_rows, &task, (long)a->n * a->cols >= QKV_PARALLEL_MIN_WORK); /* not a decode step's */
+    team_run_items(a->team, a->n, quantize_rows, &task, (long)a->n * a->cols >= QKV_PARALLEL_MIN_WORK); /* not a decode step's */
     a->quantized = 1;
 }
 

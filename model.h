@@ -451,13 +451,11 @@ static void matmul_units(Activations *x, const Product *p, int n_products, int f
 typedef struct {
     Activations *x;
     const Product *p;
-    int n_products, n_units;
+    int n_products;
 } GroupTask;
 
-static void group_rows(void *ctx, int id, int n) {
+static void group_rows(void *ctx, long first, long last) {
     GroupTask *g = ctx;
-    long first, last;
-    team_share(g->n_units, id, n, &first, &last);
     matmul_units(g->x, g->p, g->n_products, (int)first, (int)last);
 }
 
@@ -470,8 +468,8 @@ static void matmul_group(Activations *x, const Product *p, int n_products) {
         n_units += (p[i].w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
         work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
-    GroupTask task = { x, p, n_products, n_units };
-    team_run(x->team, group_rows, &task, work >= QKV_PARALLEL_MIN_WORK);
+    GroupTask task = { x, p, n_products };
+    team_run_items(x->team, n_units, group_rows, &task, work >= QKV_PARALLEL_MIN_WORK);
 }
 
 /* out[t, :rows] = W[rows, cols] @ x[t, :cols] for the n positions of x;
@@ -582,24 +580,21 @@ float gelu_tanh(float x) {
  * seven a layer (2% of a step of the 15M shape in int8 on two threads). */
 #define QKV_PARALLEL_ELEMENTS 8192
 
-/* h[i] <- gelu(h[i]), the chosen GELU, for this thread's share of n */
+/* h[i] <- gelu(h[i]), the chosen GELU, for i in first..last-1 */
 typedef struct {
     float *h;
-    int n;
     Activation act;
 } GeluTask;
 
-static void gelu_share(void *ctx, int id, int threads) {
+static void gelu_items(void *ctx, long first, long last) {
     GeluTask *g = ctx;
-    long first, last;
-    team_share(g->n, id, threads, &first, &last);
     for (long i = first; i < last; i++) g->h[i] = g->act == ACT_GELU_TANH ? gelu_tanh(g->h[i]) : gelu_erf(g->h[i]);
 }
 
 /* rows of h[n, hidden] <- gelu(h), the chosen GELU */
 static void gelu(Team *team, float *h, int n, Activation act) {
-    GeluTask task = { h, n, act };
-    team_run(team, gelu_share, &task, n >= QKV_PARALLEL_ELEMENTS);
+    GeluTask task = { h, act };
+    team_run_items(team, n, gelu_items, &task, n >= QKV_PARALLEL_ELEMENTS);
 }
 
 /* each of n rows of out (stride apart) += bias[len]; a NULL bias adds nothing (Llama) */
@@ -620,10 +615,8 @@ typedef struct {
     int n;
 } SwigluTask;
 
-static void swiglu_share(void *ctx, int id, int threads) {
+static void swiglu_runs(void *ctx, long first, long last) {
     SwigluTask *g = ctx;
-    long first, last;
-    team_share((g->n + SWIGLU_RUN - 1) / SWIGLU_RUN, id, threads, &first, &last);
     for (long r = first; r < last; r++) {
         long at = r * SWIGLU_RUN, len = g->n - at < SWIGLU_RUN ? g->n - at : SWIGLU_RUN;
         silu_mul(g->isa, g->gate + at, g->up + at, (int)len);
@@ -632,7 +625,7 @@ static void swiglu_share(void *ctx, int id, int threads) {
 
 static void swiglu(Team *team, Isa isa, float *gate, const float *up, int n) {
     SwigluTask task = { isa, gate, up, n };
-    team_run(team, swiglu_share, &task, n >= QKV_PARALLEL_ELEMENTS);
+    team_run_items(team, (n + SWIGLU_RUN - 1) / SWIGLU_RUN, swiglu_runs, &task, n >= QKV_PARALLEL_ELEMENTS);
 }
 
 static void add_residual(float *x, const float *delta, int n) {
@@ -702,21 +695,18 @@ typedef struct {
     float *out;
     int out_stride;
     const float *x, *weight, *bias;
-    int n;
 } NormTask;
 
-static void norm_share(void *ctx, int id, int threads) {
+static void norm_items(void *ctx, long first, long last) {
     NormTask *g = ctx;
-    long first, last;
-    team_share(g->n, id, threads, &first, &last);
     for (long t = first; t < last; t++)
         norm_row(g->c, g->out + (size_t)t * g->out_stride, g->x + (size_t)t * g->c->dim, g->weight, g->bias);
 }
 
 static void norm_rows(Team *team, const Config *c, float *out, int out_stride, const float *x, const float *weight,
                       const float *bias, int n) {
-    NormTask task = { c, out, out_stride, x, weight, bias, n };
-    team_run(team, norm_share, &task, (long)n * c->dim >= QKV_PARALLEL_ELEMENTS);
+    NormTask task = { c, out, out_stride, x, weight, bias };
+    team_run_items(team, n, norm_items, &task, (long)n * c->dim >= QKV_PARALLEL_ELEMENTS);
 }
 
 /* Queries, keys and values of rows 0..n-1 (positions pos..pos+n-1), with

@@ -15,6 +15,8 @@
  *
  *     team_main(threads, body, ctx);     body(team, ctx) runs on thread 0
  *     team_run(team, task, ctx, parallel);   task(ctx, id, n) on n threads
+ *     team_run_items(team, n_items, items, ctx, parallel);
+ *                                        items(ctx, first, last), a share each
  *
  * Without a team (team NULL: tests, tools, -m ppl) team_run is an OpenMP
  * region, as before. Either way a task splits its work by (id, n) alone, so
@@ -47,6 +49,13 @@ static inline void team_share(long n_items, int id, int n, long *first, long *la
     *first = n_items * id / n;
     *last = n_items * (id + 1) / n;
 }
+
+/* A task over items: items first..last-1 of ctx's work. */
+typedef void (*TeamItems)(void *ctx, long first, long last);
+
+/* team_run for work that is n_items alike: each thread calls items() on
+ * its team_share of them (every engine loop is of this kind). */
+void team_run_items(Team *team, long n_items, TeamItems items, void *ctx, int parallel);
 
 #endif /* QKV_TEAM_H */
 
@@ -236,6 +245,24 @@ void team_run(Team *team, TeamTask task, void *ctx, int parallel) {
     unsigned number = team_post(team);
     task(ctx, 0, n);
     team_await(team, number);
+}
+
+typedef struct {
+    long n_items;
+    TeamItems items;
+    void *ctx;
+} TeamItemsJob;
+
+static void team_items_share(void *ctx, int id, int n) {
+    TeamItemsJob *job = ctx;
+    long first, last;
+    team_share(job->n_items, id, n, &first, &last);
+    job->items(job->ctx, first, last);
+}
+
+void team_run_items(Team *team, long n_items, TeamItems items, void *ctx, int parallel) {
+    TeamItemsJob job = { n_items, items, ctx };
+    team_run(team, team_items_share, &job, parallel);
 }
 
 #endif /* QKV_TEAM_IMPLEMENTED */
