@@ -683,11 +683,11 @@ static size_t packed_bytes_aligned(const Matrix *w) {
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
  * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the mapped
- * pages a matrix was read from are released as soon as it is packed, so
- * a mapped file's matrices are not held twice (a buffer's are: the caller
- * owns it). A tied embedding table
- * is released too: a lookup faults in the one row it reads (a page of the
- * file, from the page cache). -1 if the memory cannot be had. */
+ * pages a matrix was read from are released as soon as it is packed, so a
+ * mapped file's matrices are not held twice (a buffer's are: the caller
+ * owns it). A tied embedding table is released too: a lookup faults in the
+ * one row it reads (a page of the file, from the page cache). -1 if the
+ * memory cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);

@@ -25,7 +25,6 @@
 /* Bytes of a row's values in one block, as packed: 32 (Q8_0), 16 (Q4_0). */
 static int packed_value_bytes(int q4) { return q4 ? QKV_QBLOCK / 2 : QKV_QBLOCK; }
 
-
 /* Row r (of QKV_PANEL) of a panel: its blocks' values and scales moved from
  * ggml's row into the panel's places. */
 static void pack_row(const unsigned char *row, int r, int blocks, int q4, unsigned char *panel) {
