@@ -48,16 +48,19 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * accumulators are summed across lanes together at the end. TILE_ROWS is
  * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
-/* Software prefetch: while a tile streams its rows, the same bytes of the
- * rows QKV_PF further on are requested, so the memory system always has
- * several rows in flight (measured: 2.3x on a row-wise Q8_0 weight kernel,
- * on a 44 MB model, where the hardware prefetchers alone left the core
- * waiting). A prefetch never faults, so past the last row it is harmless. */
-#ifndef QKV_PF
-#define QKV_PF 8
+/* Software prefetch: while a tile streams its rows, the bytes
+ * QKV_KEYS_AHEAD further on are requested, so the memory system always has
+ * several rows in flight. A decode step reads a long context's keys from
+ * memory, a block of 256 at a time, then the block's values. 8 rows ahead
+ * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
+ * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
+ * of the bench's read probe (1 thread, Xeon, three runs interleaved);
+ * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. A prefetch
+ * never faults, so past the last row it is harmless. */
+#ifndef QKV_KEYS_AHEAD
+#define QKV_KEYS_AHEAD 2048
 #endif
-#define PREFETCH(row, row_bytes, offset) \
-    _mm_prefetch((const char *)(row) + (size_t)QKV_PF * (row_bytes) + (offset), _MM_HINT_T0)
+#define PREFETCH(row, offset) _mm_prefetch((const char *)(row) + QKV_KEYS_AHEAD + (offset), _MM_HINT_T0)
 
 /* The R rows of a tile: past the matrix's end, repeat the first row
  * (computed and thrown away, so the loops have no special case). */
@@ -119,7 +122,7 @@ TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **r
     for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-        if (j % 16 == 0) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
+        if (j % 16 == 0) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
         __m256 wv;
         if (!whole) wv = load8_w(rows[r], j, cols, half);
         else if (half) wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(rows[r] + 2 * (size_t)j)));
@@ -198,7 +201,7 @@ TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char *
     for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, x_rows[p] + j);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (fetch) PREFETCH(rows[r], row_bytes, (size_t)j * (half ? 2 : 4));
+        if (fetch) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
         __m512 wv = load16_w(rows[r], j, m, half);
 #pragma GCC unroll 6
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(wv, x[p], acc[r][p]);
