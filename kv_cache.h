@@ -39,8 +39,7 @@ typedef struct {
     size_t row_bytes;     /* one key or value row of one head, as stored */
     unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */
     unsigned char *values;
-    MatmulKernel f32_scores, f16_scores; /* the scores of float32 and float16 keys (kernels_rows.h) */
-    Isa isa;
+    Isa isa;              /* the kernels' instruction set (float keys' scores: kernels_rows.h) */
 } KVCache;
 
 /* Returns 0, or -1 when out of memory (or the size overflows). */
@@ -116,8 +115,6 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->head_size = head_size;
     kv->row_bytes = kv_row_bytes(type, head_size);
     kv->isa = isa_available();
-    kv->f32_scores = rows_kernel_for(WEIGHT_F32, kv->isa);
-    kv->f16_scores = rows_kernel_for(WEIGHT_F16, kv->isa);
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)capacity, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
@@ -797,7 +794,7 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
             q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride);
         return;
     }
-    MatmulKernel k = kv->type == KV_F16 ? kv->f16_scores : kv->f32_scores;
+    MatmulKernel k = rows_kernel_for(kv->type == KV_F16 ? WEIGHT_F16 : WEIGHT_F32, kv->isa);
     Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL, NULL };
     k(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }

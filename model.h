@@ -232,11 +232,9 @@ void matrix_row(float *out, const Matrix *w, int row);
 void softmax(float *x, int n);
 void matmul(float *out, const float *x, const Matrix *w);
 void rope(float *vec, int n_heads, int head_size, int pos, float theta);
-/* keys and values: n_visible rows of head_size floats; scores_kernel: the
- * float32 row kernel for q . keys (NULL: the best for this CPU) */
+/* keys and values: n_visible rows of head_size floats */
 void attention_head(float *out, float *scores, float *weights, const float *q,
-                    const float *keys, const float *values, int n_visible, int head_size,
-                    MatmulKernel scores_kernel);
+                    const float *keys, const float *values, int n_visible, int head_size);
 
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                   */
@@ -551,12 +549,10 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
  * of scores: the reference for forward()'s blocked attention (attention.h),
  * which gives the same numbers without keeping the row. */
 void attention_head(float *out, float *scores, float *weights, const float *q,
-                    const float *keys, const float *values, int n_visible, int head_size,
-                    MatmulKernel scores_kernel) {
+                    const float *keys, const float *values, int n_visible, int head_size) {
     /* the rows as a float32 KV cache of one head */
     KVCache view = { .type = KV_F32, .head_size = head_size, .row_bytes = (size_t)head_size * sizeof(float),
                      .isa = isa_available() };
-    view.f32_scores = scores_kernel ? scores_kernel : rows_kernel_for(WEIGHT_F32, view.isa);
     kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;

@@ -66,8 +66,6 @@ typedef struct {
 static void fixture_init(Fixture *f, KVType type, Isa isa) {
     kv_cache_init(&f->kv, type, 1, KV_HEADS, KEYS, HS);
     f->kv.isa = isa;
-    f->kv.f32_scores = rows_kernel_for(WEIGHT_F32, isa);
-    f->kv.f16_scores = rows_kernel_for(WEIGHT_F16, isa);
     f->q = malloc(sizeof(float) * ROWS * HEADS * HS);
     f->keys = malloc(sizeof(float) * KEYS * KV_HEADS * HS);
     f->values = malloc(sizeof(float) * KEYS * KV_HEADS * HS);

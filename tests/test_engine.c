@@ -74,7 +74,7 @@ static void test_worked_example(void) {
            "worked example: queries ('bank' [2,0], 'flooded' [1,1])", "%s", why);
 
     /* without the mask "bank" sees all four tokens */
-    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 4, 2, NULL);
+    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 4, 2);
     const float bank_scores[4] = { 0, 4, 0, 4 }, bank_weights[4] = { 0.028f, 0.472f, 0.028f, 0.472f };
     const float bank_out[2] = { 0.944f, 0.028f };
     report(vector_close(scores, bank_scores, 4, 1e-6f, why, sizeof why), "worked example: bank's raw scores [0,4,0,4]", "%s", why);
@@ -83,17 +83,17 @@ static void test_worked_example(void) {
     report(vector_close(out, bank_out, 2, 0.0006f, why, sizeof why), "worked example: bank's output [0.944,0.028]", "%s", why);
 
     /* with the causal mask "bank" sees The, river, bank */
-    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 3, 2, NULL);
+    attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 3, 2);
     const float causal_weights[3] = { 0.053f, 0.894f, 0.053f }, causal_out[2] = { 0.894f, 0.053f };
     report(vector_close(weights, causal_weights, 3, 0.0006f, why, sizeof why),
            "worked example: causal weights of bank [0.053,0.894,0.053]", "%s", why);
     report(vector_close(out, causal_out, 2, 0.0006f, why, sizeof why), "worked example: causal output [0.894,0.053]", "%s", why);
 
     /* "The" sees only itself; "flooded", the last token, is unchanged by the mask */
-    attention_head(out, scores, weights, q[0], &k[0][0], &v[0][0], 1, 2, NULL);
+    attention_head(out, scores, weights, q[0], &k[0][0], &v[0][0], 1, 2);
     report(weights[0] == 1.0f, "worked example: 'The' under the mask attends only to itself", "weight %f", weights[0]);
     float full[4];
-    attention_head(out, scores, full, q[3], &k[0][0], &v[0][0], 4, 2, NULL);
+    attention_head(out, scores, full, q[3], &k[0][0], &v[0][0], 4, 2);
     float sum = full[0] + full[1] + full[2] + full[3];
     report(close_to(sum, 1.0f, 1e-6f), "worked example: a weights row sums to 1", "sum %f", sum);
 }

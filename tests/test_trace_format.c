@@ -48,7 +48,7 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
  * "flooded" is still in the future. out receives the attention output. */
 static char *bank_row(int n_keys, int colour, float out[D_K]) {
     float scores[N_TOKENS], weights[N_TOKENS];
-    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], n_keys, D_K, NULL);
+    attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], n_keys, D_K);
     return print_row(scores, weights, n_keys, N_TOKENS, colour);
 }
 
