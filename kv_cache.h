@@ -331,23 +331,17 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 8 /* vectors of 8 */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
-/* Bytes ahead of a row whose lines are requested while it is summed: the
- * value rows of a long context come from memory, and the hardware
- * prefetcher alone leaves the core waiting at the start of each block.
- * 2 KiB, as for the keys (kernels_rows.h: QKV_KEYS_AHEAD), measured with
- * them: 8 rows ahead was 768 bytes of float16 values of 48. */
-#ifndef KV_VALUES_AHEAD
-#define KV_VALUES_AHEAD 2048
-#endif
-
 /* bytes from from on, into L1 */
 INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
     for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
 }
 
-/* the bytes of rows rows from row, KV_VALUES_AHEAD bytes ahead */
+/* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels_rows.h,
+ * as for the keys): the value rows of a long context come from memory, and
+ * the hardware prefetcher alone leaves the core waiting at the start of
+ * each block */
 INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows) {
-    kv_prefetch(row + KV_VALUES_AHEAD, rows * row_bytes);
+    kv_prefetch(row + QKV_KV_AHEAD, rows * row_bytes);
 }
 
 TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {
