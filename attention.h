@@ -219,7 +219,7 @@ static const unsigned char *head_keys(const LayerPass *l, int h, int key) {
 }
 
 static const unsigned char *head_values(const LayerPass *l, int h, int key) {
-    return kv_values(l->kv, l->layer, h / l->heads_per_kv) + (size_t)key * l->kv->row_bytes;
+    return kv_values(l->kv, l->layer, h / l->heads_per_kv) + (size_t)key * l->kv->value_bytes;
 }
 
 /* An observer's row of row t, head h (scores or weights), or NULL */

@@ -10,7 +10,8 @@
  * dominates"). Float16 halves those bytes and int8 quarters them; the
  * arithmetic stays float32. An int8 row is a float32 scale and head_size
  * values: x = q · scale, scale = max|x| / 127 (one scale per key or value
- * row of each head). */
+ * row of each head), the scales kept apart from the values, which are laid
+ * out for the integer products (below: keys in panels, values in pairs). */
 #ifndef QKV_KV_CACHE_H
 #define QKV_KV_CACHE_H
 
@@ -36,9 +37,13 @@ typedef struct {
     int n_layers, n_kv_heads, capacity, head_size;
     int sinks;            /* positions that are never evicted (kv_window.h) */
     float *sink_keys;     /* [n_layers, n_kv_heads, sinks, head_size] their keys, float32, and scratch (kv_window.h) */
-    size_t row_bytes;     /* one key or value row of one head, as stored */
+    size_t row_bytes;     /* one key row of one head, as stored (int8: its values; the scale apart) */
+    size_t value_bytes;   /* one value row's */
+    int stride;           /* rows from one head's to the next: int8, the capacity rounded up to a panel */
     unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */
     unsigned char *values;
+    float *key_scales;    /* int8: [n_layers, n_kv_heads, stride] the key rows' scales */
+    float *value_scales;  /* int8: the value rows' */
     Isa isa;              /* the kernels' instruction set (float keys' scores: kernels_rows.h) */
 } KVCache;
 
@@ -60,8 +65,13 @@ void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float
 const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head);
 const unsigned char *kv_values(const KVCache *kv, int layer, int kv_head);
 
-/* A stored row as floats (for tests and tools). */
-void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out);
+/* 1 when two caches of one shape hold the same bytes (tests) */
+int kv_cache_same(const KVCache *a, const KVCache *b);
+
+/* Key row t after keys, value row t after values (kv_keys' and
+ * kv_values' rows, or a row of them) as floats, for tests and tools. */
+void kv_key_to_float(const KVCache *kv, const unsigned char *keys, int t, float *out);
+void kv_value_to_float(const KVCache *kv, const unsigned char *values, int t, float *out);
 
 /* scores[t * scores_stride + key] = keys[key] · q[t] for key < n_keys and
  * the n query rows q (q_stride floats apart): each (key, query) the same
@@ -69,7 +79,8 @@ void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out);
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
                float *scores, int scores_stride);
 
-/* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible. fetch:
+/* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible, values
+ * from an even row of a head (int8 rows are in pairs). fetch:
  * request the rows ahead while summing (a decode row reads them from
  * memory; the other rows of a prompt's group find them in cache, and the
  * requests only cost them time). The same bits either way. */
@@ -98,6 +109,10 @@ int kv_type_parse(const char *name) {
     return -1;
 }
 
+/* int8 keys are stored in panels of KV_Q8_PANEL rows (kv_cache_store) */
+#define KV_Q8_PANEL 16
+
+/* The bytes of one row, an int8 row's scale included */
 static size_t kv_row_bytes(KVType type, int head_size) {
     switch (type) {
     case KV_F16: return (size_t)head_size * 2;
@@ -113,15 +128,23 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->n_kv_heads = n_kv_heads;
     kv->capacity = capacity;
     kv->head_size = head_size;
-    kv->row_bytes = kv_row_bytes(type, head_size);
+    int q8 = type == KV_Q8;
+    if (capacity > INT32_MAX - KV_Q8_PANEL) return -1;
+    kv->row_bytes = q8 ? (size_t)(head_size + head_size % 2) : kv_row_bytes(type, head_size);
+    kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
+    kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
     size_t rows, bytes;
-    if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)capacity, &rows) ||
+    if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)kv->stride, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
         return -1;
     kv->keys = zalloc_aligned(bytes, 1);
-    kv->values = zalloc_aligned(bytes, 1);
-    if (!kv->keys || !kv->values) {
+    kv->values = zalloc_aligned(rows * kv->value_bytes, 1);
+    if (q8) {
+        kv->key_scales = zalloc_aligned(rows, sizeof(float));
+        kv->value_scales = zalloc_aligned(rows, sizeof(float));
+    }
+    if (!kv->keys || !kv->values || (q8 && (!kv->key_scales || !kv->value_scales))) {
         kv_cache_free(kv);
         return -1;
     }
@@ -131,8 +154,11 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
 void kv_cache_free(KVCache *kv) {
     free_aligned(kv->keys);
     free_aligned(kv->values);
+    free_aligned(kv->key_scales);
+    free_aligned(kv->value_scales);
     free(kv->sink_keys);
     kv->keys = kv->values = NULL;
+    kv->key_scales = kv->value_scales = NULL;
     kv->sink_keys = NULL;
 }
 
@@ -141,7 +167,7 @@ size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head
 }
 
 size_t kv_cache_bytes(const KVCache *kv) {
-    return 2 * (size_t)kv->n_layers * kv->n_kv_heads * kv->capacity * kv->row_bytes;
+    return (size_t)kv->n_layers * kv->n_kv_heads * kv->stride * kv_bytes_per_position(kv->type, 1, 1, kv->head_size);
 }
 
 /* The slot of position pos: a sink keeps its own; the others go round the
@@ -150,18 +176,23 @@ int kv_slot(const KVCache *kv, int pos) {
     return pos < kv->sinks ? pos : kv->sinks + (pos - kv->sinks) % (kv->capacity - kv->sinks);
 }
 
-/* Where position pos of one key/value head of one layer lives. */
-static size_t kv_offset(const KVCache *kv, int layer, int kv_head, int pos) {
-    size_t head = (size_t)layer * kv->n_kv_heads + (size_t)kv_head;
-    return (head * kv->capacity + (size_t)kv_slot(kv, pos)) * kv->row_bytes;
+/* The row of slot slot of one key/value head of one layer, counted from
+ * the first layer's first head */
+static size_t kv_row_index(const KVCache *kv, int layer, int kv_head, int slot) {
+    return ((size_t)layer * kv->n_kv_heads + (size_t)kv_head) * kv->stride + (size_t)slot;
+}
+
+/* Where that key row lives. */
+static size_t kv_slot_offset(const KVCache *kv, int layer, int kv_head, int slot) {
+    return kv_row_index(kv, layer, kv_head, slot) * kv->row_bytes;
 }
 
 const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head) {
-    return kv->keys + kv_offset(kv, layer, kv_head, 0);
+    return kv->keys + kv_slot_offset(kv, layer, kv_head, 0);
 }
 
 const unsigned char *kv_values(const KVCache *kv, int layer, int kv_head) {
-    return kv->values + kv_offset(kv, layer, kv_head, 0);
+    return kv->values + kv_row_index(kv, layer, kv_head, 0) * kv->value_bytes;
 }
 
 /* roundf's halves away from zero, exactly, for |v| < 2^31 */
@@ -181,46 +212,149 @@ static float abs_max(const float *x, int n) {
     return nonfinite == 0.0f ? amax : NAN;
 }
 
-/* One row of floats into the cache's type. */
+/* An int8 row's scale, max|x| / 127, and its inverse (0 for a row of
+ * zeros); a row with a NaN or an infinity gets a NaN scale and inverse 0,
+ * so no float -> int is undefined and the row's products are NaN */
+static float q8_scale(const float *x, int n, float *inverse) {
+    float amax = abs_max(x, n), scale = amax / 127.0f;
+    *inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+    if (amax <= 3.4e38f) return scale;
+    *inverse = 0.0f;
+    return NAN;
+}
+
+/* An element of an int8 row: round(x / scale) */
+static inline unsigned char q8_byte(float x, float inverse) { return (unsigned char)(int8_t)kv_round(x * inverse); }
+
+/* A float32 or float16 row of floats, as stored */
 static void kv_encode(KVType type, const float *x, int n, unsigned char *row) {
     if (type == KV_F32) {
         memcpy(row, x, (size_t)n * sizeof(float));
-    } else if (type == KV_F16) {
-        for (int i = 0; i < n; i++) {
-            uint16_t h = float_to_half(x[i]);
-            memcpy(row + 2 * (size_t)i, &h, 2);
-        }
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        uint16_t h = float_to_half(x[i]);
+        memcpy(row + 2 * (size_t)i, &h, 2);
+    }
+}
+
+static void kv_decode(KVType type, const unsigned char *row, int n, float *out) {
+    if (type == KV_F32)
+        memcpy(out, row, (size_t)n * sizeof(float));
+    else
+        weight_row_to_float(WEIGHT_F16, row, out, n);
+}
+
+/* int8 keys, in panels: the rows of slots 16j..16j+15 of a head together,
+ * two elements of each row after the other's, so that widened to int16 a
+ * vector holds two elements of each of the panel's 16 keys, and one
+ * multiply-add of int16 pairs adds a pair of q's products to each key's
+ * score. Element i of key t (t from a panel's first row) is at
+ *     (t - t % 16) · row_bytes + (i / 2) · 32 + (t % 16) · 2 + i % 2
+ * (row_bytes: the head size rounded up to a pair). scales[t]: its scale. */
+typedef struct {
+    const unsigned char *panels;
+    const float *scales;
+    int hs;
+} Q8Keys;
+
+static inline int q8_key(Q8Keys k, int t, int i) {
+    size_t panel = (size_t)(t - t % KV_Q8_PANEL) * (size_t)(k.hs + k.hs % 2);
+    return (int8_t)k.panels[panel + (size_t)(i / 2) * 2 * KV_Q8_PANEL + (size_t)(t % KV_Q8_PANEL) * 2 + i % 2];
+}
+
+/* int8 values, in pairs (slots 2j and 2j+1 of a head): v_2j[0], v_2j+1[0],
+ * v_2j[1], v_2j+1[1], ..., so that widened to int16 each 32-bit lane holds
+ * one element of both rows (the weighted sums below). Element i of value t
+ * (t from an even row) is at (t - t % 2) · hs + 2i + t % 2. */
+typedef struct {
+    const unsigned char *pairs;
+    const float *scales;
+    int hs;
+} Q8Values;
+
+static Q8Values q8_values_at(Q8Values v, int t) {
+    return (Q8Values){ v.pairs + (size_t)t * v.hs, v.scales + t, v.hs };
+}
+
+static inline int q8_value(Q8Values v, int t, int i) {
+    return (int8_t)v.pairs[(size_t)(t - t % 2) * v.hs + 2 * (size_t)i + t % 2];
+}
+
+/* The int8 keys (values) from row `row` of the cache on: the panel (pair)
+ * it is in, and its place there */
+static Q8Keys q8_keys_of(const KVCache *kv, size_t row, int *skip) {
+    *skip = (int)(row % KV_Q8_PANEL);
+    row -= (size_t)*skip;
+    return (Q8Keys){ kv->keys + row * kv->row_bytes, kv->key_scales + row, kv->head_size };
+}
+
+static Q8Values q8_values_of(const KVCache *kv, size_t row, int *skip) {
+    *skip = (int)(row % 2);
+    row -= (size_t)*skip;
+    return (Q8Values){ kv->values + row * kv->value_bytes, kv->value_scales + row, kv->head_size };
+}
+
+/* One key (key = 1) or value row of floats into its slot of a layer's kv
+ * head. */
+static void kv_store_row(KVCache *kv, int key, int layer, int kv_head, int slot, const float *x) {
+    size_t row = kv_row_index(kv, layer, kv_head, slot);
+    int hs = kv->head_size, t;
+    if (kv->type != KV_Q8) {
+        kv_encode(kv->type, x, hs, key ? kv->keys + row * kv->row_bytes : kv->values + row * kv->value_bytes);
+        return;
+    }
+    float inverse, scale = q8_scale(x, hs, &inverse);
+    if (key) {
+        kv->key_scales[row] = scale;
+        unsigned char *panel = (unsigned char *)q8_keys_of(kv, row, &t).panels;
+        for (int i = 0; i < hs; i++) panel[(size_t)(i / 2) * 2 * KV_Q8_PANEL + (size_t)t * 2 + i % 2] = q8_byte(x[i], inverse);
     } else {
-        float amax = abs_max(x, n);
-        float scale = amax / 127.0f, inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
-        if (!(amax <= 3.4e38f)) { /* NaN or infinity: a NaN row, no undefined float -> int */
-            scale = NAN;
-            inverse = 0.0f;
-        }
-        memcpy(row, &scale, sizeof scale);
-        for (int i = 0; i < n; i++) row[sizeof scale + i] = (unsigned char)(int8_t)kv_round(x[i] * inverse);
+        kv->value_scales[row] = scale;
+        unsigned char *pair = (unsigned char *)q8_values_of(kv, row, &t).pairs;
+        for (int i = 0; i < hs; i++) pair[2 * (size_t)i + t] = q8_byte(x[i], inverse);
     }
 }
 
 void kv_cache_store(KVCache *kv, int layer, int pos, const float *k, const float *v) {
+    int slot = kv_slot(kv, pos);
     for (int h = 0; h < kv->n_kv_heads; h++) {
-        size_t at = kv_offset(kv, layer, h, pos);
-        kv_encode(kv->type, k + (size_t)h * kv->head_size, kv->head_size, kv->keys + at);
-        kv_encode(kv->type, v + (size_t)h * kv->head_size, kv->head_size, kv->values + at);
+        kv_store_row(kv, 1, layer, h, slot, k + (size_t)h * kv->head_size);
+        kv_store_row(kv, 0, layer, h, slot, v + (size_t)h * kv->head_size);
     }
 }
 
-void kv_row_to_float(const KVCache *kv, const unsigned char *row, float *out) {
-    int n = kv->head_size;
-    if (kv->type == KV_F32) {
-        memcpy(out, row, (size_t)n * sizeof(float));
-    } else if (kv->type == KV_F16) {
-        weight_row_to_float(WEIGHT_F16, row, out, n);
+int kv_cache_same(const KVCache *a, const KVCache *b) {
+    size_t rows = (size_t)a->n_layers * a->n_kv_heads * a->stride;
+    if (a->type != b->type || a->head_size != b->head_size || rows != (size_t)b->n_layers * b->n_kv_heads * b->stride)
+        return 0;
+    int same = memcmp(a->keys, b->keys, rows * a->row_bytes) == 0 && memcmp(a->values, b->values, rows * a->value_bytes) == 0;
+    if (a->type == KV_Q8)
+        same = same && memcmp(a->key_scales, b->key_scales, rows * sizeof(float)) == 0 &&
+               memcmp(a->value_scales, b->value_scales, rows * sizeof(float)) == 0;
+    return same;
+}
+
+/* Key (key = 1) or value row t after rows, as floats */
+static void kv_row_floats(const KVCache *kv, int key, const unsigned char *rows, int t, float *out) {
+    const unsigned char *base = key ? kv->keys : kv->values;
+    size_t bytes = key ? kv->row_bytes : kv->value_bytes, row = (size_t)(rows - base) / bytes + (size_t)t;
+    int hs = kv->head_size, skip;
+    if (kv->type != KV_Q8) {
+        kv_decode(kv->type, base + row * bytes, hs, out);
+    } else if (key) {
+        Q8Keys k = q8_keys_of(kv, row, &skip);
+        for (int i = 0; i < hs; i++) out[i] = (float)q8_key(k, skip, i) * k.scales[skip];
     } else {
-        float scale;
-        memcpy(&scale, row, sizeof scale);
-        for (int i = 0; i < n; i++) out[i] = (float)(int8_t)row[sizeof scale + i] * scale;
+        Q8Values v = q8_values_of(kv, row, &skip);
+        for (int i = 0; i < hs; i++) out[i] = (float)q8_value(v, skip, i) * v.scales[skip];
     }
+}
+
+void kv_key_to_float(const KVCache *kv, const unsigned char *keys, int t, float *out) { kv_row_floats(kv, 1, keys, t, out); }
+
+void kv_value_to_float(const KVCache *kv, const unsigned char *values, int t, float *out) {
+    kv_row_floats(kv, 0, values, t, out);
 }
 
 /* ---- Scores of int8 keys, and weighted sums of value rows ---- */
@@ -257,70 +391,160 @@ static void query_int16(const float *q, int count, float inverse, int16_t *p) {
     for (; i % 32; i++) p[i] = 0;
 }
 
-/* Σ p_i k_i over one chunk of q's columns of an int8 row's values */
-static int32_t int8_int16_dot(const unsigned char *row_values, const int16_t *p, int count) {
-    int32_t dot = 0;
-    for (int i = 0; i < count; i++) dot += (int32_t)(int8_t)row_values[i] * p[i];
-    return dot;
+/* scores[at + j] = lanes[j] for j < count where 0 <= at + j < n (a call's
+ * first and last panels of keys may be partial) */
+static void q8_store_lanes(float *scores, int at, int n, const float *lanes, int count) {
+    for (int j = 0; j < count; j++)
+        if (at + j >= 0 && at + j < n) scores[at + j] = lanes[j];
 }
 
-static float q8_row_scale(const unsigned char *row) {
-    float scale;
-    memcpy(&scale, row, sizeof scale);
-    return scale;
-}
-
-static void q8_scores_portable(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
-                               float *scores) {
-    QueryScale qs = query_scale(abs_max(q, hs), hs);
-    int16_t p[KV_Q8_COLUMNS];
-    if (hs <= KV_Q8_COLUMNS) query_int16(q, hs, qs.inverse, p);
-    for (int key = 0; key < n; key++) {
-        const unsigned char *row = keys + (size_t)key * row_bytes;
-        int32_t dot = 0;
-        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
-            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
-            if (hs > KV_Q8_COLUMNS) query_int16(q + from, count, qs.inverse, p);
-            dot += int8_int16_dot(row + sizeof(float) + from, p, count);
+/* query_int16 of count columns into p, and each pair of them repeated
+ * across a panel's 16 keys: wide[c][2r + j] = p[2c + j] */
+static void q8_query_panel(const float *q, int count, float inverse, int16_t *p,
+                           int16_t wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL]) {
+    query_int16(q, count, inverse, p);
+    for (int c = 0; c < (count + 1) / 2; c++)
+        for (int r = 0; r < KV_Q8_PANEL; r++) {
+            wide[c][2 * r] = p[2 * c];
+            wide[c][2 * r + 1] = p[2 * c + 1];
         }
-        scores[key] = (float)dot * (q8_row_scale(row) * qs.scale);
+}
+
+/* scores[r] = the score of key skip + r of the panels k, r < n: a panel
+ * at a time, its 16 keys' sums side by side (as the vector kernels)
+ * (the int16 products, which the compiler vectorizes, with q's columns
+ * repeated across the keys) */
+static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores) {
+    QueryScale qs = query_scale(abs_max(q, k.hs), k.hs);
+    int16_t p[KV_Q8_COLUMNS], wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL];
+    if (k.hs <= KV_Q8_COLUMNS) q8_query_panel(q, k.hs, qs.inverse, p, wide);
+    size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);
+    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
+        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        int32_t dot[2 * KV_Q8_PANEL] = { 0 }; /* key r's: dot[2r] + dot[2r + 1] */
+        for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
+            int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
+            const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
+            if (k.hs > KV_Q8_COLUMNS) q8_query_panel(q + from, count, qs.inverse, p, wide);
+            for (int c = 0; c < (count + 1) / 2; c++, x += 2 * KV_Q8_PANEL)
+                for (int j = 0; j < 2 * KV_Q8_PANEL; j++) dot[j] += (int32_t)wide[c][j] * (int16_t)(int8_t)x[j];
+        }
+        float lanes[KV_Q8_PANEL];
+        for (int r = 0; r < KV_Q8_PANEL; r++) lanes[r] = (float)(dot[2 * r] + dot[2 * r + 1]) * (k.scales[first + r] * qs.scale);
+        q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
     }
 }
 
-/* Element i of a stored row (an int8 row without its scale) */
+/* Element i of a float32 or float16 row */
 static inline float kv_element(KVType type, const unsigned char *data, int i) {
     if (type == KV_F32) {
         float f;
         memcpy(&f, data + 4 * (size_t)i, 4);
         return f;
     }
-    if (type == KV_F16) {
-        uint16_t h;
-        memcpy(&h, data + 2 * (size_t)i, 2);
-        return half_to_float(h);
-    }
-    return (float)(int8_t)data[i];
+    uint16_t h;
+    memcpy(&h, data + 2 * (size_t)i, 2);
+    return half_to_float(h);
 }
 
-/* The weight of row t in a weighted sum: w, times the row's scale for int8 */
-static inline float kv_row_weight(KVType type, const unsigned char *row, float w) {
-    if (type != KV_Q8) return w;
-    float scale;
-    memcpy(&scale, row, sizeof scale);
-    return w * scale;
-}
-
-/* out[i] = Σ_t w[t] · row_t[i] for from <= i < to, t < n, rows row_bytes
- * apart: each element summed over the rows in order */
+/* out[i] = Σ_t w[t] · row_t[i] for from <= i < to, t < n, float32 or
+ * float16 rows row_bytes apart: each element summed over the rows in order */
 static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t row_bytes, const float *w, int n,
                                   int from, int to, float *out) {
-    size_t skip = type == KV_Q8 ? sizeof(float) : 0;
     for (int i = from; i < to; i++) out[i] = 0.0f;
     for (int t = 0; t < n; t++) {
         const unsigned char *row = rows + (size_t)t * row_bytes;
-        float wt = kv_row_weight(type, row, w[t]);
-        for (int i = from; i < to; i++) out[i] += wt * kv_element(type, row + skip, i);
+        for (int i = from; i < to; i++) out[i] += w[t] * kv_element(type, row, i);
     }
+}
+
+/* ---- Weighted sums of int8 value rows, in int16 ----
+ * In float (each int8 widened, converted, then a multiply-add into the
+ * sum), a row of 48 took 4.8 cycles with the rows in cache, longer than its
+ * 52 bytes take to arrive from memory (1 thread, Xeon). So the weights are
+ * rounded to int16 and the sums are exact int32, as the scores' are. The
+ * rows are stored in pairs (kv_cache_store): widened to int16, each 32-bit
+ * lane holds one element of both rows, and one multiply-add of int16 pairs
+ * (vpdpwssd, pmaddwd) adds both rows' products with the pair's weights.
+ * Their scales lie apart, in order, so the weights of a chunk are one
+ * product of two short vectors. Per chunk of at most KV_Q8_CHUNK rows:
+ *     w_t · scale_t ≈ c_t · step,  step = max_t |w_t · scale_t| / 32767
+ *     out[i] = fma((float)Σ_t c_t v_t[i], step, out[i])  (out from 0)
+ * Σ_t c_t v_t[i] is an exact integer (|c_t v_t[i]| ≤ 32767 · 127, and 256
+ * of them fit in an int32), the same whatever the order or the instruction
+ * set, and so is out. The rounding of c_t moves out[i] by at most
+ * step / 2 · Σ_t |v_t[i]| (tested): a relative 1.5e-5 of the largest
+ * weighted row's. A chunk whose weights are not finite, or all below
+ * KV_Q8_TINY (step would not be a float), is summed in float instead. */
+#define KV_Q8_CHUNK 256
+#define KV_Q8_TINY 1e-30f
+
+/* The int16 weights of a chunk: c[t] for t < n, zeros to a multiple of 32 */
+typedef struct {
+    int16_t c[KV_Q8_CHUNK];
+    float step; /* 0: sum this chunk in float (q8_chunk_float) */
+} Q8Weights;
+
+/* The step of weights wt[t] = w_t · scale_t whose max |wt| is amax (NaN
+ * if one is not finite), or 0; then c = query_int16(wt, 32767 / amax). */
+static float q8_weights_step(float amax) {
+    return amax >= KV_Q8_TINY && amax <= 3.4e38f ? amax / 32767.0f : 0.0f;
+}
+
+/* out[i] += Σ_t w[t] · scale_t · v_t[i] in float, rows in order (a chunk
+ * that cannot be rounded: a NaN gives NaN, as it should) */
+static void q8_chunk_float(Q8Values v, const float *w, int n, float *out) {
+    for (int i = 0; i < v.hs; i++) {
+        float sum = 0.0f;
+        for (int t = 0; t < n; t++) sum += w[t] * v.scales[t] * (float)q8_value(v, t, i);
+        out[i] += sum;
+    }
+}
+
+/* out[i] = fma((float)Σ_t c[t] · v_t[i], step, out[i]) for from <= i < to,
+ * t < n: a pair of rows at a time, into the sums of up to 256 elements */
+static void q8_add_sums_portable(Q8Values v, const Q8Weights *q, int n, int from, int to, float *out) {
+    for (int i0 = from; i0 < to; i0 += 256) {
+        int count = to - i0 < 256 ? to - i0 : 256;
+        int32_t sums[2 * 256] = { 0 }; /* element i's: sums[2i] + sums[2i + 1] */
+        int16_t pair[2 * 256];
+        for (int t = 0; t < n; t += 2) {
+            const unsigned char *x = v.pairs + (size_t)t * v.hs + 2 * (size_t)i0;
+            int16_t c0 = q->c[t], c1 = t + 1 < n ? q->c[t + 1] : 0;
+            for (int i = 0; i < count; i++) { /* int16 products, vectorized */
+                pair[2 * i] = c0;
+                pair[2 * i + 1] = c1;
+            }
+            for (int j = 0; j < 2 * count; j++) sums[j] += (int32_t)pair[j] * (int16_t)(int8_t)x[j];
+        }
+        for (int i = 0; i < count; i++) out[i0 + i] = fmaf((float)(sums[2 * i] + sums[2 * i + 1]), q->step, out[i0 + i]);
+    }
+}
+
+static void q8_weighted_sum_portable(Q8Values v, const float *w, int n, float *out) {
+    for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
+    for (int first = 0; first < n; first += KV_Q8_CHUNK) {
+        Q8Values chunk = q8_values_at(v, first);
+        int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;
+        float wt[KV_Q8_CHUNK];
+        for (int t = 0; t < count; t++) wt[t] = w[first + t] * chunk.scales[t];
+        Q8Weights q;
+        float amax = abs_max(wt, count);
+        q.step = q8_weights_step(amax);
+        if (q.step == 0.0f) {
+            q8_chunk_float(chunk, w + first, count, out);
+            continue;
+        }
+        query_int16(wt, count, 32767.0f / amax, q.c);
+        q8_add_sums_portable(chunk, &q, count, 0, v.hs, out);
+    }
+}
+
+/* c[2p] and c[2p + 1] as one 32-bit lane (the first in its low half) */
+static inline int32_t pair_weights(const int16_t *c, int p) {
+    int32_t lane;
+    memcpy(&lane, c + 2 * p, sizeof lane);
+    return lane;
 }
 
 #ifdef QKV_HAVE_X86_KERNELS
@@ -329,7 +553,7 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
  * the sum of each element in row order, as the portable loop; float rows
  * in two sums, the even rows' and the odd rows' (weighted_sum_512). */
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
-#define KV_SLICE_256 8 /* vectors of 8 */
+#define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
 /* bytes from from on, into L1 */
 INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
@@ -360,64 +584,26 @@ TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(data + 2 * (size_t)i)));
 }
 
-/* ---- int8 rows: a group of rows at a time ----
- * An int8 row is short (52 bytes for llama2.c's head size of 48), so work
- * done once a row is not amortized: the old kernels reduced each row's
- * score horizontally and multiplied each value row's scale into its weight
- * alone, and ran at 21 GB/s with the rows in cache (1 thread, Xeon). Here
- * a group of 16 rows (8 with AVX2) goes at once: one accumulator a row,
- * summed lane-wise by a transposing tree into one vector of the group's
- * scores; the group's scales gathered into one vector, applied after the
- * dot products (score = scale · Σ q_i k_i) and to the weights before the
- * values (w_t · scale_t), as the portable loops do. */
+/* ---- int8 rows: a panel of keys, a pair of values at a time ----
+ * An int8 row is short (48 bytes for llama2.c's head size of 48), so work
+ * done once a row is not amortized: each key's dot product reduced across
+ * its vector's lanes, each value row's weight multiplied in alone. The
+ * panels put 16 keys' elements side by side, so a vector of products is 16
+ * keys' and no lane is reduced; the pairs put two value rows' elements
+ * side by side, so one multiply-add is two rows'. Measured, rows in cache
+ * (256 of the 15M shape's, head size 48), 1 thread, Xeon, ns a row, before
+ * (rows with their scales: 16 keys' sums then a transposing tree, values
+ * in float) and now: VNNI scores 1.64 -> 0.75, values 1.57 -> 0.80;
+ * AVX-512 0.91 and 0.93 (from 1.88, 1.57); AVX2 1.27 and 1.33 (2.04). */
 
-/* Bytes ahead of an int8 group whose lines are requested. The rows come
- * from memory at long contexts, and a decode step reads them once: 8 rows
- * ahead (416 bytes) left the core waiting on the loads; 1 to 2 KiB ran
+/* Bytes ahead of an int8 panel or pair whose lines are requested. The rows
+ * come from memory at long contexts, and a decode step reads them once: 8
+ * rows ahead (416 bytes) left the core waiting on the loads; 1 to 2 KiB ran
  * fastest, 4 and 8 KiB slower (measured, rows of 48 after 60 MB of other
  * reads, 1 thread, Xeon). */
 #ifndef KV_Q8_PREFETCH_BYTES
 #define KV_Q8_PREFETCH_BYTES 2048
 #endif
-
-/* 16 int8 at x as floats; the masked form zeroes the lanes past m */
-TARGET_AVX512 INLINE __m512 int8x16_512(const unsigned char *x) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x)));
-}
-
-TARGET_AVX512 INLINE __m512 int8x16_masked_512(const unsigned char *x, __mmask16 m) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x)));
-}
-
-/* Lane j = the sum of v[j]'s 16 lanes (integers: any order of adds gives
- * the same sums) */
-TARGET_AVX512 INLINE __m512i transpose_sum16_512(const __m512i v[16]) {
-#define SHUFFLE_EPI32(a, b, imm) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
-    __m512i pairs[8], quads[4], halves[2];
-    for (int j = 0; j < 8; j++) /* per block: [a0+a2, b0+b2, a1+a3, b1+b3] */
-        pairs[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
-                                    _mm512_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
-    for (int j = 0; j < 4; j++) /* per block: rows 4j..4j+3 */
-        quads[j] = _mm512_add_epi32(SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0x44),
-                                    SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0xEE));
-#undef SHUFFLE_EPI32
-    for (int j = 0; j < 2; j++) /* blocks [8j..8j+3 (0+1), (2+3), 8j+4..8j+7 (0+1), (2+3)] */
-        halves[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(quads[2 * j], quads[2 * j + 1], 0x88),
-                                     _mm512_shuffle_i32x4(quads[2 * j], quads[2 * j + 1], 0xDD));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(halves[0], halves[1], 0x88),
-                            _mm512_shuffle_i32x4(halves[0], halves[1], 0xDD));
-}
-
-/* Byte offsets of 16 rows from the first: the gathers' index */
-TARGET_AVX512 INLINE __m512i row_offsets16(size_t row_bytes) {
-    return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                              _mm512_set1_epi32((int)row_bytes));
-}
-
-/* The scales of a group's first rows rows (the other lanes 0) */
-TARGET_AVX512 INLINE __m512 q8_scales16(const unsigned char *group, __m512i offsets, int rows) {
-    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), kv_mask(0, rows), offsets, group, 1);
-}
 
 /* query_int16 with vectors of 16 (count rounded up to 32: masked lanes 0) */
 TARGET_AVX512 INLINE void query_int16_512(const float *q, int count, float inverse, int16_t *p) {
@@ -438,131 +624,143 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
     return _mm512_cmp_ps_mask(nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN : _mm512_reduce_max_ps(amax);
 }
 
-/* acc[r] += the lanes of p · row r's values, columns 0..count of x (the
- * group's first row's), for r < 16: rows past the group's rows repeat its
- * last (their lanes are not stored). 16 independent sums in registers.
+/* q8_store_lanes of v, a whole vector when it can */
+TARGET_AVX512 INLINE void q8_store_panel_512(float *scores, int at, int n, __m512 v) {
+    if (at >= 0 && at + 16 <= n) {
+        _mm512_storeu_ps(scores + at, v);
+        return;
+    }
+    float lanes[16];
+    _mm512_storeu_ps(lanes, v);
+    q8_store_lanes(scores, at, n, lanes, 16);
+}
+
+#define Q8_STEP_BW(acc, k, p) _mm512_add_epi32(acc, _mm512_madd_epi16(k, p))
+/* Column pair c of a panel's 16 keys (from x, its first column) as int16 */
+#define Q8_PANEL_PAIR(x, c) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)((x) + 32 * (size_t)(c))))
+
+/* scores[r] = the score of key skip + r of the panels k, r < n: a panel a
+ * step, pairs of q's int16 columns broadcast against the panel's 16 keys,
+ * in four sums (each multiply-add waits for the last into its sum).
  * STEP(acc, k, p) adds the pairwise products of int16 lanes: AVX-512BW's
  * multiply-add and add, or VNNI's one vpdpwssd (the same exact integer
  * sums in fewer steps). */
-#define Q8_DOTS16(NAME, TARGET, STEP)                                                                          \
-    TARGET INLINE void NAME(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,  \
-                            __m512i acc[16]) {                                                                 \
-        const unsigned char *x[16];                                                                            \
-        for (int r = 0; r < 16; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;                \
-        for (int i = 0; i < count; i += 32) {                                                                  \
-            __mmask32 m = count - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (count - i)) - 1);     \
-            __m512i pv = _mm512_loadu_si512(p + i);                                                            \
-            _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++)                                              \
-                acc[r] = STEP(acc[r], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x[r] + i)), pv);         \
-        }                                                                                                      \
-    }
-#define Q8_STEP_BW(acc, k, p) _mm512_add_epi32(acc, _mm512_madd_epi16(k, p))
-Q8_DOTS16(q8_dots16, TARGET_AVX512, Q8_STEP_BW)
-Q8_DOTS16(q8_dots16_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
-
-/* scores[k] = the integer score of keys[k] for k < n, 16 keys a step. The
- * value rows the step sums next are not requested here (they were, with 4
- * KiB pages: 10% faster then). With large pages the hardware prefetcher
- * brings them in time: the 15M shape's attention at 16,384 positions, 1
- * thread, Xeon, read 13.2-14.2 GB/s without the requests and 11.7-12.4
- * with them in a microbenchmark of attention alone, and 12.2-12.4 GB/s
- * either way in the bench's decode steps. */
-#define Q8_SCORES_512(NAME, TARGET, DOTS)                                                                      \
-    TARGET static void NAME(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,        \
-                            float *scores) {                                                                   \
-        QueryScale qs = query_scale(abs_max_512(q, hs), hs);                                                   \
+#define Q8_SCORES_512(NAME, TARGET, STEP)                                                                      \
+    TARGET static void NAME(Q8Keys k, int skip, const float *q, int n, float *scores) {                        \
+        QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);                                               \
         int16_t p[KV_Q8_COLUMNS];                                                                              \
-        if (hs <= KV_Q8_COLUMNS) query_int16_512(q, hs, qs.inverse, p);                                        \
-        __m512i offsets = row_offsets16(row_bytes);                                                            \
+        if (k.hs <= KV_Q8_COLUMNS) query_int16_512(q, k.hs, qs.inverse, p);                                    \
         __m512 q_scale = _mm512_set1_ps(qs.scale);                                                             \
-        for (int k = 0; k < n; k += 16) {                                                                      \
-            const unsigned char *group = keys + (size_t)k * row_bytes;                                         \
-            int rows = n - k < 16 ? n - k : 16;                                                                \
-            __m512i acc[16];                                                                                   \
-            for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_si512();                                      \
-            kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);                                         \
-            for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {                                             \
-                int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;                             \
-                if (hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);                       \
-                DOTS(group + sizeof(float) + from, row_bytes, rows, p, count, acc);                            \
+        size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);                                  \
+        for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {                                          \
+            const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;               \
+            __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                      \
+            kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);                                            \
+            for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {                                           \
+                int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;                  \
+                const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;                                   \
+                if (k.hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);                     \
+                for (; c + 4 <= (count + 1) / 2; c += 4) {                                                     \
+                    acc0 = STEP(acc0, Q8_PANEL_PAIR(x, c), _mm512_set1_epi32(pair_weights(p, c)));             \
+                    acc1 = STEP(acc1, Q8_PANEL_PAIR(x, c + 1), _mm512_set1_epi32(pair_weights(p, c + 1)));     \
+                    acc2 = STEP(acc2, Q8_PANEL_PAIR(x, c + 2), _mm512_set1_epi32(pair_weights(p, c + 2)));     \
+                    acc3 = STEP(acc3, Q8_PANEL_PAIR(x, c + 3), _mm512_set1_epi32(pair_weights(p, c + 3)));     \
+                }                                                                                              \
+                for (; c < (count + 1) / 2; c++)                                                               \
+                    acc0 = STEP(acc0, Q8_PANEL_PAIR(x, c), _mm512_set1_epi32(pair_weights(p, c)));             \
             }                                                                                                  \
-            __m512 scale = _mm512_mul_ps(q8_scales16(group, offsets, rows), q_scale);                          \
-            __m512 dots = _mm512_cvtepi32_ps(transpose_sum16_512(acc));                                        \
-            _mm512_mask_storeu_ps(scores + k, kv_mask(0, rows), _mm512_mul_ps(dots, scale));                   \
+            __m512i dots = _mm512_add_epi32(_mm512_add_epi32(acc0, acc1), _mm512_add_epi32(acc2, acc3));       \
+            __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(k.scales + first), q_scale);                          \
+            q8_store_panel_512(scores, first - skip, n, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));       \
         }                                                                                                      \
     }
-Q8_SCORES_512(q8_scores_avx512, TARGET_AVX512, q8_dots16)
-Q8_SCORES_512(q8_scores_vnni, TARGET_VNNI, q8_dots16_vnni)
+Q8_SCORES_512(q8_scores_avx512, TARGET_AVX512, Q8_STEP_BW)
+Q8_SCORES_512(q8_scores_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
 
-/* out[d..d+16V) (the last vector masked by last) = Σ_t w[t] · scale_t ·
- * v_t[d..], t < n: 16 rows a step, their weights times their scales in one
- * vector, then each row's broadcast into V sums; each element summed in
- * row order, as the portable loop. With fetch (the first slice), the rows
- * ahead are requested. */
-TARGET_AVX512 INLINE void q8_slice_512(const unsigned char *rows, size_t row_bytes, __m512i offsets, const float *w,
-                                       int n, int d, int V, __mmask16 last, int fetch, float *out) {
-    __m512 acc[KV_SLICE_512];
-    for (int v = 0; v < V; v++) acc[v] = _mm512_setzero_ps();
+/* A chunk's int16 weights (Q8Weights) from w and the rows' scales */
+TARGET_AVX512 INLINE void q8_weights_512(Q8Values v, const float *w, int n, Q8Weights *q) {
+    float wt[KV_Q8_CHUNK];
     for (int t = 0; t < n; t += 16) {
-        const unsigned char *group = rows + (size_t)t * row_bytes;
-        int count = n - t < 16 ? n - t : 16;
-        float wt[16];
-        if (fetch) kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 16 * row_bytes);
-        _mm512_storeu_ps(wt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kv_mask(0, count), w + t),
-                                           q8_scales16(group, offsets, count)));
-        for (int r = 0; r < count; r++) {
-            const unsigned char *x = group + (size_t)r * row_bytes + sizeof(float) + d;
-            __m512 weight = _mm512_set1_ps(wt[r]);
-            for (int v = 0; v + 1 < V; v++) acc[v] = _mm512_fmadd_ps(weight, int8x16_512(x + 16 * v), acc[v]);
-            acc[V - 1] = _mm512_fmadd_ps(weight, int8x16_masked_512(x + 16 * (V - 1), last), acc[V - 1]);
-        }
+        __mmask16 m = kv_mask(t, n);
+        _mm512_storeu_ps(wt + t, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + t), _mm512_maskz_loadu_ps(m, v.scales + t)));
     }
-    for (int v = 0; v < V; v++) _mm512_mask_storeu_ps(out + d + 16 * v, v + 1 < V ? (__mmask16)0xffff : last, acc[v]);
+    float amax = abs_max_512(wt, n);
+    q->step = q8_weights_step(amax);
+    if (q->step != 0.0f) query_int16_512(wt, n, 32767.0f / amax, q->c);
 }
 
-/* out[hs] = Σ_t w[t] · scale_t · v_t, slices of KV_SLICE_512 vectors (a
- * constant V in each call, so the slice's sums stay in registers) */
-TARGET_AVX512 static void weighted_sum_q8_avx512(const unsigned char *rows, size_t row_bytes, const float *w, int n,
-                                                 int hs, float *out, int fetch) {
-    __m512i offsets = row_offsets16(row_bytes);
-    for (int d = 0; d < hs; d += 16 * KV_SLICE_512) {
-        int V = (hs - d + 15) / 16 < KV_SLICE_512 ? (hs - d + 15) / 16 : KV_SLICE_512;
-        __mmask16 last = kv_mask(d + 16 * (V - 1), hs);
-        int f = d == 0 && fetch;
-        switch (V) {
-        case 1: q8_slice_512(rows, row_bytes, offsets, w, n, d, 1, last, f, out); break;
-        case 2: q8_slice_512(rows, row_bytes, offsets, w, n, d, 2, last, f, out); break;
-        case 3: q8_slice_512(rows, row_bytes, offsets, w, n, d, 3, last, f, out); break;
-        default: q8_slice_512(rows, row_bytes, offsets, w, n, d, KV_SLICE_512, last, f, out); break;
-        }
+/* out[d..d+16V) (the last vector's first rest elements) =
+ * fma((float)Σ_t c_t · v_t, step, out), t < n: the even pairs' and the odd
+ * pairs' products in two sets of V sums (each multiply-add waits for the
+ * last into its sum). With fetch, the pairs ahead are requested. STEP(acc,
+ * v, c): the int16 pairs' multiply-add, as for the scores. */
+#define Q8_PAIRS_512(NAME, TARGET, STEP)                                                                         \
+    TARGET INLINE void NAME(Q8Values v, const Q8Weights *q, int n, int d, int V, int rest, int fetch,           \
+                            float *out) {                                                                        \
+        __m512i even[KV_SLICE_512], odd[KV_SLICE_512];                                                           \
+        __mmask32 last = rest >= 16 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (2 * rest)) - 1);              \
+        size_t pair_bytes = 2 * (size_t)v.hs;                                                                    \
+        const unsigned char *x = v.pairs + 2 * d;                                                                \
+        const int16_t *c = q->c; /* c_2p and c_2p+1: one lane */                                                \
+        int n_pairs = (n + 1) / 2, p = 0;                                                                        \
+        for (int j = 0; j < V; j++) even[j] = odd[j] = _mm512_setzero_si512();                                   \
+        for (; p + 2 <= n_pairs; p += 2, x += 2 * pair_bytes) {                                                  \
+            if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, 2 * pair_bytes);                                    \
+            __m512i w0 = _mm512_set1_epi32(pair_weights(c, p)), w1 = _mm512_set1_epi32(pair_weights(c, p + 1));    \
+            for (int j = 0; j < V; j++) {                                                                        \
+                __mmask32 m = j + 1 < V ? (__mmask32)0xffffffffu : last;                                         \
+                even[j] = STEP(even[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + 32 * j)), w0);       \
+                odd[j] = STEP(odd[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + pair_bytes + 32 * j)), \
+                              w1);                                                                               \
+            }                                                                                                    \
+        }                                                                                                        \
+        if (p < n_pairs) {                                                                                       \
+            __m512i w0 = _mm512_set1_epi32(pair_weights(c, p));                                                   \
+            for (int j = 0; j < V; j++) {                                                                        \
+                __mmask32 m = j + 1 < V ? (__mmask32)0xffffffffu : last;                                         \
+                even[j] = STEP(even[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + 32 * j)), w0);       \
+            }                                                                                                    \
+        }                                                                                                        \
+        __m512 step = _mm512_set1_ps(q->step);                                                                   \
+        for (int j = 0; j < V; j++) {                                                                            \
+            __mmask16 m = j + 1 < V ? (__mmask16)0xffff : kv_mask(0, rest);                                      \
+            float *o = out + d + 16 * j;                                                                         \
+            __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even[j], odd[j]));                                  \
+            _mm512_mask_storeu_ps(o, m, _mm512_fmadd_ps(sum, step, _mm512_maskz_loadu_ps(m, o)));                \
+        }                                                                                                        \
     }
-}
+Q8_PAIRS_512(q8_pairs_512, TARGET_AVX512, Q8_STEP_BW)
+Q8_PAIRS_512(q8_pairs_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
 
-/* 8 int8 at x as floats; the partial form reads only the first count */
-TARGET_AVX2 INLINE __m256 int8x8_256(const unsigned char *x) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)x)));
-}
-
-/* transpose_sum16_512's tree for 8 vectors of 8 */
-TARGET_AVX2 INLINE __m256i transpose_sum8_256(const __m256i v[8]) {
-#define SHUFFLE_EPI32(a, b, imm) _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), imm))
-    __m256i pairs[4], quads[2];
-    for (int j = 0; j < 4; j++)
-        pairs[j] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * j], v[2 * j + 1]),
-                                    _mm256_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
-    for (int j = 0; j < 2; j++)
-        quads[j] = _mm256_add_epi32(SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0x44),
-                                    SHUFFLE_EPI32(pairs[2 * j], pairs[2 * j + 1], 0xEE));
-#undef SHUFFLE_EPI32
-    return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
-                            _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
-}
-
-TARGET_AVX2 INLINE __m256 q8_scales8(const unsigned char *group, size_t row_bytes, int rows) {
-    __m256i offsets = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)row_bytes));
-    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (const float *)group, offsets,
-                                    _mm256_castsi256_ps(lanes_below(rows)), 1);
-}
+/* out[hs] = Σ_t w[t] · scale_t · v_t: chunk by chunk, slices of
+ * KV_SLICE_512 vectors (a constant V in each call, so the sums stay in
+ * registers) */
+#define Q8_WEIGHTED_SUM_512(NAME, TARGET, PAIRS)                                                                 \
+    TARGET static void NAME(Q8Values v, const float *w, int n, float *out, int fetch) {                         \
+        for (int i = 0; i < v.hs; i += 16) _mm512_mask_storeu_ps(out + i, kv_mask(i, v.hs), _mm512_setzero_ps()); \
+        for (int first = 0; first < n; first += KV_Q8_CHUNK) {                                                   \
+            Q8Values chunk = q8_values_at(v, first);                                                             \
+            int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;                                       \
+            Q8Weights q;                                                                                         \
+            q8_weights_512(chunk, w + first, count, &q);                                                         \
+            if (q.step == 0.0f) {                                                                                \
+                q8_chunk_float(chunk, w + first, count, out);                                                    \
+                continue;                                                                                        \
+            }                                                                                                    \
+            for (int d = 0; d < v.hs; d += 16 * KV_SLICE_512) {                                                  \
+                int V = (v.hs - d + 15) / 16 < KV_SLICE_512 ? (v.hs - d + 15) / 16 : KV_SLICE_512;               \
+                int rest = v.hs - d - 16 * (V - 1), f = d == 0 && fetch;                                         \
+                switch (V) {                                                                                     \
+                case 1: PAIRS(chunk, &q, count, d, 1, rest, f, out); break;                                      \
+                case 2: PAIRS(chunk, &q, count, d, 2, rest, f, out); break;                                      \
+                case 3: PAIRS(chunk, &q, count, d, 3, rest, f, out); break;                                      \
+                default: PAIRS(chunk, &q, count, d, KV_SLICE_512, rest, f, out); break;                          \
+                }                                                                                                \
+            }                                                                                                    \
+        }                                                                                                        \
+    }
+Q8_WEIGHTED_SUM_512(weighted_sum_q8_avx512, TARGET_AVX512, q8_pairs_512)
+Q8_WEIGHTED_SUM_512(weighted_sum_q8_vnni, TARGET_VNNI, q8_pairs_vnni)
 
 /* query_int16 and abs_max with vectors of 8 */
 TARGET_AVX2 INLINE void query_int16_256(const float *q, int count, float inverse, int16_t *p) {
@@ -589,100 +787,128 @@ TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
     return m;
 }
 
-/* 16 int8 at x as int16; the partial form reads only the first count */
-TARGET_AVX2 INLINE __m256i int8x16_256(const unsigned char *x, int count) {
-    if (count >= 16) return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x));
-    unsigned char bytes[16] = { 0 };
-    memcpy(bytes, x, (size_t)count);
-    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)bytes));
+/* q8_store_panel_512 for the 8 lanes of v at scores[at..] */
+TARGET_AVX2 INLINE void q8_store_half_256(float *scores, int at, int n, __m256 v) {
+    if (at >= 0 && at + 8 <= n) {
+        _mm256_storeu_ps(scores + at, v);
+        return;
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    q8_store_lanes(scores, at, n, lanes, 8);
 }
 
-/* q8_dots16 with 8 rows and vectors of 16 int16: the columns outer and the
- * rows inner, whole vectors first (the rows' accumulators stay in registers;
- * each row's columns inner, with the partial vector's branch in the loop,
- * took 4.4 ns a key of 48, this 2.5: QKV_ISA=avx2, Xeon) */
-TARGET_AVX2 INLINE void q8_dots8(const unsigned char *x0, size_t row_bytes, int rows, const int16_t *p, int count,
-                                 __m256i acc[8]) {
-    const unsigned char *x[8];
-    for (int r = 0; r < 8; r++) x[r] = x0 + (size_t)(r < rows ? r : rows - 1) * row_bytes;
-    int whole = count / 16 * 16;
-    for (int i = 0; i < whole; i += 16) {
-        __m256i pv = _mm256_loadu_si256((const __m256i *)(p + i));
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; r++)
-            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x[r] + i))), pv));
-    }
-    if (whole < count) {
-        __m256i pv = _mm256_loadu_si256((const __m256i *)(p + whole));
-        for (int r = 0; r < 8; r++)
-            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(int8x16_256(x[r] + whole, count - whole), pv));
-    }
-}
+/* Column pair c of a panel (from x) times q's pair c (p): the first 8
+ * keys' products into low, the last 8 keys' into high */
+#define Q8_HALF_STEPS(x, p, c, low, high)                                                                     \
+    do {                                                                                                      \
+        __m256i pc = _mm256_set1_epi32(pair_weights(p, c));                                                   \
+        const __m128i *column = (const __m128i *)((x) + 32 * (size_t)(c));                                    \
+        low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(column)), pc));    \
+        high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(column + 1)), pc)); \
+    } while (0)
 
-/* q8_scores_avx512, 8 keys a step */
-TARGET_AVX2 static void q8_scores_avx2(const unsigned char *keys, size_t row_bytes, const float *q, int hs, int n,
-                                       float *scores) {
-    QueryScale qs = query_scale(abs_max_256(q, hs), hs);
+/* q8_scores_avx512 with vectors of 8: each panel in two halves of 8 keys
+ * (pmaddwd, then an add), two sums each */
+TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores) {
+    QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
-    if (hs <= KV_Q8_COLUMNS) query_int16_256(q, hs, qs.inverse, p);
+    if (k.hs <= KV_Q8_COLUMNS) query_int16_256(q, k.hs, qs.inverse, p);
     __m256 q_scale = _mm256_set1_ps(qs.scale);
-    for (int k = 0; k < n; k += 8) {
-        const unsigned char *group = keys + (size_t)k * row_bytes;
-        int rows = n - k < 8 ? n - k : 8;
-        __m256i acc[8];
-        for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_si256();
-        kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
-        for (int from = 0; from < hs; from += KV_Q8_COLUMNS) {
-            int count = hs - from < KV_Q8_COLUMNS ? hs - from : KV_Q8_COLUMNS;
-            if (hs > KV_Q8_COLUMNS) query_int16_256(q + from, count, qs.inverse, p);
-            q8_dots8(group + sizeof(float) + from, row_bytes, rows, p, count, acc);
+    size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);
+    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
+        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        __m256i low0 = _mm256_setzero_si256(), low1 = low0, high0 = low0, high1 = low0;
+        kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
+        for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
+            int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
+            const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
+            if (k.hs > KV_Q8_COLUMNS) query_int16_256(q + from, count, qs.inverse, p);
+            int c = 0;
+            for (; c + 2 <= (count + 1) / 2; c += 2) {
+                Q8_HALF_STEPS(x, p, c, low0, high0);
+                Q8_HALF_STEPS(x, p, c + 1, low1, high1);
+            }
+            if (c < (count + 1) / 2) Q8_HALF_STEPS(x, p, c, low0, high0);
         }
-        __m256 scale = _mm256_mul_ps(q8_scales8(group, row_bytes, rows), q_scale);
-        _mm256_maskstore_ps(scores + k, lanes_below(rows), _mm256_mul_ps(_mm256_cvtepi32_ps(transpose_sum8_256(acc)), scale));
+        __m256 scale0 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale);
+        __m256 scale1 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale);
+        q8_store_half_256(scores, first - skip, n, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(low0, low1)), scale0));
+        q8_store_half_256(scores, first - skip + 8, n,
+                          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(high0, high1)), scale1));
     }
 }
 
-/* q8_slice_512 with 8 rows a step and V whole vectors of 8 */
-TARGET_AVX2 INLINE void q8_slice_256(const unsigned char *rows, size_t row_bytes, const float *w, int n, int d, int V,
-                                     int fetch, float *out) {
-    __m256 acc[KV_SLICE_256];
-    for (int v = 0; v < V; v++) acc[v] = _mm256_setzero_ps();
+/* q8_weights_512 with vectors of 8 */
+TARGET_AVX2 INLINE void q8_weights_256(Q8Values v, const float *w, int n, Q8Weights *q) {
+    float wt[KV_Q8_CHUNK];
     for (int t = 0; t < n; t += 8) {
-        const unsigned char *group = rows + (size_t)t * row_bytes;
-        int count = n - t < 8 ? n - t : 8;
-        float wt[8];
-        if (fetch) kv_prefetch(group + KV_Q8_PREFETCH_BYTES, 8 * row_bytes);
-        _mm256_storeu_ps(wt, _mm256_mul_ps(_mm256_maskload_ps(w + t, lanes_below(count)),
-                                           q8_scales8(group, row_bytes, count)));
-        for (int r = 0; r < count; r++) {
-            const unsigned char *x = group + (size_t)r * row_bytes + sizeof(float) + d;
-            __m256 weight = _mm256_set1_ps(wt[r]);
-            for (int v = 0; v < V; v++) acc[v] = _mm256_fmadd_ps(weight, int8x8_256(x + 8 * v), acc[v]);
+        __m256i m = lanes_below(n - t);
+        _mm256_storeu_ps(wt + t, _mm256_mul_ps(_mm256_maskload_ps(w + t, m), _mm256_maskload_ps(v.scales + t, m)));
+    }
+    float amax = abs_max_256(wt, n);
+    q->step = q8_weights_step(amax);
+    if (q->step != 0.0f) query_int16_256(wt, n, 32767.0f / amax, q->c);
+}
+
+/* q8_pairs_512 with V whole vectors of 8 (pmaddwd, then an add) */
+TARGET_AVX2 INLINE void q8_pairs_256(Q8Values v, const Q8Weights *q, int n, int d, int V, int fetch, float *out) {
+    __m256i even[KV_SLICE_256], odd[KV_SLICE_256];
+    size_t pair_bytes = 2 * (size_t)v.hs;
+    const unsigned char *x = v.pairs + 2 * d;
+    const int16_t *c = q->c;
+    int n_pairs = (n + 1) / 2, p = 0;
+    for (int j = 0; j < V; j++) even[j] = odd[j] = _mm256_setzero_si256();
+    for (; p + 2 <= n_pairs; p += 2, x += 2 * pair_bytes) {
+        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, 2 * pair_bytes);
+        __m256i w0 = _mm256_set1_epi32(pair_weights(c, p)), w1 = _mm256_set1_epi32(pair_weights(c, p + 1));
+        for (int j = 0; j < V; j++) {
+            __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 16 * j)));
+            __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + pair_bytes + 16 * j)));
+            even[j] = _mm256_add_epi32(even[j], _mm256_madd_epi16(x0, w0));
+            odd[j] = _mm256_add_epi32(odd[j], _mm256_madd_epi16(x1, w1));
         }
     }
-    for (int v = 0; v < V; v++) _mm256_storeu_ps(out + d + 8 * v, acc[v]);
+    if (p < n_pairs) {
+        __m256i w0 = _mm256_set1_epi32(pair_weights(c, p));
+        for (int j = 0; j < V; j++)
+            even[j] = _mm256_add_epi32(
+                even[j], _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 16 * j))), w0));
+    }
+    __m256 step = _mm256_set1_ps(q->step);
+    for (int j = 0; j < V; j++) {
+        float *o = out + d + 8 * j;
+        __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(even[j], odd[j]));
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(sum, step, _mm256_loadu_ps(o)));
+    }
 }
 
 /* Whole vectors of 8 in slices of KV_SLICE_256; the last hs % 8 elements
- * by the portable loop */
-TARGET_AVX2 static void weighted_sum_q8_avx2(const unsigned char *rows, size_t row_bytes, const float *w, int n,
-                                             int hs, float *out, int fetch) {
-    int whole = hs / 8 * 8;
-    for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
-        int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-        int f = d == 0 && fetch;
-        switch (V) {
-        case 1: q8_slice_256(rows, row_bytes, w, n, d, 1, f, out); break;
-        case 2: q8_slice_256(rows, row_bytes, w, n, d, 2, f, out); break;
-        case 3: q8_slice_256(rows, row_bytes, w, n, d, 3, f, out); break;
-        case 4: q8_slice_256(rows, row_bytes, w, n, d, 4, f, out); break;
-        case 5: q8_slice_256(rows, row_bytes, w, n, d, 5, f, out); break;
-        case 6: q8_slice_256(rows, row_bytes, w, n, d, 6, f, out); break;
-        case 7: q8_slice_256(rows, row_bytes, w, n, d, 7, f, out); break;
-        default: q8_slice_256(rows, row_bytes, w, n, d, KV_SLICE_256, f, out); break;
+ * by the portable loop (the same integers) */
+TARGET_AVX2 static void weighted_sum_q8_avx2(Q8Values v, const float *w, int n, float *out, int fetch) {
+    int whole = v.hs / 8 * 8;
+    for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
+    for (int first = 0; first < n; first += KV_Q8_CHUNK) {
+        Q8Values chunk = q8_values_at(v, first);
+        int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;
+        Q8Weights q;
+        q8_weights_256(chunk, w + first, count, &q);
+        if (q.step == 0.0f) {
+            q8_chunk_float(chunk, w + first, count, out);
+            continue;
         }
+        for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
+            int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
+            int f = d == 0 && fetch;
+            switch (V) {
+            case 1: q8_pairs_256(chunk, &q, count, d, 1, f, out); break;
+            case 2: q8_pairs_256(chunk, &q, count, d, 2, f, out); break;
+            case 3: q8_pairs_256(chunk, &q, count, d, 3, f, out); break;
+            default: q8_pairs_256(chunk, &q, count, d, KV_SLICE_256, f, out); break;
+            }
+        }
+        if (whole < v.hs) q8_add_sums_portable(chunk, &q, count, whole, v.hs, out);
     }
-    if (whole < hs) weighted_sum_portable(KV_Q8, rows, row_bytes, w, n, whole, hs, out);
 }
 
 /* float32 and float16 rows: the even rows and the odd rows in two sums,
@@ -762,23 +988,26 @@ KV_WEIGHTED_SUMS(avx512, TARGET_AVX512, weighted_sum_512)
 KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 #endif
 
-/* scores[k] = keys[k] · q for k < n, int8 keys, the integer scores */
+/* scores[k] = keys[k] · q for k < n, int8 keys (from any row), the integer
+ * scores */
 static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores) {
+    int skip;
+    Q8Keys k = q8_keys_of(kv, (size_t)(keys - kv->keys) / kv->row_bytes, &skip);
 #ifdef QKV_HAVE_X86_KERNELS
     if (kv->isa >= ISA_AVX512_VNNI) {
-        q8_scores_vnni(keys, kv->row_bytes, q, kv->head_size, n, scores);
+        q8_scores_vnni(k, skip, q, n, scores);
         return;
     }
     if (kv->isa >= ISA_AVX512) {
-        q8_scores_avx512(keys, kv->row_bytes, q, kv->head_size, n, scores);
+        q8_scores_avx512(k, skip, q, n, scores);
         return;
     }
     if (kv->isa >= ISA_AVX2) {
-        q8_scores_avx2(keys, kv->row_bytes, q, kv->head_size, n, scores);
+        q8_scores_avx2(k, skip, q, n, scores);
         return;
     }
 #endif
-    q8_scores_portable(keys, kv->row_bytes, q, kv->head_size, n, scores);
+    q8_scores_portable(k, skip, q, n, scores);
 }
 
 void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, int q_stride, int n_keys,
@@ -793,22 +1022,28 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
     k(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }
 
-/* out = Σ_t w[t] · values[t] over t < n, int8 values */
+/* out = Σ_t w[t] · values[t] over t < n, int8 values from an even row */
 static void q8_weighted_sum(const KVCache *kv, const unsigned char *values, const float *w, int n, float *out,
                             int fetch) {
+    int odd;
+    Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &odd); /* odd is 0 */
 #ifdef QKV_HAVE_X86_KERNELS
+    if (kv->isa >= ISA_AVX512_VNNI) {
+        weighted_sum_q8_vnni(v, w, n, out, fetch);
+        return;
+    }
     if (kv->isa >= ISA_AVX512) {
-        weighted_sum_q8_avx512(values, kv->row_bytes, w, n, kv->head_size, out, fetch);
+        weighted_sum_q8_avx512(v, w, n, out, fetch);
         return;
     }
     if (kv->isa >= ISA_AVX2) {
-        weighted_sum_q8_avx2(values, kv->row_bytes, w, n, kv->head_size, out, fetch);
+        weighted_sum_q8_avx2(v, w, n, out, fetch);
         return;
     }
 #else
     (void)fetch;
 #endif
-    weighted_sum_portable(KV_Q8, values, kv->row_bytes, w, n, 0, kv->head_size, out);
+    q8_weighted_sum_portable(v, w, n, out);
 }
 
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,

@@ -149,8 +149,7 @@ void kv_window_after_store(KVCache *kv, int layer, int pos, const float *k, floa
                 turned[j] = v[j] * c - v[j + 1] * s;
                 turned[j + 1] = v[j] * s + v[j + 1] * c;
             }
-            size_t at = (((size_t)layer * kv->n_kv_heads + h) * kv->capacity + (size_t)i) * kv->row_bytes;
-            kv_encode(kv->type, turned, hs, kv->keys + at);
+            kv_store_row(kv, 1, layer, h, i, turned);
         }
 }
 

@@ -108,8 +108,8 @@ static double reference(const Fixture *f, const float *q, int h, int n, int stor
     for (int pass = 0; pass < 2; pass++)
         for (int t = 0; t < n; t++) {
             if (stored) {
-                kv_row_to_float(&f->kv, kv_keys(&f->kv, 0, kvh) + t * f->kv.row_bytes, key);
-                kv_row_to_float(&f->kv, kv_values(&f->kv, 0, kvh) + t * f->kv.row_bytes, value);
+                kv_key_to_float(&f->kv, kv_keys(&f->kv, 0, kvh), t, key);
+                kv_value_to_float(&f->kv, kv_values(&f->kv, 0, kvh), t, value);
             } else {
                 memcpy(key, f->keys + ((size_t)t * KV_HEADS + kvh) * HS, sizeof key);
                 memcpy(value, f->values + ((size_t)t * KV_HEADS + kvh) * HS, sizeof value);
@@ -155,37 +155,77 @@ static double relative_error(const float *a, const double *b, int n, double scal
     return worst / scale;
 }
 
-static double relative_error_f(const float *a, const float *b, int n, double scale) {
-    double d[HS];
-    for (int i = 0; i < n; i++) d[i] = b[i];
-    return relative_error(a, d, n, scale);
-}
-
 /* The scale of head h's sums for the query q over n keys (see reference) */
 static double sum_scale(const Fixture *f, const float *q, int h, int n) {
     double out[HS];
     return reference(f, q, h, n, 1, out);
 }
 
+/* int8 values: how far rounding the weights to int16 (kv_cache.h) can move
+ * each element of head h's output for the query q over n keys, else 0. A
+ * block of keys (a weighted sum's chunk: the same 256 from key 0) rounds
+ * its weights w_t · scale_t to a step of their max / 32767, which moves
+ * element i by at most half the step times Σ_t |v_t,i| / scale_t; over the
+ * blocks, each weighted by its share of the softmax, exp(m_b - M) / l.
+ * (1% on top for the float exp the kernel uses.) */
+static void weight_rounding(const Fixture *f, const float *q, int h, int n, double *allowance) {
+    int kvh = h / (HEADS / KV_HEADS);
+    for (int i = 0; i < HS; i++) allowance[i] = 0;
+    if (f->kv.type != KV_Q8) return;
+    const float *scales = f->kv.value_scales + (size_t)kvh * f->kv.stride;
+    double *x = malloc(sizeof(double) * n), max = -INFINITY, l = 0;
+    float key[HS], value[HS];
+    for (int t = 0; t < n; t++) {
+        kv_key_to_float(&f->kv, kv_keys(&f->kv, 0, kvh), t, key);
+        x[t] = 0;
+        for (int i = 0; i < HS; i++) x[t] += (double)q[i] * key[i];
+        x[t] /= sqrt(HS);
+        max = fmax(max, x[t]);
+    }
+    for (int t = 0; t < n; t++) l += exp(x[t] - max);
+    for (int first = 0; first < n; first += QKV_KEY_BLOCK) {
+        int last = first + QKV_KEY_BLOCK < n ? first + QKV_KEY_BLOCK : n;
+        double m = -INFINITY, step = 0, sum[HS] = { 0 };
+        for (int t = first; t < last; t++) m = fmax(m, x[t]);
+        for (int t = first; t < last; t++) {
+            step = fmax(step, exp(x[t] - m) * scales[t] / 32767);
+            kv_value_to_float(&f->kv, kv_values(&f->kv, 0, kvh), t, value);
+            for (int i = 0; i < HS; i++) sum[i] += fabs(value[i]) / scales[t];
+        }
+        for (int i = 0; i < HS; i++) allowance[i] += exp(m - max) / l * step / 2 * sum[i] * 1.01;
+    }
+    free(x);
+}
+
+/* max over i of (|a_i - b_i| - allowance_i), relative to scale */
+static double error_beyond(const float *a, const double *b, const double *allowance, double scale) {
+    double worst = 0;
+    for (int i = 0; i < HS; i++) worst = fmax(worst, fabs(a[i] - b[i]) - allowance[i]);
+    return worst / scale;
+}
+
 /* Errors are relative to the scale of the sums (see reference). Against
- * float64 over the rows as stored only float32 arithmetic is left: 1e-6.
+ * float64 over the rows as stored only float32 arithmetic is left: 1e-6
+ * (for int8, beyond the integer sums' rounding of q and of the weights).
  * Against the rows as given, the storage's rounding moves scores and values
  * by up to one step: float16's 2^-11 relative (5e-4), int8's 1/127 of the
  * row's largest element, whose half-step is 4e-3 of it (5e-3 with margin). */
 static const double GIVEN_TOLERANCE[KV_TYPE_COUNT] = { 1e-6, 5e-4, 5e-3 };
 #define STORED_TOLERANCE 1e-6
 #define SAME_TOLERANCE 1e-6
+#define BEYOND_WEIGHTS(type) ((type) == KV_Q8 ? " (beyond the weights' rounding to int16, both sides)" : "")
 
 /* Decode (one row, split over blocks) of every head against float64. */
 static void test_against_float64(KVType type, Isa isa) {
     Fixture f;
     fixture_init(&f, type, isa);
     float out[HEADS * HS];
-    double ref[HS], stored = 0, given = 0;
+    double ref[HS], allowance[HS], stored = 0, given = 0;
     run_rows(&f, 0, 1, KEYS - 1, out, NULL, NULL);
     for (int h = 0; h < HEADS; h++) {
         double scale = reference(&f, f.q + h * HS, h, KEYS, 1, ref);
-        stored = fmax(stored, relative_error(out + h * HS, ref, HS, scale));
+        weight_rounding(&f, f.q + h * HS, h, KEYS, allowance);
+        stored = fmax(stored, error_beyond(out + h * HS, ref, allowance, scale));
         scale = reference(&f, f.q + h * HS, h, KEYS, 0, ref);
         given = fmax(given, relative_error(out + h * HS, ref, HS, scale));
     }
@@ -209,15 +249,20 @@ static void test_split_equals_one_block(KVType type, Isa isa) {
     omp_set_num_threads(2);
     run_rows(&f, 0, 1, KEYS - 1, two, NULL, NULL);
     omp_set_num_threads(threads);
-    double err = 0;
+    double err = 0, allowance[HS], theirs[HS];
     for (int h = 0; h < HEADS; h++) {
         one_block(&f, f.q + h * HS, h, KEYS, whole + h * HS);
-        err = fmax(err, relative_error_f(one + h * HS, whole + h * HS, HS, sum_scale(&f, f.q + h * HS, h, KEYS)));
+        weight_rounding(&f, f.q + h * HS, h, KEYS, allowance);
+        for (int i = 0; i < HS; i++) {
+            theirs[i] = whole[h * HS + i];
+            allowance[i] *= 2; /* each side rounds its weights */
+        }
+        err = fmax(err, error_beyond(one + h * HS, theirs, allowance, sum_scale(&f, f.q + h * HS, h, KEYS)));
     }
     char name[256];
     snprintf(name, sizeof name, "attention, %s KV cache, %s: split over %d blocks within %g of one block (a whole "
-             "row's softmax); 2 threads give 1 thread's bits", kv_type_name(type), isa_name(isa),
-             (KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, SAME_TOLERANCE);
+             "row's softmax%s); 2 threads give 1 thread's bits", kv_type_name(type), isa_name(isa),
+             (KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, SAME_TOLERANCE, BEYOND_WEIGHTS(type));
     report(err <= SAME_TOLERANCE && memcmp(one, two, sizeof one) == 0, name, "error %.3g; threads %s", err,
            memcmp(one, two, sizeof one) ? "differ" : "agree");
     fixture_free(&f);
@@ -237,13 +282,18 @@ static void test_prompt_rows(KVType type, Isa isa) {
     run_rows(&f, 0, ROWS, pos, tiled, NULL, NULL);
     for (int t = 0; t < ROWS; t++) run_rows(&f, t, 1, pos + t, stepped + t * HEADS * HS, NULL, NULL);
     run_rows(&f, 0, ROWS, pos, observed, scores, weights);
-    double err = 0, score_err = 0, weight_err = 0;
+    double err = 0, score_err = 0, weight_err = 0, allowance[HS], theirs[HS];
     for (int t = 0; t < ROWS; t++)
         for (int h = 0; h < HEADS; h++) {
             const float *q = f.q + ((size_t)t * HEADS + h) * HS;
             int n = pos + t + 1, kvh = h / (HEADS / KV_HEADS);
             one_block(&f, q, h, n, whole);
-            err = fmax(err, relative_error_f(tiled + (t * HEADS + h) * HS, whole, HS, sum_scale(&f, q, h, n)));
+            weight_rounding(&f, q, h, n, allowance);
+            for (int i = 0; i < HS; i++) {
+                theirs[i] = whole[i];
+                allowance[i] *= 2;
+            }
+            err = fmax(err, error_beyond(tiled + (t * HEADS + h) * HS, theirs, allowance, sum_scale(&f, q, h, n)));
             const float *s = scores + ((size_t)t * HEADS + h) * KEYS, *w = weights + ((size_t)t * HEADS + h) * KEYS;
             float *want = malloc(sizeof(float) * n);
             kv_scores(&f.kv, kv_keys(&f.kv, 0, kvh), q, 1, HS, n, want, n);
@@ -258,8 +308,8 @@ static void test_prompt_rows(KVType type, Isa isa) {
         }
     char name[256];
     snprintf(name, sizeof name, "attention, %s KV cache, %s: %d prompt rows folded block by block give the bits "
-             "of one position at a time, within %g of the whole-row softmax", kv_type_name(type), isa_name(isa),
-             ROWS, SAME_TOLERANCE);
+             "of one position at a time, within %g of the whole-row softmax%s", kv_type_name(type), isa_name(isa),
+             ROWS, SAME_TOLERANCE, BEYOND_WEIGHTS(type));
     report(memcmp(tiled, stepped, sizeof tiled) == 0 && err <= SAME_TOLERANCE, name, "bits %s, error %.3g",
            memcmp(tiled, stepped, sizeof tiled) ? "differ" : "agree", err);
     snprintf(name, sizeof name, "attention, %s KV cache, %s: observed, the same output; the observer gets every "
@@ -276,28 +326,32 @@ static void test_prompt_rows(KVType type, Isa isa) {
 /* ------------------------------------------------------------------------ */
 /* The int8 kernels alone                                                    */
 
-/* The int8 kernels work on groups of 16 (AVX-512) or 8 (AVX2) rows and on
- * vectors of 32 or 16 columns, so head sizes with partial vectors and row
- * counts with partial groups. Each weighted sum within 1e-6 of float64 over
- * the stored rows (relative to Σ|products|), and each score too beyond
- * what q's rounding to int16 can move it (half a step of max|q| / 32767
- * times Σ|k_i|: kv_cache.h). A key's score is an exact integer times its
- * scales, so it has the same bits on every instruction set (the portable
- * path's), and whether it is computed alone, first in a group, or wherever
- * a call from row 0 puts it (the prompt's blocks and a decode step's may
- * group a key differently). A q with a NaN gives NaN scores. */
+/* The int8 kernels work on panels of 16 keys and pairs of value rows, on
+ * vectors of 32 or 16 columns and chunks of 256 value rows, so head sizes
+ * with partial vectors, an odd row count and partial panels and chunks
+ * (531 rows: two chunks and 19 rows). Each score within 1e-6 of float64
+ * over the stored rows beyond what q's rounding to int16 can move it (half
+ * a step of max|q| / 32767 times Σ|k_i|: kv_cache.h), each weighted sum
+ * beyond what the weights' rounding can (half a step of each chunk's max
+ * w_t · scale_t / 32767 times Σ_t |v_t,i| / scale_t); relative to
+ * Σ|products|. Both are exact integers times scales, so they have the same
+ * bits on every instruction set (the portable path's), and a key's score
+ * is the same computed alone, first in a call, or wherever a call from row
+ * 0 puts it (the prompt's blocks and a decode step's may place it
+ * differently). A chunk of zero weights (summed in float) adds nothing, a
+ * NaN weight makes the sums NaN, and a q with a NaN gives NaN scores. */
 static void test_q8_kernels(Isa isa) {
-    enum { ROWS_Q8 = 37, MAX_HS = 300 };
+    enum { ROWS_Q8 = 531, MAX_HS = 300 };
     static const int sizes[] = { 8, 20, 40, 48, 64, 72, 136, 300 };
     double worst_score = 0, worst_sum = 0;
-    int placed = 1, same_bits = 1, nan_scores = 1;
+    int placed = 1, same_bits = 1, nan_scores = 1, nan_sums = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int hs = sizes[s];
         KVCache kv;
         kv_cache_init(&kv, KV_Q8, 1, 1, ROWS_Q8, hs);
         kv.isa = isa;
-        float q[MAX_HS], k[MAX_HS], v[MAX_HS], w[ROWS_Q8], all[ROWS_Q8], from[ROWS_Q8], out[MAX_HS];
-        float portable[ROWS_Q8];
+        static float w[ROWS_Q8], all[ROWS_Q8], from[ROWS_Q8], portable[ROWS_Q8];
+        float q[MAX_HS], k[MAX_HS], v[MAX_HS], out[MAX_HS], portable_out[MAX_HS];
         for (int t = 0; t < ROWS_Q8; t++) {
             float range = 1.0f + (float)(t % 5); /* rows of different scales */
             for (int i = 0; i < hs; i++) {
@@ -305,50 +359,65 @@ static void test_q8_kernels(Isa isa) {
                 v[i] = uniform(-range, range);
             }
             kv_cache_store(&kv, 0, t, k, v);
-            w[t] = uniform(0, 1);
+            w[t] = t >= 256 && t < 512 && s % 2 ? 0.0f : uniform(0, 1); /* a chunk of zeros, every other size */
         }
         for (int i = 0; i < hs; i++) q[i] = uniform(-1, 1);
         const unsigned char *keys = kv_keys(&kv, 0, 0), *values = kv_values(&kv, 0, 0);
         kv.isa = ISA_PORTABLE;
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, portable, ROWS_Q8);
+        kv_weighted_sum(&kv, values, w, ROWS_Q8, portable_out, 0);
         kv.isa = isa;
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
-        same_bits &= memcmp(portable, all, sizeof all) == 0;
-        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 }, q_max = 0;
+        kv_weighted_sum(&kv, values, w, ROWS_Q8, out, 1);
+        same_bits &= memcmp(portable, all, sizeof all) == 0 && memcmp(portable_out, out, sizeof(float) * hs) == 0;
+        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 }, rounding[MAX_HS] = { 0 }, chunk[MAX_HS] = { 0 };
+        double q_max = 0, step = 0;
         for (int i = 0; i < hs; i++) q_max = fmax(q_max, fabs(q[i]));
         for (int t = 0; t < ROWS_Q8; t++) {
-            double dot = 0, size = 0, k_sum = 0;
-            kv_row_to_float(&kv, keys + t * kv.row_bytes, k);
-            kv_row_to_float(&kv, values + t * kv.row_bytes, v);
+            double dot = 0, size = 0, k_sum = 0, scale = kv.value_scales[t];
+            kv_key_to_float(&kv, keys, t, k);
+            kv_value_to_float(&kv, values, t, v);
+            step = fmax(step, w[t] * scale / 32767);
             for (int i = 0; i < hs; i++) {
                 dot += (double)q[i] * k[i];
                 size += fabs((double)q[i] * k[i]);
                 k_sum += fabs(k[i]);
                 ref[i] += (double)w[t] * v[i];
                 magnitude[i] += fabs((double)w[t] * v[i]);
+                chunk[i] += fabs(v[i]) / scale;
             }
-            double rounding = q_max / 32767 / 2 * 1.0001 * k_sum;
-            worst_score = fmax(worst_score, (fabs(all[t] - dot) - rounding) / size);
+            if (t % 256 == 255 || t == ROWS_Q8 - 1) /* a chunk's end: its rounding */
+                for (int i = 0; i < hs; i++) {
+                    rounding[i] += step / 2 * 1.0001 * chunk[i];
+                    chunk[i] = 0;
+                }
+            if (t % 256 == 255) step = 0;
+            worst_score = fmax(worst_score, (fabs(all[t] - dot) - q_max / 32767 / 2 * 1.0001 * k_sum) / size);
+            if (t % 7 && t > 40) continue; /* the places: the first 41 and every 7th */
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, ROWS_Q8 - t, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, 1, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
         }
+        for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, (fabs(out[i] - ref[i]) - rounding[i]) / magnitude[i]);
+        w[300] = NAN;
         kv_weighted_sum(&kv, values, w, ROWS_Q8, out, 1);
-        for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, fabs(out[i] - ref[i]) / magnitude[i]);
+        for (int i = 0; i < hs; i++) nan_sums &= isnan(out[i]);
         q[hs / 2] = NAN;
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
         for (int t = 0; t < ROWS_Q8; t++) nan_scores &= isnan(all[t]);
         kv_cache_free(&kv);
     }
     char name[400];
-    snprintf(name, sizeof name, "int8 KV rows, %s: scores (beyond q's rounding to int16) and weighted sums of %d "
-             "rows, head sizes 8 to 300 (q in two chunks of columns), within %g of float64; a key's score the portable path's bits, the same alone, "
-             "first in a group or anywhere in one; NaN from a NaN in q", isa_name(isa), 37, STORED_TOLERANCE);
-    report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed && same_bits && nan_scores, name,
-           "score error %.3g, sum error %.3g, scores %s, %s the portable path's, %s", worst_score, worst_sum,
-           placed ? "agree" : "depend on place", same_bits ? "equal to" : "differ from",
-           nan_scores ? "NaN from NaN" : "a NaN lost");
+    snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows (beyond q's and the weights' "
+             "rounding to int16), head sizes 8 to 300, within %g of float64; the portable path's bits; a key's score "
+             "the same alone, first in a call or anywhere in one; NaN from a NaN in q or in the weights",
+             isa_name(isa), ROWS_Q8, STORED_TOLERANCE);
+    report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed && same_bits && nan_scores &&
+               nan_sums,
+           name, "score error %.3g, sum error %.3g, scores %s, %s the portable path's, scores %s, sums %s", worst_score,
+           worst_sum, placed ? "agree" : "depend on place", same_bits ? "equal to" : "differ from",
+           nan_scores ? "NaN from NaN" : "a NaN lost", nan_sums ? "NaN from NaN" : "a NaN lost");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -643,10 +643,8 @@ static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType 
     run_state_free(&many);
     run_state_init_kv(&many, &m->config, 0, kv_type);
     float *last = forward_tokens(m, &many, tokens, n, 0, NULL);
-    size_t cache = kv_cache_bytes(&one.kv_cache) / 2;
     int same = memcmp(last, stepped + (size_t)(n - 1) * V, (size_t)V * sizeof(float)) == 0 &&
-               memcmp(many.kv_cache.keys, one.kv_cache.keys, cache) == 0 &&
-               memcmp(many.kv_cache.values, one.kv_cache.values, cache) == 0;
+               kv_cache_same(&many.kv_cache, &one.kv_cache);
     snprintf(name, sizeof name, "%s, %s KV cache: forward_tokens over %d positions leaves forward()'s logits and cache",
              path, kv_type_name(kv_type), n);
     report(same, name, "last logits or cache differ");
@@ -671,7 +669,10 @@ static void test_chunks_equal_steps(const char *path) {
  * score also rounds q to int16 (kv_cache.h), q_i to within half a step of
  * max|q| / 32767: that moves the score by at most the half-step times
  * Σ|k_i|, and the output by at most 2 · that / √HS · max|v| (a softmax
- * weight's change is w_t (Δx_t − Σ w Δx)); beyond those, 1e-5. */
+ * weight's change is w_t (Δx_t − Σ w Δx)). The int8 values' sum rounds each
+ * w_t · scale_t to int16, to within half a step of their max / 32767: that
+ * moves output i by at most the half-step times Σ_t |v_t,i| / scale_t.
+ * Beyond those, 1e-5. */
 static void test_kv_types(void) {
     enum { HS = 40, N = 37 };
     static float q[HS], keys[N][HS], values[N][HS], back[HS], scores[N], weights[N], out[HS];
@@ -694,7 +695,10 @@ static void test_kv_types(void) {
         for (int t = 0; t < N; t++)
             for (int which = 0; which < 2; which++) {
                 const float *orig = which ? values[t] : keys[t];
-                kv_row_to_float(&kv, (which ? kv_values(&kv, 0, 0) : kv_keys(&kv, 0, 0)) + t * kv.row_bytes, back);
+                if (which)
+                    kv_value_to_float(&kv, kv_values(&kv, 0, 0), t, back);
+                else
+                    kv_key_to_float(&kv, kv_keys(&kv, 0, 0), t, back);
                 double amax = 0;
                 for (int i = 0; i < HS; i++) amax = fmax(amax, fabs(orig[i]));
                 for (int i = 0; i < HS; i++) {
@@ -726,13 +730,19 @@ static void test_kv_types(void) {
             m = fmax(m, s64[t] / sqrt(HS));
         }
         for (int t = 0; t < N; t++) sum += exp(s64[t] / sqrt(HS) - m);
+        double step = 0; /* int8 values: the weights' int16 step, max_t w_t · scale_t / 32767 */
+        for (int t = 0; t < N && type == KV_Q8; t++) step = fmax(step, weights[t] * (double)kv.value_scales[t] / 32767);
         for (int i = 0; i < HS; i++) {
-            double o = 0;
-            for (int t = 0; t < N; t++) o += exp(s64[t] / sqrt(HS) - m) / sum * v64[t][i];
-            worst = fmax(worst, fabs(out[i] - o) - 2 * moved / sqrt(HS) * v_max);
+            double o = 0, rounding = 0;
+            for (int t = 0; t < N; t++) {
+                o += exp(s64[t] / sqrt(HS) - m) / sum * v64[t][i];
+                if (type == KV_Q8) rounding += step / 2 * 1.0001 * fabs(v64[t][i]) / kv.value_scales[t];
+            }
+            worst = fmax(worst, fabs(out[i] - o) - 2 * moved / sqrt(HS) * v_max - rounding);
         }
         snprintf(name, sizeof name, "%s KV cache: scores and output within 1e-5 of float64 over the stored rows%s",
-                 kv_type_name((KVType)type), type == KV_Q8 ? ", beyond what q's rounding to int16 can move" : "");
+                 kv_type_name((KVType)type),
+                 type == KV_Q8 ? ", beyond what q's and the weights' rounding to int16 can move" : "");
         report(worst <= 1e-5, name, "worst error %.3g", worst);
         kv_cache_free(&kv);
     }
