@@ -161,7 +161,7 @@ static double sum_scale(const Fixture *f, const float *q, int h, int n) {
     return reference(f, q, h, n, 1, out);
 }
 
-/* int8 values: how far rounding the weights to int16 (kv_cache.h) can move
+/* int8 values: how far rounding the weights to int16 (kv_int8.h) can move
  * each element of head h's output for the query q over n keys, else 0. A
  * block of keys (a weighted sum's chunk: the same 256 from key 0) rounds
  * its weights w_t · scale_t to a step of their max / 32767, which moves
@@ -331,7 +331,7 @@ static void test_prompt_rows(KVType type, Isa isa) {
  * with partial vectors, an odd row count and partial panels and chunks
  * (531 rows: two chunks and 19 rows). Each score within 1e-6 of float64
  * over the stored rows beyond what q's rounding to int16 can move it (half
- * a step of max|q| / 32767 times Σ|k_i|: kv_cache.h), each weighted sum
+ * a step of max|q| / 32767 times Σ|k_i|: kv_int8.h), each weighted sum
  * beyond what the weights' rounding can (half a step of each chunk's max
  * w_t · scale_t / 32767 times Σ_t |v_t,i| / scale_t); relative to
  * Σ|products|. Both are exact integers times scales, so they have the same

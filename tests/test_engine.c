@@ -666,7 +666,7 @@ static void test_chunks_equal_steps(const char *path) {
  * the rows as stored: each stored row within half a step of the float it
  * came from (float16: 2^-11 relative; int8: scale / 2), and the scores and
  * output within 1e-5 of float64 sums over the stored rows. An int8 key's
- * score also rounds q to int16 (kv_cache.h), q_i to within half a step of
+ * score also rounds q to int16 (kv_int8.h), q_i to within half a step of
  * max|q| / 32767: that moves the score by at most the half-step times
  * Σ|k_i|, and the output by at most 2 · that / √HS · max|v| (a softmax
  * weight's change is w_t (Δx_t − Σ w Δx)). The int8 values' sum rounds each
