@@ -43,8 +43,11 @@ typedef struct {
     int hs;
 } Q8Keys;
 
+/* The bytes of a panel: 16 keys of the head size rounded up to a pair */
+static inline size_t q8_panel_bytes(int hs) { return (size_t)KV_Q8_PANEL * (size_t)(hs + hs % 2); }
+
 static inline int q8_key(Q8Keys k, int t, int i) {
-    size_t panel = (size_t)(t - t % KV_Q8_PANEL) * (size_t)(k.hs + k.hs % 2);
+    size_t panel = (size_t)(t / KV_Q8_PANEL) * q8_panel_bytes(k.hs);
     return (int8_t)k.panels[panel + (size_t)(i / 2) * 2 * KV_Q8_PANEL + (size_t)(t % KV_Q8_PANEL) * 2 + i % 2];
 }
 
@@ -117,6 +120,10 @@ static void query_int16(const float *q, int count, float inverse, int16_t *p) {
 /* scores[at + j] = lanes[j] for j < count where 0 <= at + j < n (a call's
  * first and last panels of keys may be partial) */
 static void q8_store_lanes(float *scores, int at, int n, const float *lanes, int count) {
+    if (at >= 0 && at + count <= n) {
+        memcpy(scores + at, lanes, sizeof(float) * (size_t)count);
+        return;
+    }
     for (int j = 0; j < count; j++)
         if (at + j >= 0 && at + j < n) scores[at + j] = lanes[j];
 }
@@ -141,7 +148,7 @@ static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float 
     QueryScale qs = query_scale(abs_max(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS], wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL];
     if (k.hs <= KV_Q8_COLUMNS) q8_query_panel(q, k.hs, qs.inverse, p, wide);
-    size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);
+    size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
         int32_t dot[2 * KV_Q8_PANEL] = { 0 }; /* key r's: dot[2r] + dot[2r + 1] */
@@ -221,24 +228,19 @@ static void q8_add_sums_portable(Q8Values v, const Q8Weights *q, int n, int from
     }
 }
 
-static void q8_weighted_sum_portable(Q8Values v, const float *w, int n, float *out, int fetch) {
-    (void)fetch; /* the rows ahead are not requested */
-    for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
-    for (int first = 0; first < n; first += KV_Q8_CHUNK) {
-        Q8Values chunk = q8_values_at(v, first);
-        int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;
-        float wt[KV_Q8_CHUNK];
-        for (int t = 0; t < count; t++) wt[t] = w[first + t] * chunk.scales[t];
-        Q8Weights q;
-        float amax = abs_max(wt, count);
-        q.step = q8_weights_step(amax);
-        if (q.step == 0.0f) {
-            q8_chunk_float(chunk, w + first, count, out);
-            continue;
-        }
-        query_int16(wt, count, 32767.0f / amax, q.c);
-        q8_add_sums_portable(chunk, &q, count, 0, v.hs, out);
-    }
+/* A chunk's int16 weights (Q8Weights) from w and the rows' scales */
+static void q8_weights_portable(Q8Values v, const float *w, int n, Q8Weights *q) {
+    float wt[KV_Q8_CHUNK];
+    for (int t = 0; t < n; t++) wt[t] = w[t] * v.scales[t];
+    float amax = abs_max(wt, n);
+    q->step = q8_weights_step(amax);
+    if (q->step != 0.0f) query_int16(wt, n, 32767.0f / amax, q->c);
+}
+
+/* out += a chunk's products, every element (the rows ahead not requested) */
+static void q8_sums_portable(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+    (void)fetch;
+    q8_add_sums_portable(v, q, n, 0, v.hs, out);
 }
 
 /* c[2p] and c[2p + 1] as one 32-bit lane (the first in its low half) */
@@ -289,16 +291,6 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
     return _mm512_cmp_ps_mask(nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN : _mm512_reduce_max_ps(amax);
 }
 
-/* q8_store_lanes of v, a whole vector when it can */
-TARGET_AVX512 INLINE void q8_store_panel_512(float *scores, int at, int n, __m512 v) {
-    if (at >= 0 && at + 16 <= n) {
-        _mm512_storeu_ps(scores + at, v);
-        return;
-    }
-    float lanes[16];
-    _mm512_storeu_ps(lanes, v);
-    q8_store_lanes(scores, at, n, lanes, 16);
-}
 
 #define Q8_STEP_BW(acc, k, p) _mm512_add_epi32(acc, _mm512_madd_epi16(k, p))
 /* Column pair c of a panel's 16 keys (from x, its first column) as int16 */
@@ -316,7 +308,7 @@ TARGET_AVX512 INLINE void q8_store_panel_512(float *scores, int at, int n, __m51
         int16_t p[KV_Q8_COLUMNS];                                                                              \
         if (k.hs <= KV_Q8_COLUMNS) query_int16_512(q, k.hs, qs.inverse, p);                                    \
         __m512 q_scale = _mm512_set1_ps(qs.scale);                                                             \
-        size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);                                  \
+        size_t panel_bytes = q8_panel_bytes(k.hs);                                                             \
         for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {                                          \
             const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;               \
             __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                      \
@@ -336,14 +328,16 @@ TARGET_AVX512 INLINE void q8_store_panel_512(float *scores, int at, int n, __m51
             }                                                                                                  \
             __m512i dots = _mm512_add_epi32(_mm512_add_epi32(acc0, acc1), _mm512_add_epi32(acc2, acc3));       \
             __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(k.scales + first), q_scale);                          \
-            q8_store_panel_512(scores, first - skip, n, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));       \
+            float lanes[KV_Q8_PANEL];                                                                          \
+            _mm512_storeu_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));                           \
+            q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);                                       \
         }                                                                                                      \
     }
 Q8_SCORES_512(q8_scores_avx512, TARGET_AVX512, Q8_STEP_BW)
 Q8_SCORES_512(q8_scores_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
 
 /* A chunk's int16 weights (Q8Weights) from w and the rows' scales */
-TARGET_AVX512 INLINE void q8_weights_512(Q8Values v, const float *w, int n, Q8Weights *q) {
+TARGET_AVX512 static void q8_weights_512(Q8Values v, const float *w, int n, Q8Weights *q) {
     float wt[KV_Q8_CHUNK];
     for (int t = 0; t < n; t += 16) {
         __mmask16 m = kv_mask(t, n);
@@ -397,35 +391,23 @@ TARGET_AVX512 INLINE void q8_weights_512(Q8Values v, const float *w, int n, Q8We
 Q8_PAIRS_512(q8_pairs_512, TARGET_AVX512, Q8_STEP_BW)
 Q8_PAIRS_512(q8_pairs_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
 
-/* out[hs] = Σ_t w[t] · scale_t · v_t: chunk by chunk, slices of
- * KV_SLICE_512 vectors (a constant V in each call, so the sums stay in
- * registers) */
-#define Q8_WEIGHTED_SUM_512(NAME, TARGET, PAIRS)                                                                 \
-    TARGET static void NAME(Q8Values v, const float *w, int n, float *out, int fetch) {                         \
-        for (int i = 0; i < v.hs; i += 16) _mm512_mask_storeu_ps(out + i, kv_mask(i, v.hs), _mm512_setzero_ps()); \
-        for (int first = 0; first < n; first += KV_Q8_CHUNK) {                                                   \
-            Q8Values chunk = q8_values_at(v, first);                                                             \
-            int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;                                       \
-            Q8Weights q;                                                                                         \
-            q8_weights_512(chunk, w + first, count, &q);                                                         \
-            if (q.step == 0.0f) {                                                                                \
-                q8_chunk_float(chunk, w + first, count, out);                                                    \
-                continue;                                                                                        \
-            }                                                                                                    \
-            for (int d = 0; d < v.hs; d += 16 * KV_SLICE_512) {                                                  \
-                int V = (v.hs - d + 15) / 16 < KV_SLICE_512 ? (v.hs - d + 15) / 16 : KV_SLICE_512;               \
-                int rest = v.hs - d - 16 * (V - 1), f = d == 0 && fetch;                                         \
-                switch (V) {                                                                                     \
-                case 1: PAIRS(chunk, &q, count, d, 1, rest, f, out); break;                                      \
-                case 2: PAIRS(chunk, &q, count, d, 2, rest, f, out); break;                                      \
-                case 3: PAIRS(chunk, &q, count, d, 3, rest, f, out); break;                                      \
-                default: PAIRS(chunk, &q, count, d, KV_SLICE_512, rest, f, out); break;                          \
-                }                                                                                                \
+/* out += a chunk's products, in slices of KV_SLICE_512 vectors (a constant
+ * V in each call, so the sums stay in registers) */
+#define Q8_SUMS_512(NAME, TARGET, PAIRS)                                                                         \
+    TARGET static void NAME(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {                     \
+        for (int d = 0; d < v.hs; d += 16 * KV_SLICE_512) {                                                      \
+            int V = (v.hs - d + 15) / 16 < KV_SLICE_512 ? (v.hs - d + 15) / 16 : KV_SLICE_512;                   \
+            int rest = v.hs - d - 16 * (V - 1), f = d == 0 && fetch;                                             \
+            switch (V) {                                                                                         \
+            case 1: PAIRS(v, q, n, d, 1, rest, f, out); break;                                                   \
+            case 2: PAIRS(v, q, n, d, 2, rest, f, out); break;                                                   \
+            case 3: PAIRS(v, q, n, d, 3, rest, f, out); break;                                                   \
+            default: PAIRS(v, q, n, d, KV_SLICE_512, rest, f, out); break;                                       \
             }                                                                                                    \
         }                                                                                                        \
     }
-Q8_WEIGHTED_SUM_512(weighted_sum_q8_avx512, TARGET_AVX512, q8_pairs_512)
-Q8_WEIGHTED_SUM_512(weighted_sum_q8_vnni, TARGET_VNNI, q8_pairs_vnni)
+Q8_SUMS_512(q8_sums_avx512, TARGET_AVX512, q8_pairs_512)
+Q8_SUMS_512(q8_sums_vnni, TARGET_VNNI, q8_pairs_vnni)
 
 /* query_int16 and abs_max with vectors of 8 */
 TARGET_AVX2 INLINE void query_int16_256(const float *q, int count, float inverse, int16_t *p) {
@@ -452,16 +434,6 @@ TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
     return m;
 }
 
-/* q8_store_panel_512 for the 8 lanes of v at scores[at..] */
-TARGET_AVX2 INLINE void q8_store_half_256(float *scores, int at, int n, __m256 v) {
-    if (at >= 0 && at + 8 <= n) {
-        _mm256_storeu_ps(scores + at, v);
-        return;
-    }
-    float lanes[8];
-    _mm256_storeu_ps(lanes, v);
-    q8_store_lanes(scores, at, n, lanes, 8);
-}
 
 /* Column pair c of a panel (from x) times q's pair c (p): the first 8
  * keys' products into low, the last 8 keys' into high */
@@ -480,7 +452,7 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
     int16_t p[KV_Q8_COLUMNS];
     if (k.hs <= KV_Q8_COLUMNS) query_int16_256(q, k.hs, qs.inverse, p);
     __m256 q_scale = _mm256_set1_ps(qs.scale);
-    size_t panel_bytes = (size_t)KV_Q8_PANEL * (size_t)(k.hs + k.hs % 2);
+    size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
         __m256i low0 = _mm256_setzero_si256(), low1 = low0, high0 = low0, high1 = low0;
@@ -498,14 +470,15 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
         }
         __m256 scale0 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale);
         __m256 scale1 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale);
-        q8_store_half_256(scores, first - skip, n, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(low0, low1)), scale0));
-        q8_store_half_256(scores, first - skip + 8, n,
-                          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(high0, high1)), scale1));
+        float lanes[KV_Q8_PANEL];
+        _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(low0, low1)), scale0));
+        _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(high0, high1)), scale1));
+        q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
     }
 }
 
 /* q8_weights_512 with vectors of 8 */
-TARGET_AVX2 INLINE void q8_weights_256(Q8Values v, const float *w, int n, Q8Weights *q) {
+TARGET_AVX2 static void q8_weights_256(Q8Values v, const float *w, int n, Q8Weights *q) {
     float wt[KV_Q8_CHUNK];
     for (int t = 0; t < n; t += 8) {
         __m256i m = lanes_below(n - t);
@@ -548,56 +521,45 @@ TARGET_AVX2 INLINE void q8_pairs_256(Q8Values v, const Q8Weights *q, int n, int 
     }
 }
 
-/* Whole vectors of 8 in slices of KV_SLICE_256; the last hs % 8 elements
- * by the portable loop (the same integers) */
-TARGET_AVX2 static void weighted_sum_q8_avx2(Q8Values v, const float *w, int n, float *out, int fetch) {
+/* out += a chunk's products: whole vectors of 8 in slices of
+ * KV_SLICE_256; the last hs % 8 elements by the portable loop (the same
+ * integers) */
+TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
     int whole = v.hs / 8 * 8;
-    for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
-    for (int first = 0; first < n; first += KV_Q8_CHUNK) {
-        Q8Values chunk = q8_values_at(v, first);
-        int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;
-        Q8Weights q;
-        q8_weights_256(chunk, w + first, count, &q);
-        if (q.step == 0.0f) {
-            q8_chunk_float(chunk, w + first, count, out);
-            continue;
+    for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
+        int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
+        int f = d == 0 && fetch;
+        switch (V) {
+        case 1: q8_pairs_256(v, q, n, d, 1, f, out); break;
+        case 2: q8_pairs_256(v, q, n, d, 2, f, out); break;
+        case 3: q8_pairs_256(v, q, n, d, 3, f, out); break;
+        default: q8_pairs_256(v, q, n, d, KV_SLICE_256, f, out); break;
         }
-        for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
-            int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-            int f = d == 0 && fetch;
-            switch (V) {
-            case 1: q8_pairs_256(chunk, &q, count, d, 1, f, out); break;
-            case 2: q8_pairs_256(chunk, &q, count, d, 2, f, out); break;
-            case 3: q8_pairs_256(chunk, &q, count, d, 3, f, out); break;
-            default: q8_pairs_256(chunk, &q, count, d, KV_SLICE_256, f, out); break;
-            }
-        }
-        if (whole < v.hs) q8_add_sums_portable(chunk, &q, count, whole, v.hs, out);
     }
+    if (whole < v.hs) q8_add_sums_portable(v, q, n, whole, v.hs, out);
 }
 
 #endif /* QKV_HAVE_X86_KERNELS */
 
 /* The kernels by instruction set (AMX: VNNI's; a decode row is no tile) */
-typedef void (*Q8ScoresKernel)(Q8Keys k, int skip, const float *q, int n, float *scores);
-typedef void (*Q8SumKernel)(Q8Values v, const float *w, int n, float *out, int fetch);
 typedef struct {
-    Q8ScoresKernel scores;
-    Q8SumKernel sum;
+    void (*scores)(Q8Keys k, int skip, const float *q, int n, float *scores);
+    void (*weights)(Q8Values v, const float *w, int n, Q8Weights *q); /* a chunk's */
+    void (*sums)(Q8Values v, const Q8Weights *q, int n, float *out, int fetch);
 } Q8Kernels;
 
 static Q8Kernels q8_kernels(Isa isa) {
 #ifdef QKV_HAVE_X86_KERNELS
     static const Q8Kernels by_isa[ISA_AVX512_VNNI + 1] = {
-        { q8_scores_portable, q8_weighted_sum_portable },
-        { q8_scores_avx2, weighted_sum_q8_avx2 },
-        { q8_scores_avx512, weighted_sum_q8_avx512 },
-        { q8_scores_vnni, weighted_sum_q8_vnni },
+        { q8_scores_portable, q8_weights_portable, q8_sums_portable },
+        { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
+        { q8_scores_avx512, q8_weights_512, q8_sums_avx512 },
+        { q8_scores_vnni, q8_weights_512, q8_sums_vnni },
     };
     return by_isa[isa < ISA_AVX512_VNNI ? isa : ISA_AVX512_VNNI];
 #else
     (void)isa;
-    return (Q8Kernels){ q8_scores_portable, q8_weighted_sum_portable };
+    return (Q8Kernels){ q8_scores_portable, q8_weights_portable, q8_sums_portable };
 #endif
 }
 
@@ -609,12 +571,24 @@ static void q8_scores(const KVCache *kv, const unsigned char *keys, const float 
     q8_kernels(kv->isa).scores(k, skip, q, n, scores);
 }
 
-/* out = Σ_t w[t] · values[t] over t < n, int8 values from an even row */
+/* out = Σ_t w[t] · values[t] over t < n, int8 values from an even row:
+ * chunk by chunk, each's weights rounded to int16 and its products added */
 static void q8_weighted_sum(const KVCache *kv, const unsigned char *values, const float *w, int n, float *out,
                             int fetch) {
     int odd;
     Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &odd); /* odd is 0 */
-    q8_kernels(kv->isa).sum(v, w, n, out, fetch);
+    Q8Kernels k = q8_kernels(kv->isa);
+    for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
+    for (int first = 0; first < n; first += KV_Q8_CHUNK) {
+        Q8Values chunk = q8_values_at(v, first);
+        int count = n - first < KV_Q8_CHUNK ? n - first : KV_Q8_CHUNK;
+        Q8Weights q;
+        k.weights(chunk, w + first, count, &q);
+        if (q.step == 0.0f)
+            q8_chunk_float(chunk, w + first, count, out);
+        else
+            k.sums(chunk, &q, count, out, fetch);
+    }
 }
 
 #endif /* QKV_KV_INT8_INCLUDED */
