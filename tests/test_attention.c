@@ -99,12 +99,24 @@ static void run_rows(Fixture *f, int first, int n, int pos, float *out, float *s
 /* float64 attention of query q (head h) over keys 0..n-1; rows from the
  * cache as stored (stored = 1) or as given (stored = 0). Returns the scale
  * of the sums, max_i Σ_t p_t |v_t,i|: what float32 rounding is relative to
- * (random values cancel, so |out| itself can be far smaller). */
-static double reference(const Fixture *f, const float *q, int h, int n, int stored, double *out) {
-    int kvh = h / (HEADS / KV_HEADS);
+ * (random values cancel, so |out| itself can be far smaller).
+ *
+ * allowance (if not NULL; stored rows): how far rounding int8 values'
+ * weights to int16 (kv_int8.h) can move each element of the output, else
+ * 0. A block of keys (a weighted sum's chunk: the same 256 from key 0)
+ * rounds its weights w_t · scale_t to a step of their max / 32767, which
+ * moves element i by at most half the step times Σ_t |v_t,i| / scale_t;
+ * over the blocks, each weighted by its share of the softmax,
+ * exp(m_b - M) / l. (1% on top for the float exp the kernel uses.) */
+static double reference(const Fixture *f, const float *q, int h, int n, int stored, double *out, double *allowance) {
+    enum { BLOCKS = (KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK };
+    int kvh = h / (HEADS / KV_HEADS), q8 = allowance && f->kv.type == KV_Q8;
+    const float *scales = f->kv.value_scales + (size_t)kvh * f->kv.stride;
     double *x = malloc(sizeof(double) * n), max = -INFINITY, sum = 0, magnitude[HS], scale = 0;
+    double block_max[BLOCKS], step[BLOCKS];
     float key[HS], value[HS];
     for (int i = 0; i < HS; i++) out[i] = magnitude[i] = 0;
+    for (int i = 0; i < HS && allowance; i++) allowance[i] = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int t = 0; t < n; t++) {
             if (stored) {
@@ -121,16 +133,27 @@ static double reference(const Fixture *f, const float *q, int h, int n, int stor
                 max = fmax(max, x[t]);
                 continue;
             }
+            if (q8 && t == 0) /* each block's max score and step, once pass 0 has every score */
+                for (int b = 0; b * QKV_KEY_BLOCK < n; b++) {
+                    int first = b * QKV_KEY_BLOCK, last = first + QKV_KEY_BLOCK < n ? first + QKV_KEY_BLOCK : n;
+                    block_max[b] = -INFINITY;
+                    step[b] = 0;
+                    for (int k = first; k < last; k++) block_max[b] = fmax(block_max[b], x[k]);
+                    for (int k = first; k < last; k++) step[b] = fmax(step[b], exp(x[k] - block_max[b]) * scales[k] / 32767);
+                }
             double e = exp(x[t] - max);
             sum += e;
             for (int i = 0; i < HS; i++) {
                 out[i] += e * value[i];
                 magnitude[i] += e * fabs(value[i]);
             }
+            int b = t / QKV_KEY_BLOCK;
+            for (int i = 0; i < HS && q8; i++) allowance[i] += exp(block_max[b] - max) * step[b] / 2 * fabs(value[i]) / scales[t];
         }
     for (int i = 0; i < HS; i++) {
         out[i] /= sum;
         scale = fmax(scale, magnitude[i] / sum);
+        if (q8) allowance[i] *= 1.01 / sum;
     }
     free(x);
     return scale;
@@ -155,46 +178,11 @@ static double relative_error(const float *a, const double *b, int n, double scal
     return worst / scale;
 }
 
-/* The scale of head h's sums for the query q over n keys (see reference) */
-static double sum_scale(const Fixture *f, const float *q, int h, int n) {
+/* The scale of head h's sums for the query q over n keys, and the int8
+ * weights' allowance (see reference) */
+static double sum_scale(const Fixture *f, const float *q, int h, int n, double *allowance) {
     double out[HS];
-    return reference(f, q, h, n, 1, out);
-}
-
-/* int8 values: how far rounding the weights to int16 (kv_int8.h) can move
- * each element of head h's output for the query q over n keys, else 0. A
- * block of keys (a weighted sum's chunk: the same 256 from key 0) rounds
- * its weights w_t · scale_t to a step of their max / 32767, which moves
- * element i by at most half the step times Σ_t |v_t,i| / scale_t; over the
- * blocks, each weighted by its share of the softmax, exp(m_b - M) / l.
- * (1% on top for the float exp the kernel uses.) */
-static void weight_rounding(const Fixture *f, const float *q, int h, int n, double *allowance) {
-    int kvh = h / (HEADS / KV_HEADS);
-    for (int i = 0; i < HS; i++) allowance[i] = 0;
-    if (f->kv.type != KV_Q8) return;
-    const float *scales = f->kv.value_scales + (size_t)kvh * f->kv.stride;
-    double *x = malloc(sizeof(double) * n), max = -INFINITY, l = 0;
-    float key[HS], value[HS];
-    for (int t = 0; t < n; t++) {
-        kv_key_to_float(&f->kv, kv_keys(&f->kv, 0, kvh), t, key);
-        x[t] = 0;
-        for (int i = 0; i < HS; i++) x[t] += (double)q[i] * key[i];
-        x[t] /= sqrt(HS);
-        max = fmax(max, x[t]);
-    }
-    for (int t = 0; t < n; t++) l += exp(x[t] - max);
-    for (int first = 0; first < n; first += QKV_KEY_BLOCK) {
-        int last = first + QKV_KEY_BLOCK < n ? first + QKV_KEY_BLOCK : n;
-        double m = -INFINITY, step = 0, sum[HS] = { 0 };
-        for (int t = first; t < last; t++) m = fmax(m, x[t]);
-        for (int t = first; t < last; t++) {
-            step = fmax(step, exp(x[t] - m) * scales[t] / 32767);
-            kv_value_to_float(&f->kv, kv_values(&f->kv, 0, kvh), t, value);
-            for (int i = 0; i < HS; i++) sum[i] += fabs(value[i]) / scales[t];
-        }
-        for (int i = 0; i < HS; i++) allowance[i] += exp(m - max) / l * step / 2 * sum[i] * 1.01;
-    }
-    free(x);
+    return reference(f, q, h, n, 1, out, allowance);
 }
 
 /* max over i of (|a_i - b_i| - allowance_i), relative to scale */
@@ -223,10 +211,9 @@ static void test_against_float64(KVType type, Isa isa) {
     double ref[HS], allowance[HS], stored = 0, given = 0;
     run_rows(&f, 0, 1, KEYS - 1, out, NULL, NULL);
     for (int h = 0; h < HEADS; h++) {
-        double scale = reference(&f, f.q + h * HS, h, KEYS, 1, ref);
-        weight_rounding(&f, f.q + h * HS, h, KEYS, allowance);
+        double scale = reference(&f, f.q + h * HS, h, KEYS, 1, ref, allowance);
         stored = fmax(stored, error_beyond(out + h * HS, ref, allowance, scale));
-        scale = reference(&f, f.q + h * HS, h, KEYS, 0, ref);
+        scale = reference(&f, f.q + h * HS, h, KEYS, 0, ref, NULL);
         given = fmax(given, relative_error(out + h * HS, ref, HS, scale));
     }
     char name[256];
@@ -252,12 +239,12 @@ static void test_split_equals_one_block(KVType type, Isa isa) {
     double err = 0, allowance[HS], theirs[HS];
     for (int h = 0; h < HEADS; h++) {
         one_block(&f, f.q + h * HS, h, KEYS, whole + h * HS);
-        weight_rounding(&f, f.q + h * HS, h, KEYS, allowance);
+        double scale = sum_scale(&f, f.q + h * HS, h, KEYS, allowance);
         for (int i = 0; i < HS; i++) {
             theirs[i] = whole[h * HS + i];
             allowance[i] *= 2; /* each side rounds its weights */
         }
-        err = fmax(err, error_beyond(one + h * HS, theirs, allowance, sum_scale(&f, f.q + h * HS, h, KEYS)));
+        err = fmax(err, error_beyond(one + h * HS, theirs, allowance, scale));
     }
     char name[256];
     snprintf(name, sizeof name, "attention, %s KV cache, %s: split over %d blocks within %g of one block (a whole "
@@ -288,12 +275,12 @@ static void test_prompt_rows(KVType type, Isa isa) {
             const float *q = f.q + ((size_t)t * HEADS + h) * HS;
             int n = pos + t + 1, kvh = h / (HEADS / KV_HEADS);
             one_block(&f, q, h, n, whole);
-            weight_rounding(&f, q, h, n, allowance);
+            double scale = sum_scale(&f, q, h, n, allowance);
             for (int i = 0; i < HS; i++) {
                 theirs[i] = whole[i];
                 allowance[i] *= 2;
             }
-            err = fmax(err, error_beyond(tiled + (t * HEADS + h) * HS, theirs, allowance, sum_scale(&f, q, h, n)));
+            err = fmax(err, error_beyond(tiled + (t * HEADS + h) * HS, theirs, allowance, scale));
             const float *s = scores + ((size_t)t * HEADS + h) * KEYS, *w = weights + ((size_t)t * HEADS + h) * KEYS;
             float *want = malloc(sizeof(float) * n);
             kv_scores(&f.kv, kv_keys(&f.kv, 0, kvh), q, 1, HS, n, want, n);
