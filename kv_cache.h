@@ -183,13 +183,8 @@ static size_t kv_row_index(const KVCache *kv, int layer, int kv_head, int slot) 
     return ((size_t)layer * kv->n_kv_heads + (size_t)kv_head) * kv->stride + (size_t)slot;
 }
 
-/* Where that key row lives. */
-static size_t kv_slot_offset(const KVCache *kv, int layer, int kv_head, int slot) {
-    return kv_row_index(kv, layer, kv_head, slot) * kv->row_bytes;
-}
-
 const unsigned char *kv_keys(const KVCache *kv, int layer, int kv_head) {
-    return kv->keys + kv_slot_offset(kv, layer, kv_head, 0);
+    return kv->keys + kv_row_index(kv, layer, kv_head, 0) * kv->row_bytes;
 }
 
 const unsigned char *kv_values(const KVCache *kv, int layer, int kv_head) {
