@@ -379,6 +379,83 @@ static int measure_on_team(Team *team, void *ctx) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The step's own bytes, in its order                                        */
+
+/* A matrix's bytes as its kernel reads them (the panels made at load) */
+static ReadSpan matrix_span(const Matrix *w) {
+    if (w->panels) return (ReadSpan){ w->panels, weight_packed_bytes(w->type, w->rows, w->cols) };
+    return (ReadSpan){ w->data, w->rows > 0 ? matrix_bytes(w) : 0 };
+}
+
+/* One layer's attention at n_keys keys, as decode_tasks reads it: each
+ * query head's blocks of keys in order, a block's keys (int8: then their
+ * scales; whole panels of 16, as the kernels read them), then its values
+ * (int8: their scales first). */
+static int attention_spans(const KVCache *kv, int layer, int n_heads, int n_keys, ReadSpan *out) {
+    int n = 0, q8 = kv->type == KV_Q8;
+    for (int h = 0; h < n_heads; h++) {
+        int kvh = h / (n_heads / kv->n_kv_heads);
+        size_t scales = ((size_t)layer * kv->n_kv_heads + kvh) * (size_t)kv->stride;
+        for (int first = 0; first < n_keys; first += QKV_KEY_BLOCK) {
+            int rows = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
+            int key_rows = q8 ? (rows + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : rows;
+            out[n++] = (ReadSpan){ kv_keys(kv, layer, kvh) + (size_t)first * kv->row_bytes, key_rows * kv->row_bytes };
+            if (q8) out[n++] = (ReadSpan){ kv->key_scales + scales + first, key_rows * sizeof(float) };
+            if (q8) out[n++] = (ReadSpan){ kv->value_scales + scales + first, rows * sizeof(float) };
+            out[n++] = (ReadSpan){ kv_values(kv, layer, kvh) + (size_t)first * kv->value_bytes, rows * kv->value_bytes };
+        }
+    }
+    return n;
+}
+
+/* A phase of the spans from *next on (n of them), in part part */
+static ReadPhase phase_of(ReadSpan **next, int n, int part) {
+    ReadPhase phase = { *next, n, part };
+    *next += n;
+    return phase;
+}
+
+ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases) {
+    const Config *c = &m->config;
+    int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK;
+    size_t per_layer = 7 + (size_t)c->n_heads * blocks * 4;
+    ReadPhase *phases = malloc(((size_t)c->n_layers * 5 + 1) * sizeof(ReadPhase));
+    ReadSpan *next = *spans = malloc((per_layer * c->n_layers + 1) * sizeof(ReadSpan));
+    if (!phases || !next) {
+        free(phases);
+        free(next);
+        return NULL;
+    }
+    int k = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->weights.layers[l];
+        next[0] = matrix_span(&w->wq), next[1] = matrix_span(&w->wk), next[2] = matrix_span(&w->wv);
+        phases[k++] = phase_of(&next, 3, 0);
+        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1);
+        next[0] = matrix_span(&w->wo);
+        phases[k++] = phase_of(&next, 1, 0);
+        next[0] = matrix_span(&w->w1), next[1] = matrix_span(&w->w3); /* GPT-2: no w3, 0 bytes */
+        phases[k++] = phase_of(&next, 2, 0);
+        next[0] = matrix_span(&w->w2);
+        phases[k++] = phase_of(&next, 1, 0);
+    }
+    next[0] = matrix_span(&m->weights.classifier);
+    phases[k++] = phase_of(&next, 1, 0);
+    *n_phases = k;
+    return phases;
+}
+
+/* The in-order read of what the step at ctx reads, on the bench's cache */
+static void measure_in_order(Bench *b, const KVCache *kv) {
+    ReadSpan *spans;
+    int n_phases;
+    ReadPhase *phases = bench_step_reads(b->model, kv, keys_read(b, b->ctx), &spans, &n_phases);
+    if (phases) roofline_read_in_order(&b->in_order, phases, n_phases, b->options->threads);
+    free(phases);
+    free(spans);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The memory a long prefill needs                                           */
 
 /* The prompt length whose memory is reported (the "8k tokens"). */
@@ -619,6 +696,13 @@ static void print_roofline(const Bench *b) {
            " %.0f%% of a read over the KV bytes alone (%.1f GB/s)\n", b->ctx, mib(kv_bytes), b->last_attention_ms,
            kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps, mib((double)b->kv_roofline.probe_bytes),
            b->kv_roofline.read_gbps, 100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
+    const InOrderRead *in = &b->in_order;
+    if (in->passes && in->seconds[0] > 0 && in->seconds[1] > 0) {
+        double weights_order = in->bytes[0] / in->seconds[0] * 1e-9, kv_order = in->bytes[1] / in->seconds[1] * 1e-9;
+        printf("  the step's own bytes read in its order at position %d, no arithmetic (best of %d passes):"
+               " weights %.1f GB/s, keys and values %.1f GB/s; attention reads at %.0f%% of the latter\n", b->ctx,
+               in->passes, weights_order, kv_order, 100 * kv_gbps / kv_order);
+    }
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%); prefill %d: %.1f tok/s, "
            "%.1f GFLOP/s (%.0f%%; weights %.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
@@ -816,9 +900,10 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         MeasureRun run = { &b, &s, tokens };
         rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
+        if (!rc) measure_in_order(&b, &s.kv_cache);
         run_state_free(&s);
-        fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, the step's at ctx, the KV cache's) "
-                "and FMA peak\n");
+        fprintf(stderr, "bench: probing read bandwidth (the step's own bytes in its order; over the weights' bytes, "
+                "the step's at ctx, the KV cache's) and FMA peak\n");
         size_t kv_bytes = kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
                           (size_t)keys_read(&b, b.ctx);
         roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);

@@ -49,6 +49,8 @@ typedef struct {
                                 caches, as a decode step does), attention's yardstick */
     Roofline kv_alone_roofline; /* over the keys and values alone (they may stay in a cache between
                                 passes, which a decode step's do not when the weights come between) */
+    InOrderRead in_order;    /* the step's own bytes at ctx (its weights, then its keys and values,
+                                layer by layer) read in its order with no arithmetic */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
     long prefill_kb[2];      /* its peak resident growth in kB: tiled (no observer), observed; -1 unknown */
     Team *team;              /* the threads the timed steps run on, as generate's (team.h) */
@@ -74,6 +76,12 @@ typedef struct {
 } Derived;
 
 /* bench.c */
+/* What a decode step reads with n_keys keys in the cache, in its order, as
+ * read phases (roofline.h): per layer wq, wk and wv (one product), the
+ * attention's keys and values, wo, w1 and w3, w2; then the classifier (the
+ * norms' and biases' few KiB left out). The spans in *spans; free both.
+ * NULL when out of memory. */
+ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases);
 double median(double *v, int n); /* sorts v */
 const char *base_name(const char *path);
 int slope_unit(int ctx);

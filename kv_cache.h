@@ -23,6 +23,10 @@
 
 typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2, KV_TYPE_COUNT } KVType;
 
+/* int8 keys are stored in panels of KV_Q8_PANEL rows (kv_int8.h), and read
+ * a whole panel at a time */
+#define KV_Q8_PANEL 16
+
 const char *kv_type_name(KVType type);
 /* "f32", "f16", "q8"; -1 if none */
 int kv_type_parse(const char *name);
@@ -110,8 +114,6 @@ int kv_type_parse(const char *name) {
     return -1;
 }
 
-/* int8 keys are stored in panels of KV_Q8_PANEL rows (kv_cache_store) */
-#define KV_Q8_PANEL 16
 
 /* The bytes of one row, an int8 row's scale included */
 static size_t kv_row_bytes(KVType type, int head_size) {

@@ -104,6 +104,57 @@ static float probe_fma(Isa isa, long iterations, int *lanes) {
     return fma_portable(iterations);
 }
 
+/* Σ of the bytes [p, p + n): the in-order read's pass over a span. In
+ * integers, whole lines a vector at a time (the bytes of int8 rows read as
+ * floats would hold denormals, which the FPU slows down on). */
+static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++) s += p[i];
+    return s;
+}
+
+#ifdef PROBE_X86
+/* The bytes before p's next 64-byte boundary (at most n) */
+static size_t to_line(const unsigned char *p, size_t n) {
+    size_t head = (64 - (uintptr_t)p % 64) % 64;
+    return head < n ? head : n;
+}
+
+__attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(const unsigned char *p, size_t n) {
+    size_t head = to_line(p, n), i = 0;
+    uint64_t s = bytes_sum_portable(p, head);
+    p += head, n -= head;
+    __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
+    for (; i + 128 <= n; i += 128) {
+        s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
+        s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
+    }
+    for (; i + 64 <= n; i += 64) s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
+    return s + (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1)) + bytes_sum_portable(p + i, n - i);
+}
+
+__attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned char *p, size_t n) {
+    size_t head = to_line(p, n), i = 0;
+    uint64_t s = bytes_sum_portable(p, head), lanes[4];
+    p += head, n -= head;
+    __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
+        s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
+    }
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_add_epi64(s0, s1));
+    return s + lanes[0] + lanes[1] + lanes[2] + lanes[3] + bytes_sum_portable(p + i, n - i);
+}
+#endif
+
+static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n) {
+#ifdef PROBE_X86
+    if (isa >= ISA_AVX512) return bytes_sum_avx512(p, n);
+    if (isa >= ISA_AVX2) return bytes_sum_avx2(p, n);
+#endif
+    return bytes_sum_portable(p, n);
+}
+
 /* ---- the measurements ---- */
 
 /* Best of several passes, each thread summing its own part of the buffer
@@ -149,6 +200,70 @@ static double measure_fma(Isa isa, int threads) {
         if (seconds < best) best = seconds;
     }
     return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
+}
+
+/* Bytes begin..end-1 of a phase (its spans end to end) */
+static uint64_t read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
+    uint64_t sum = 0;
+    size_t at = 0;
+    for (int i = 0; i < phase->n_spans && at < end; at += phase->spans[i].bytes, i++) {
+        size_t bytes = phase->spans[i].bytes, from = begin > at ? begin - at : 0, to = end - at < bytes ? end - at : bytes;
+        if (from < to) sum += bytes_sum(isa, (const unsigned char *)phase->spans[i].data + from, to - from);
+    }
+    return sum;
+}
+
+/* One pass: thread id of n reads its share of each phase, then waits for
+ * the others; thread 0 adds each phase's time to its part. */
+static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, int n_phases, int threads,
+                        double seconds[2], uint64_t *sum) {
+    double mark = 0, start = 0;
+    uint64_t total = 0;
+    seconds[0] = seconds[1] = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        int id = 0, n = 1;
+#ifdef _OPENMP
+        id = omp_get_thread_num(), n = omp_get_num_threads();
+#endif
+#pragma omp barrier
+        if (id == 0) start = mark = now_seconds();
+        for (int k = 0; k < n_phases; k++) {
+            total += read_share(isa, &phases[k], totals[k] / n * id + totals[k] % n * id / n,
+                                totals[k] / n * (id + 1) + totals[k] % n * (id + 1) / n);
+#pragma omp barrier
+            if (id == 0) {
+                double t = now_seconds();
+                seconds[phases[k].part] += t - mark;
+                mark = t;
+            }
+        }
+    }
+    *sum = total;
+    return mark - start;
+}
+
+void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads) {
+    Isa isa = isa_available();
+    size_t *totals = calloc((size_t)n_phases + 1, sizeof(size_t));
+    memset(r, 0, sizeof *r);
+    if (!totals) return;
+    for (int k = 0; k < n_phases; k++) {
+        for (int i = 0; i < phases[k].n_spans; i++) totals[k] += phases[k].spans[i].bytes;
+        r->bytes[phases[k].part] += totals[k];
+    }
+    double best = 1e30, spent = 0, seconds[2];
+    uint64_t sum = 0;
+    for (; r->passes < 20 && (r->passes < 3 || spent < 0.3); r->passes++) {
+        double t = read_pass(isa, phases, totals, n_phases, threads, seconds, &sum);
+        spent += t;
+        r->byte_sum = sum;
+        if (t < best) {
+            best = t;
+            r->seconds[0] = seconds[0], r->seconds[1] = seconds[1];
+        }
+    }
+    free(totals);
 }
 
 void roofline_measure(Roofline *r, size_t bytes, int threads) {

@@ -18,4 +18,33 @@ typedef struct {
  * best of several passes; the FMA peak over about 0.1 s. */
 void roofline_measure(Roofline *r, size_t bytes, int threads);
 
+/* A run of bytes a decode step reads. */
+typedef struct {
+    const void *data;
+    size_t bytes;
+} ReadSpan;
+
+/* What a step reads between two meetings of its threads (one matrix
+ * product, or one layer's attention), in order. part: whose time it is
+ * (0 the weights, 1 the keys and values). */
+typedef struct {
+    const ReadSpan *spans;
+    int n_spans;
+    int part;
+} ReadPhase;
+
+/* The in-order read: the phases one after another, each cut into threads
+ * contiguous shares of its bytes (as the step shares a product's rows and
+ * attention's blocks of keys), the threads meeting after each; no
+ * arithmetic but a sum of the bytes. The best of several passes (at least
+ * 3, up to 20 or 0.3 s). */
+typedef struct {
+    int passes;
+    double seconds[2];   /* the best pass's time in each part */
+    size_t bytes[2];     /* the bytes of each part */
+    unsigned long long byte_sum; /* Σ of every byte of one pass (tests: each is read once) */
+} InOrderRead;
+
+void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads);
+
 #endif

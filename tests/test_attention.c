@@ -2,11 +2,12 @@
  * independent oracles: float64 attention over the rows the KV cache stores,
  * the plain one-row softmax, position-by-position decoding, and the resident
  * memory of a long prefill measured by the kernel (/proc/self/status, read
- * by the bench's bench_prefill_growth_kb).
+ * by the bench's bench_prefill_growth_kb); the bench's in-order read of a
+ * step's bytes against the byte counts of the shapes and a plain byte sum.
  * Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" per check. */
 #define QKV_MODEL_IMPLEMENTATION
 #include "../model.h"
-#include "../bench.h"
+#include "../bench_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -411,18 +412,148 @@ static void test_q8_kernels(Isa isa) {
 /* Resident memory of a long prefill                                         */
 
 /* A llama2.c legacy checkpoint in memory: random weights, the given shape. */
-static unsigned char *legacy_checkpoint(int dim, int hidden, int layers, int heads, int vocab, int seq, size_t *size) {
-    int hs = dim / heads;
-    size_t floats = (size_t)vocab * dim + (size_t)layers * (2 * dim + 4 * (size_t)dim * dim + 3 * (size_t)dim * hidden) +
+static unsigned char *legacy_checkpoint(int dim, int hidden, int layers, int heads, int kv_heads, int vocab, int seq,
+                                        size_t *size) {
+    int hs = dim / heads, kv_dim = kv_heads * hs;
+    size_t floats = (size_t)vocab * dim +
+                    (size_t)layers * (2 * dim + 2 * (size_t)dim * dim + 2 * (size_t)dim * kv_dim + 3 * (size_t)dim * hidden) +
                     dim + (size_t)seq * hs;
     *size = 28 + floats * sizeof(float);
     unsigned char *buf = malloc(*size);
-    int32_t header[7] = { dim, hidden, layers, heads, heads, vocab, seq };
+    int32_t header[7] = { dim, hidden, layers, heads, kv_heads, vocab, seq };
     memcpy(buf, header, sizeof header);
     float *w = (float *)(buf + 28);
     lcg = 7;
     for (size_t i = 0; i < floats; i++) w[i] = uniform(-0.1f, 0.1f);
     return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The bench's in-order read of what a decode step reads                     */
+
+/* Σ of the bytes of every span, a byte at a time */
+static unsigned long long spans_byte_sum(const ReadPhase *phases, int n_phases) {
+    unsigned long long sum = 0;
+    for (int k = 0; k < n_phases; k++)
+        for (int i = 0; i < phases[k].n_spans; i++)
+            for (size_t j = 0; j < phases[k].spans[i].bytes; j++) sum += ((const unsigned char *)phases[k].spans[i].data)[j];
+    return sum;
+}
+
+/* 1 when the spans of the keys and values part cover, in the cache's keys,
+ * values and (int8) scales, exactly the rows of slots 0..n_keys-1 of every
+ * layer and kv head (int8 keys: 0..key_slots-1, whole panels), each byte
+ * once for each query head that reads it (reads: query heads per kv head),
+ * and no other byte */
+static int spans_cover(const KVCache *kv, const ReadPhase *phases, int n_phases, int n_keys, int key_slots, int reads) {
+    size_t rows = (size_t)kv->n_layers * kv->n_kv_heads * kv->stride;
+    struct { const unsigned char *base; size_t bytes, row; unsigned char *count; } areas[4] = {
+        { kv->keys, rows * kv->row_bytes, kv->row_bytes, NULL },
+        { kv->values, rows * kv->value_bytes, kv->value_bytes, NULL },
+        { (const unsigned char *)kv->key_scales, kv->key_scales ? rows * sizeof(float) : 0, sizeof(float), NULL },
+        { (const unsigned char *)kv->value_scales, kv->value_scales ? rows * sizeof(float) : 0, sizeof(float), NULL },
+    };
+    int ok = 1;
+    for (int a = 0; a < 4; a++) ok &= (areas[a].count = calloc(areas[a].bytes + 1, 1)) != NULL;
+    for (int k = 0; ok && k < n_phases; k++)
+        for (int i = 0; phases[k].part == 1 && i < phases[k].n_spans; i++) {
+            const unsigned char *p = phases[k].spans[i].data;
+            size_t bytes = phases[k].spans[i].bytes;
+            int found = 0;
+            for (int a = 0; a < 4 && !found; a++)
+                if (areas[a].base && p >= areas[a].base && p + bytes <= areas[a].base + areas[a].bytes) {
+                    found = 1;
+                    for (size_t j = 0; j < bytes; j++) areas[a].count[p - areas[a].base + j]++;
+                }
+            ok &= found;
+        }
+    for (int a = 0; ok && a < 4; a++)
+        for (size_t j = 0; j < areas[a].bytes; j++) {
+            size_t row = j / areas[a].row, slot = row % (size_t)kv->stride;
+            size_t slots = a == 0 || a == 2 ? (size_t)key_slots : (size_t)n_keys;
+            ok &= areas[a].count[j] == (slot < slots ? reads : 0);
+        }
+    for (int a = 0; a < 4; a++) free(areas[a].count);
+    return ok;
+}
+
+/* 1 when each layer's attention phase (the second of its five) reads
+ * query head h's blocks in turn from h = 0 on, each starting at the first
+ * key of kv head h / (n_heads / n_kv_heads) (attention.h's order) */
+static int heads_in_order(const KVCache *kv, const ReadPhase *phases, int n_heads, int n_keys) {
+    int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, per_block = kv->type == KV_Q8 ? 4 : 2, ok = 1;
+    for (int l = 0; l < kv->n_layers; l++) {
+        const ReadPhase *attention = &phases[5 * l + 1];
+        ok &= attention->part == 1 && attention->n_spans == n_heads * blocks * per_block;
+        for (int h = 0; ok && h < n_heads; h++)
+            ok &= attention->spans[h * blocks * per_block].data == kv_keys(kv, l, h / (n_heads / kv->n_kv_heads));
+    }
+    return ok;
+}
+
+/* A model with two query heads to each kv head (dim 64, head size 16) and
+ * a cache of 600 positions (two whole blocks of keys and a part): the
+ * weights part is every matrix's bytes (4 × the shapes' parameters: every
+ * row count a multiple of the panels' 16); the keys and values part is, for
+ * every layer and query head, 600 key rows and 600 value rows (float32
+ * 2 × 64 bytes, float16 2 × 32, int8 16 + 16 + two 4-byte scales, the
+ * keys in whole panels of 16); the read, with 1, 2 and 3 threads, sums every
+ * byte once. */
+static void test_step_reads(void) {
+    enum { DIM = 64, HIDDEN = 128, LAYERS = 2, HEADS = 4, KV_HEADS = 2, VOCAB = 256, KEYS = 600 };
+    size_t size;
+    unsigned char *buf = legacy_checkpoint(DIM, HIDDEN, LAYERS, HEADS, KV_HEADS, VOCAB, KEYS, &size);
+    Model m;
+    char err[256], name[256];
+    if (model_load_memory(&m, buf, size, err, sizeof err)) {
+        report(0, "step reads: the checkpoint loads", "%s", err);
+        free(buf);
+        return;
+    }
+    const size_t row_bytes[KV_TYPE_COUNT] = { 2 * 64, 2 * 32, 16 + 16 + 2 * 4 }; /* a key's and a value's */
+    size_t kv_dim = DIM / HEADS * KV_HEADS;
+    size_t weights = 4 * ((size_t)LAYERS * (2 * DIM * DIM + 2 * DIM * kv_dim + 3 * DIM * HIDDEN) + (size_t)VOCAB * DIM);
+    for (int type = 0; type < KV_TYPE_COUNT; type++) {
+        RunState s;
+        if (run_state_init_kv(&s, &m.config, KEYS, (KVType)type)) {
+            report(0, "step reads: a run state", "out of memory");
+            break;
+        }
+        float k[DIM], v[DIM];
+        for (int layer = 0; layer < LAYERS; layer++)
+            for (int pos = 0; pos < KEYS; pos++) {
+                for (size_t i = 0; i < kv_dim; i++) k[i] = uniform(-2, 2), v[i] = uniform(-2, 2);
+                kv_cache_store(&s.kv_cache, layer, pos, k, v);
+            }
+        ReadSpan *spans;
+        int n_phases;
+        ReadPhase *phases = bench_step_reads(&m, &s.kv_cache, KEYS, &spans, &n_phases);
+        /* int8 keys are read in whole panels: 608 rows of keys (16 + 4 bytes) for 600 */
+        size_t kv_bytes = (size_t)LAYERS * HEADS * (KEYS * row_bytes[type] + (type == KV_Q8 ? 8 * (16 + 4) : 0));
+        unsigned long long want = phases ? spans_byte_sum(phases, n_phases) : 0;
+        for (int threads = 1; phases && threads <= 3; threads++) {
+            InOrderRead r;
+            roofline_read_in_order(&r, phases, n_phases, threads);
+            snprintf(name, sizeof name, "step reads, %s cache, %d thread%s: %zu weight bytes and %zu of keys and values, "
+                     "each byte read once a pass", kv_type_name((KVType)type), threads, threads > 1 ? "s" : "", weights,
+                     kv_bytes);
+            report(r.bytes[0] == weights && r.bytes[1] == kv_bytes && r.byte_sum == want && r.passes >= 3 &&
+                       r.seconds[0] > 0 && r.seconds[1] > 0, name, "%zu and %zu bytes, sum %llu (bytes one by one %llu), "
+                       "%d passes", r.bytes[0], r.bytes[1], r.byte_sum, want, r.passes);
+        }
+        snprintf(name, sizeof name, "step reads, %s cache: the spans cover slots 0..%d of every layer's and kv head's "
+                 "rows (and scales), twice (two query heads each), nothing else; each query head's in turn, from its kv "
+                 "head's first key", kv_type_name((KVType)type), KEYS - 1);
+        int key_slots = type == KV_Q8 ? (KEYS + 15) / 16 * 16 : KEYS; /* int8 keys: panels of 16 */
+        report(phases && spans_cover(&s.kv_cache, phases, n_phases, KEYS, key_slots, HEADS / KV_HEADS) &&
+                   heads_in_order(&s.kv_cache, phases, HEADS, KEYS),
+               name, "a span outside, or out of order, or out of memory");
+        free(phases);
+        free(spans);
+        run_state_free(&s);
+    }
+    model_free(&m);
+    free(buf);
 }
 
 /* The number of threads this process has (/proc/self/status), or -1. */
@@ -451,7 +582,7 @@ static void test_prefill_memory(void) {
     return;
 #endif
     size_t size;
-    unsigned char *buf = legacy_checkpoint(64, 128, 2, 4, 256, N, &size);
+    unsigned char *buf = legacy_checkpoint(64, 128, 2, 4, 4, 256, N, &size);
     Model m;
     char err[256];
     if (model_load_memory(&m, buf, size, err, sizeof err)) {
@@ -523,6 +654,7 @@ int main(int argc, char **argv) {
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
+    test_step_reads();
     spawn_prefill_memory(argv[0]);
     return failures ? 1 : 0;
 }
