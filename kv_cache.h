@@ -114,7 +114,6 @@ int kv_type_parse(const char *name) {
     return -1;
 }
 
-
 /* The bytes of one row, an int8 row's scale included */
 static size_t kv_row_bytes(KVType type, int head_size) {
     switch (type) {
