@@ -6,6 +6,7 @@
  * kernels (kernels.h picks the same instruction set). */
 #include "roofline.h"
 #include "kernels.h"
+#include "team.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -237,8 +238,9 @@ static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, 
 #pragma omp barrier
         if (id == 0) start = mark = now_seconds();
         for (int k = 0; k < n_phases; k++) {
-            total += read_share(isa, &phases[k], totals[k] / n * id + totals[k] % n * id / n,
-                                totals[k] / n * (id + 1) + totals[k] % n * (id + 1) / n);
+            long first, last; /* the step's split of its work (team.h), over bytes */
+            team_share((long)totals[k], id, n, &first, &last);
+            total += read_share(isa, &phases[k], (size_t)first, (size_t)last);
 #pragma omp barrier
             if (id == 0) {
                 double t = now_seconds();
