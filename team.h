@@ -80,19 +80,36 @@ long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE
 #define TEAM_MAX 64          /* threads a team holds at most */
 #define TEAM_SPIN_NS 200000  /* a waiting thread spins this long, then sleeps until a task comes */
 
-/* one cache line each: thread 0 writes posted, each thread its own done */
+/* one cache line each: each thread writes its own done */
 typedef struct {
     _Alignas(64) atomic_uint value;
 } TeamFlag;
 
-struct Team {
-    TeamFlag posted;     /* the number of the task posted last */
-    atomic_int sleepers; /* threads asleep on posted */
-    atomic_int stop;     /* the team ends at the next post */
-    TeamTask task;       /* the task posted, its context and its thread count */
+/* team_run_items' work: n_items items, items() and its context */
+typedef struct {
+    long n_items;
+    TeamItems items;
     void *ctx;
-    int task_n;
-    int n, size;         /* threads for the next tasks (team_set_threads); threads in the team */
+} TeamItemsJob;
+
+/* A post: the task's number and everything a thread reads to run it, in
+ * the one cache line the waiting threads watch. Seeing the number brings
+ * the rest along; with the task and its context in lines of their own,
+ * each was one more trip from thread 0's core before any work began. */
+typedef struct {
+    _Alignas(64) atomic_uint number; /* the number of the task posted last */
+    atomic_int stop;                 /* the team ends at the next post */
+    atomic_int sleepers;             /* threads asleep on number */
+    int task_n;                      /* the task, its context and its thread count */
+    TeamTask task;
+    void *ctx;
+    TeamItemsJob items;              /* the work, when the task is team_run_items' */
+} TeamPost;
+_Static_assert(sizeof(TeamPost) == 64, "a post is one cache line");
+
+struct Team {
+    TeamPost post;
+    int n, size;             /* threads for the next tasks (team_set_threads); threads in the team */
     TeamFlag done[TEAM_MAX]; /* the number of the last task each thread saw through */
 };
 
@@ -104,7 +121,7 @@ static inline void team_pause(void) {
 
 static void team_wake(Team *t) {
 #ifdef __linux__
-    syscall(SYS_futex, (unsigned *)&t->posted.value, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    syscall(SYS_futex, (unsigned *)&t->post.number, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 #else
     (void)t;
 #endif
@@ -117,11 +134,11 @@ static double team_now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* Sleeps while posted still holds seen (Linux: a futex, woken by the next
+/* Sleeps while the post's number is still seen (Linux: a futex, woken by the next
  * post; elsewhere naps of 50 us). */
 static void team_sleep(Team *t, unsigned seen) {
 #ifdef __linux__
-    syscall(SYS_futex, (unsigned *)&t->posted.value, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    syscall(SYS_futex, (unsigned *)&t->post.number, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 #else
     (void)t;
     (void)seen;
@@ -136,16 +153,16 @@ static void team_sleep(Team *t, unsigned seen) {
  * a stretch of one-thread steps on a busy machine) the thread sleeps, so an
  * idle team holds no core. */
 static unsigned team_wait(Team *t, unsigned seen) {
-    unsigned posted = atomic_load_explicit(&t->posted.value, memory_order_acquire);
+    unsigned posted = atomic_load_explicit(&t->post.number, memory_order_acquire);
     double since = team_now_ns();
     for (long spins = 1; posted == seen; spins++) {
         team_pause();
         if (spins % 256 == 0 && team_now_ns() - since > TEAM_SPIN_NS) {
-            atomic_fetch_add(&t->sleepers, 1); /* seq_cst: thread 0 sees it, or this sees the post */
-            while ((posted = atomic_load(&t->posted.value)) == seen) team_sleep(t, seen);
-            atomic_fetch_sub(&t->sleepers, 1);
+            atomic_fetch_add(&t->post.sleepers, 1); /* seq_cst: thread 0 sees it, or this sees the post */
+            while ((posted = atomic_load(&t->post.number)) == seen) team_sleep(t, seen);
+            atomic_fetch_sub(&t->post.sleepers, 1);
         }
-        posted = atomic_load_explicit(&t->posted.value, memory_order_acquire);
+        posted = atomic_load_explicit(&t->post.number, memory_order_acquire);
     }
     return posted;
 }
@@ -154,8 +171,8 @@ static unsigned team_wait(Team *t, unsigned seen) {
 static void team_worker(Team *t, int id) {
     for (unsigned seen = 0;;) {
         seen = team_wait(t, seen);
-        int stop = atomic_load_explicit(&t->stop, memory_order_relaxed);
-        if (!stop && id < t->task_n) t->task(t->ctx, id, t->task_n);
+        int stop = atomic_load_explicit(&t->post.stop, memory_order_relaxed);
+        if (!stop && id < t->post.task_n) t->post.task(t->post.ctx, id, t->post.task_n);
         atomic_store_explicit(&t->done[id].value, seen, memory_order_release);
         if (stop) return;
     }
@@ -164,9 +181,9 @@ static void team_worker(Team *t, int id) {
 
 /* Thread 0: the next task's number is out; wake the threads asleep. */
 static unsigned team_post(Team *t) {
-    unsigned number = atomic_load_explicit(&t->posted.value, memory_order_relaxed) + 1;
-    atomic_store(&t->posted.value, number); /* seq_cst: against the sleepers' count */
-    if (atomic_load(&t->sleepers) > 0) team_wake(t);
+    unsigned number = atomic_load_explicit(&t->post.number, memory_order_relaxed) + 1;
+    atomic_store(&t->post.number, number); /* seq_cst: against the sleepers' count */
+    if (atomic_load(&t->post.sleepers) > 0) team_wake(t);
     return number;
 }
 
@@ -181,24 +198,25 @@ int team_main(int threads, int (*body)(Team *team, void *ctx), void *ctx) {
     if (threads > TEAM_MAX) threads = TEAM_MAX;
     Team *t = threads > 1 ? aligned_alloc(64, (sizeof(Team) + 63) / 64 * 64) : NULL;
     if (t) {
-        atomic_init(&t->posted.value, 0);
-        atomic_init(&t->sleepers, 0);
-        atomic_init(&t->stop, 0);
+        atomic_init(&t->post.number, 0);
+        atomic_init(&t->post.sleepers, 0);
+        atomic_init(&t->post.stop, 0);
         for (int i = 0; i < TEAM_MAX; i++) atomic_init(&t->done[i].value, 0);
-        t->task = NULL;
-        t->ctx = NULL;
-        t->task_n = 1;
+        t->post.task = NULL;
+        t->post.ctx = NULL;
+        t->post.task_n = 1;
+        t->post.items = (TeamItemsJob){ 0, NULL, NULL };
         t->n = t->size = threads;
         /* a release the others' first read acquires: they see t whole (the
          * fork's own ordering is libgomp's, which ThreadSanitizer cannot see) */
-        atomic_store_explicit(&t->posted.value, 0, memory_order_release);
+        atomic_store_explicit(&t->post.number, 0, memory_order_release);
         int result = 0;
 #pragma omp parallel num_threads(threads)
         {
             if (omp_get_thread_num() == 0) {
                 t->n = t->size = omp_get_num_threads(); /* OpenMP may give fewer; only thread 0 reads them */
                 result = body(t, ctx);
-                atomic_store(&t->stop, 1);
+                atomic_store(&t->post.stop, 1);
                 team_await(t, team_post(t)); /* the others are out before t is freed */
             } else {
                 team_worker(t, omp_get_thread_num());
@@ -239,22 +257,16 @@ void team_run(Team *team, TeamTask task, void *ctx, int parallel) {
     }
     /* every thread sees each task through (those past n only say so), so
      * none still reads this one's fields when the next is posted */
-    team->task = task;
-    team->ctx = ctx;
-    team->task_n = n;
+    team->post.task = task;
+    team->post.ctx = ctx;
+    team->post.task_n = n;
     unsigned number = team_post(team);
     task(ctx, 0, n);
     team_await(team, number);
 }
 
-typedef struct {
-    long n_items;
-    TeamItems items;
-    void *ctx;
-} TeamItemsJob;
-
 static void team_items_share(void *ctx, int id, int n) {
-    TeamItemsJob *job = ctx;
+    const TeamItemsJob *job = ctx;
     long first, last;
     team_share(job->n_items, id, n, &first, &last);
     job->items(job->ctx, first, last);
@@ -262,6 +274,11 @@ static void team_items_share(void *ctx, int id, int n) {
 
 void team_run_items(Team *team, long n_items, TeamItems items, void *ctx, int parallel) {
     TeamItemsJob job = { n_items, items, ctx };
+    if (parallel && team && team->n > 1) {
+        team->post.items = job; /* in the post's line: the threads find the work with its number */
+        team_run(team, team_items_share, &team->post.items, 1);
+        return;
+    }
     team_run(team, team_items_share, &job, parallel);
 }
 
