@@ -437,19 +437,14 @@ static int *probe_prompt(const Config *c, const Options *o, int *n) {
     return tokens;
 }
 
-/* Returns the exit status: 0, or 1 after one error line (bad logits).
- * team: the threads of the forward's parallel loops (team.h), or NULL. */
-static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
-    const Config *c = &m->config;
-    ThreadChoice threads = choose_threads(o->threads);
-    int n_prompt, started = 1;
-    int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
-                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
+/* The positions a run goes to (-n, clamped to the context unless a window
+ * streams past it, and never short of the prompt), or 0 after one error
+ * line: a prompt longer than the context. */
+static int steps_for(const Config *c, const Options *o, int n_prompt) {
     if (n_prompt > c->seq_len && !o->window) { /* a window streams a longer prompt */
         fprintf(stderr, "error: the prompt is %d tokens, longer than the model's context of %d\n",
                 n_prompt, c->seq_len);
-        free(prompt);
-        return 1;
+        return 0;
     }
     int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
     if (steps > c->seq_len && !o->window) { /* a window runs on past the context */
@@ -460,6 +455,33 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
         fprintf(stderr, "warning: the prompt is %d tokens, more than -n %d: it runs whole, then one token "
                         "is generated\n", n_prompt, steps);
         steps = n_prompt;
+    }
+    return steps;
+}
+
+/* The closing line on stderr: the decode rate over the computing time (the
+ * prompt's and a --step user's time left out), and the prompt's rate. */
+static void report_speed(int generated, double computing, const char *stopped_by, int n_prompt,
+                         double prompt_seconds, unsigned long long seed, int stepped, double waited) {
+    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
+            generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
+            n_prompt == 1 ? "" : "s", n_prompt / (prompt_seconds + 1e-9), seed);
+    if (stepped) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
+    fprintf(stderr, ")\n");
+}
+
+/* Returns the exit status: 0, or 1 after one error line (bad logits).
+ * team: the threads of the forward's parallel loops (team.h), or NULL. */
+static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
+    const Config *c = &m->config;
+    ThreadChoice threads = choose_threads(o->threads);
+    int n_prompt, started = 1;
+    int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
+                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
+    int steps = steps_for(c, o, n_prompt);
+    if (!steps) {
+        free(prompt);
+        return 1;
     }
 
     RunState s;
@@ -535,14 +557,9 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     } else {
         tracer_discard(tr);
     }
-    if (rc == 0) {
-        double computing = end - prompt_done - waited;
-        fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
-                generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
-                n_prompt == 1 ? "" : "s", n_prompt / (prompt_done - start + 1e-9), seed);
-        if (o->trace.step) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
-        fprintf(stderr, ")\n");
-    }
+    if (rc == 0)
+        report_speed(generated, end - prompt_done - waited, stopped_by, n_prompt, prompt_done - start, seed,
+                     o->trace.step, waited);
     free(probs);
     free(prompt);
     sampler_free(&sampler);
