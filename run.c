@@ -681,6 +681,60 @@ static const char *read_prompt(const Options *o, char **owned) {
     return *owned;
 }
 
+/* The chosen mode on the loaded model (and its tokenizer, when the mode
+ * has one); returns the exit status. */
+static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) {
+    char err[512];
+    int status = 0;
+    if (o->mode == INFO) {
+        int ctx = o->bench.ctx ? o->bench.ctx : m->config.seq_len;
+        if (ctx > m->config.seq_len) { /* as bench does */
+            fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", ctx, m->config.seq_len);
+            ctx = m->config.seq_len;
+        }
+        info(m, path, ctx);
+    } else if (o->mode == BENCH) {
+        o->bench.model_path = path;
+        o->bench.kv_type = o->kv_type;
+        o->bench.window = o->window;
+        o->bench.sinks = o->sinks;
+        if (bench_run(m, &o->bench, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (o->mode == HEADS) {
+        o->heads.seed = o->seed ? o->seed : HEADS_DEFAULT_SEED;
+        o->heads.csv_path = o->bench.csv_path;
+        o->heads.svg_path = o->bench.svg_path;
+        o->heads.model_path = path;
+        if (heads_run(m, &o->heads, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (o->mode == TOKENIZE) {
+        tokenize(t, m->config.start_id, o);
+    } else if (o->mode == QUANTIZE) {
+        if (quantize_checkpoint(m, t, (WeightType)o->dtype, o->output, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            status = 1;
+        }
+    } else if (o->mode == PPL) {
+        o->ppl.kv_type = o->kv_type;
+        o->ppl.window = o->window;
+        o->ppl.sinks = o->sinks;
+        o->ppl.threads = o->threads;
+        status = ppl_run(m, t, &o->ppl);
+    } else {
+        GenerateRun run = { m, t, o };
+#ifdef _OPENMP
+        status = team_main(omp_get_max_threads(), generate_on_team, &run);
+#else
+        status = team_main(1, generate_on_team, &run);
+#endif
+    }
+    return status;
+}
+
 int main(int argc, char **argv) {
     Options o;
     parse_options(&o, argc, argv);
@@ -714,53 +768,7 @@ int main(int argc, char **argv) {
     int has_tokenizer = text_mode || m.tokenizer_data || o.tokenizer;
     if (has_tokenizer) load_tokenizer(&t, &o, &m);
     check_window(&o, &m.config);
-    int status = 0;
-    if (o.mode == INFO) {
-        int ctx = o.bench.ctx ? o.bench.ctx : m.config.seq_len;
-        if (ctx > m.config.seq_len) { /* as bench does */
-            fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", ctx, m.config.seq_len);
-            ctx = m.config.seq_len;
-        }
-        info(&m, path, ctx);
-    } else if (o.mode == BENCH) {
-        o.bench.model_path = path;
-        o.bench.kv_type = o.kv_type;
-        o.bench.window = o.window;
-        o.bench.sinks = o.sinks;
-        if (bench_run(&m, &o.bench, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
-    } else if (o.mode == HEADS) {
-        o.heads.seed = o.seed ? o.seed : HEADS_DEFAULT_SEED;
-        o.heads.csv_path = o.bench.csv_path;
-        o.heads.svg_path = o.bench.svg_path;
-        o.heads.model_path = path;
-        if (heads_run(&m, &o.heads, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
-    } else if (o.mode == TOKENIZE) {
-        tokenize(&t, m.config.start_id, &o);
-    } else if (o.mode == QUANTIZE) {
-        if (quantize_checkpoint(&m, &t, (WeightType)o.dtype, o.output, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
-    } else if (o.mode == PPL) {
-        o.ppl.kv_type = o.kv_type;
-        o.ppl.window = o.window;
-        o.ppl.sinks = o.sinks;
-        o.ppl.threads = o.threads;
-        status = ppl_run(&m, &t, &o.ppl);
-    } else {
-        GenerateRun run = { &m, &t, &o };
-#ifdef _OPENMP
-        status = team_main(omp_get_max_threads(), generate_on_team, &run);
-#else
-        status = team_main(1, generate_on_team, &run);
-#endif
-    }
+    int status = run_mode(&o, &m, &t, path);
     if (has_tokenizer) tokenizer_free(&t);
     model_free(&m);
     free(owned_prompt);
