@@ -48,6 +48,18 @@ typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3,
 #define QKV_PARALLEL_MIN_WORK (1 << 15)
 #endif
 
+/* Bytes ahead of the KV cache's rows whose lines the kernels request
+ * (kernels_rows.h, kv_cache.h, kv_int8.h), and the bench's in-order read
+ * with them (roofline.c). A decode step reads a long context's keys from
+ * memory, a block of 256 at a time, then the block's values. 8 rows ahead
+ * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
+ * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
+ * of the bench's read probe (1 thread, Xeon, three runs interleaved);
+ * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. */
+#ifndef QKV_KV_AHEAD
+#define QKV_KV_AHEAD 2048
+#endif
+
 typedef struct {
     const char *name;  /* as -m info and --dtype say it */
     int block;         /* elements per block: a row is a whole number of blocks */

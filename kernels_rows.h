@@ -49,18 +49,9 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
 /* Software prefetch: while a tile streams its rows, the bytes QKV_KV_AHEAD
- * further on are requested, so the memory system always has several rows
- * in flight (kv_cache.h's float weighted sums request their value rows as
- * far ahead). A decode step reads a long context's keys from
- * memory, a block of 256 at a time, then the block's values. 8 rows ahead
- * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
- * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
- * of the bench's read probe (1 thread, Xeon, three runs interleaved);
- * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. A prefetch
- * never faults, so past the last row it is harmless. */
-#ifndef QKV_KV_AHEAD
-#define QKV_KV_AHEAD 2048
-#endif
+ * (kernels.h) further on are requested, so the memory system always has
+ * several rows in flight. A prefetch never faults, so past the last row it
+ * is harmless. */
 #define PREFETCH(row, offset) _mm_prefetch((const char *)(row) + QKV_KV_AHEAD + (offset), _MM_HINT_T0)
 
 /* The R rows of a tile: past the matrix's end, repeat the first row

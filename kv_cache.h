@@ -257,7 +257,7 @@ INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
     for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
 }
 
-/* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels_rows.h,
+/* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels.h,
  * as for the keys): the value rows of a long context come from memory, and
  * the hardware prefetcher alone leaves the core waiting at the start of
  * each block */

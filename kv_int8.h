@@ -263,13 +263,13 @@ static inline int32_t pair_weights(const int16_t *c, int p) {
  * in float) and now: VNNI scores 1.64 -> 0.75, values 1.57 -> 0.80;
  * AVX-512 0.91 and 0.93 (from 1.88, 1.57); AVX2 1.27 and 1.33 (2.04). */
 
-/* Bytes ahead of an int8 panel or pair whose lines are requested. The rows
- * come from memory at long contexts, and a decode step reads them once: 8
- * rows ahead (416 bytes) left the core waiting on the loads; 1 to 2 KiB ran
- * fastest, 4 and 8 KiB slower (measured, rows of 48 after 60 MB of other
- * reads, 1 thread, Xeon). */
+/* Bytes ahead of an int8 panel or pair whose lines are requested: as far
+ * as for the float rows (kernels.h). The rows come from memory at long
+ * contexts, and a decode step reads them once: 8 rows ahead (416 bytes)
+ * left the core waiting on the loads; 1 to 2 KiB ran fastest, 4 and 8 KiB
+ * slower (measured, rows of 48 after 60 MB of other reads, 1 thread, Xeon). */
 #ifndef KV_Q8_PREFETCH_BYTES
-#define KV_Q8_PREFETCH_BYTES 2048
+#define KV_Q8_PREFETCH_BYTES QKV_KV_AHEAD
 #endif
 
 /* query_int16 with vectors of 16 (count rounded up to 32: masked lanes 0) */

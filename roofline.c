@@ -115,10 +115,9 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 }
 
 #ifdef PROBE_X86
-/* Bytes ahead whose lines are requested, as the KV cache's kernels do
- * (kernels_rows.h, kv_int8.h): the hardware prefetcher alone leaves a
- * plain read of rows from memory slower than attention's own */
-#define READ_AHEAD 2048
+/* Lines QKV_KV_AHEAD bytes ahead are requested, as the KV cache's kernels
+ * do (kernels.h): the hardware prefetcher alone leaves a plain read of rows
+ * from memory slower than attention's own */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {
@@ -132,8 +131,8 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(con
     p += head, n -= head;
     __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
     for (; i + 128 <= n; i += 128) {
-        _mm_prefetch((const char *)p + i + READ_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + i + READ_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD + 64, _MM_HINT_T0);
         s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
         s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
     }
@@ -147,7 +146,7 @@ __attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned ch
     p += head, n -= head;
     __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)p + i + READ_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
         s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
         s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
     }
