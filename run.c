@@ -681,6 +681,12 @@ static const char *read_prompt(const Options *o, char **owned) {
     return *owned;
 }
 
+/* A mode's exit status: 0, or 1 after its error line */
+static int mode_status(int failed, const char *err) {
+    if (failed) fprintf(stderr, "error: %s\n", err);
+    return failed ? 1 : 0;
+}
+
 /* The chosen mode on the loaded model (and its tokenizer, when the mode
  * has one); returns the exit status. */
 static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) {
@@ -698,26 +704,17 @@ static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) 
         o->bench.kv_type = o->kv_type;
         o->bench.window = o->window;
         o->bench.sinks = o->sinks;
-        if (bench_run(m, &o->bench, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
+        status = mode_status(bench_run(m, &o->bench, err, sizeof err), err);
     } else if (o->mode == HEADS) {
         o->heads.seed = o->seed ? o->seed : HEADS_DEFAULT_SEED;
         o->heads.csv_path = o->bench.csv_path;
         o->heads.svg_path = o->bench.svg_path;
         o->heads.model_path = path;
-        if (heads_run(m, &o->heads, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
+        status = mode_status(heads_run(m, &o->heads, err, sizeof err), err);
     } else if (o->mode == TOKENIZE) {
         tokenize(t, m->config.start_id, o);
     } else if (o->mode == QUANTIZE) {
-        if (quantize_checkpoint(m, t, (WeightType)o->dtype, o->output, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            status = 1;
-        }
+        status = mode_status(quantize_checkpoint(m, t, (WeightType)o->dtype, o->output, err, sizeof err), err);
     } else if (o->mode == PPL) {
         o->ppl.kv_type = o->kv_type;
         o->ppl.window = o->window;
