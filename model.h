@@ -457,15 +457,23 @@ static void group_rows(void *ctx, long first, long last) {
     matmul_units(g->x, g->p, g->n_products, (int)first, (int)last);
 }
 
-static void matmul_group(Activations *x, const Product *p, int n_products) {
+/* Before a group's task: x quantized if a product needs it; the group's
+ * units and multiply-adds (the work that decides whether to share it). */
+static int group_prepare(Activations *x, const Product *p, int n_products, long *work) {
     int n_units = 0;
-    long work = 0;
+    *work = 0;
     for (int i = 0; i < n_products; i++) {
         if (weight_traits(p[i].w->type)->quantized)
             activations_quantize(x, p[i].w->kernel ? p[i].w->kernel->isa : isa_available());
         n_units += (p[i].w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT;
-        work += (long)p[i].w->rows * p[i].w->cols * x->n;
+        *work += (long)p[i].w->rows * p[i].w->cols * x->n;
     }
+    return n_units;
+}
+
+static void matmul_group(Activations *x, const Product *p, int n_products) {
+    long work;
+    int n_units = group_prepare(x, p, n_products, &work);
     GroupTask task = { x, p, n_products };
     team_run_items(x->team, n_units, group_rows, &task, work >= QKV_PARALLEL_MIN_WORK);
 }
@@ -600,28 +608,38 @@ static void add_bias(float *out, int stride, const float *bias, int len, int n) 
         for (int i = 0; i < len; i++) out[(size_t)t * stride + i] += bias[i];
 }
 
-/* gate <- silu(gate) * up over n elements (rows of hidden_dim), in runs of
- * SWIGLU_RUN across threads; each element's arithmetic is the same
- * wherever its run starts (elementwise.h). */
-#define SWIGLU_RUN 1024
+/* SwiGLU's gate and up products and silu(gate) * up, in one task whose
+ * units pair the two matrices' rows: unit u is rows 16u..16u+15 of w1 and
+ * of w3, then their silu(gate) * up at each position. Each thread combines
+ * the rows it made, so none of the up rows goes to thread 0 to be
+ * combined there after the threads meet (on two threads, that trip cost a
+ * decode step of the stories model about 2 us a layer). Each element's
+ * arithmetic is the same wherever its run starts (elementwise.h). */
 typedef struct {
+    Activations *x;
+    Product gate, up; /* w1 into hb, w3 into hb2: the same rows */
     Isa isa;
-    float *gate;
-    const float *up;
-    int n;
-} SwigluTask;
+} GateUpTask;
 
-static void swiglu_runs(void *ctx, long first, long last) {
-    SwigluTask *g = ctx;
-    for (long r = first; r < last; r++) {
-        long at = r * SWIGLU_RUN, len = g->n - at < SWIGLU_RUN ? g->n - at : SWIGLU_RUN;
-        silu_mul(g->isa, g->gate + at, g->up + at, (int)len);
-    }
+static void gate_up_rows(void *ctx, long first, long last) {
+    GateUpTask *g = ctx;
+    matmul_units(g->x, &g->gate, 1, (int)first, (int)last);
+    matmul_units(g->x, &g->up, 1, (int)first, (int)last);
+    int begin = (int)first * QKV_ROW_UNIT, rows = g->gate.w->rows;
+    int end = last * QKV_ROW_UNIT < rows ? (int)last * QKV_ROW_UNIT : rows;
+    for (int t = 0; t < g->x->n; t++)
+        silu_mul(g->isa, g->gate.out + (size_t)t * g->gate.out_stride + begin,
+                 g->up.out + (size_t)t * g->up.out_stride + begin, end - begin);
 }
 
-static void swiglu(Team *team, Isa isa, float *gate, const float *up, int n) {
-    SwigluTask task = { isa, gate, up, n };
-    team_run_items(team, (n + SWIGLU_RUN - 1) / SWIGLU_RUN, swiglu_runs, &task, n >= QKV_PARALLEL_ELEMENTS);
+/* hb[t, :hidden] = silu(w1 x[t]) * (w3 x[t]) */
+static void gate_up(Activations *x, const Product *gate, const Product *up, Isa isa) {
+    Product both[] = { *gate, *up };
+    long work;
+    group_prepare(x, both, 2, &work);
+    GateUpTask task = { x, *gate, *up, isa };
+    team_run_items(x->team, (gate->w->rows + QKV_ROW_UNIT - 1) / QKV_ROW_UNIT, gate_up_rows, &task,
+                   work >= QKV_PARALLEL_MIN_WORK);
 }
 
 static void add_residual(float *x, const float *delta, int n) {
@@ -739,9 +757,8 @@ static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
         add_bias(s->hb, hidden, w->b1, hidden, n);
         gelu(s->team, s->hb, n * hidden, (Activation)c->activation);
     } else {
-        Product gate_up[] = { { s->hb, hidden, &w->w1 }, { s->hb2, hidden, &w->w3 } };
-        matmul_group(&normed, gate_up, 2);
-        swiglu(s->team, s->kv_cache.isa, s->hb, s->hb2, n * hidden); /* the run state's instruction set */
+        Product gate = { s->hb, hidden, &w->w1 }, up = { s->hb2, hidden, &w->w3 };
+        gate_up(&normed, &gate, &up, s->kv_cache.isa); /* the run state's instruction set */
     }
     Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
     matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);
