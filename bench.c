@@ -45,7 +45,7 @@ static const int PREFILL_LENGTHS[] = { 16, 64, 256 };
  * smooth: every position up to DENSE_POSITIONS is timed, then
  * STEPS_PER_DOUBLING log-spaced ones per doubling (DENSE_POSITIONS *
  * 2^(k/STEPS_PER_DOUBLING)) and the last, each after a prefill (untimed)
- * fills the cache up to it. A window's steps cost the same past W, so with
+ * fills the cache up to it and WARM_STEPS untimed steps. A window's steps cost the same past W, so with
  * --window every position is timed (and its memory sampled once a context). */
 #define DENSE_POSITIONS 2048
 #define STEPS_PER_DOUBLING 8
@@ -144,6 +144,18 @@ static void show_position(Progress *p, double done, double total, int position, 
     progress_update(p, done, total, what);
 }
 
+/* Untimed decode steps at each log-spaced position, after the prefill that
+ * fills the cache up to it and before its timed steps. A prefill leaves
+ * the caches holding what it wrote; steps in a row re-read the same
+ * weights, keys and values, and their time falls over the first 15-20 of
+ * them (15M shape, int8 KV cache, 16,384 positions, 1 thread, Xeon:
+ * attention 4.3-5.0 ms a step just after a prefill, or after a read of
+ * 512 MiB, then 2.8-2.9 ms from about the 15th step on). The dense
+ * positions are timed in that state already, each step after the one
+ * before, and the read probes are the best of several passes; without
+ * these steps the curve jumped where the log-spaced positions begin. */
+#define WARM_STEPS 24
+
 /* Positions 1..k at the start of the curve: timed one after another, each
  * step appending the key and value the next one reads. */
 static int dense_prefix(const Curve *c) {
@@ -155,7 +167,8 @@ static int dense_prefix(const Curve *c) {
 /* Times every position of the curve, repeats times over, and keeps medians.
  * With the cache (recompute = 0), positions 1..k are timed in order,
  * repeats times over; each later one after a prefill fills the cache up
- * to it, then repeats times in a row (the step rewrites the same slot). With
+ * to it, then WARM_STEPS untimed and repeats timed times in a row (the
+ * step rewrites the same slot). With
  * recompute = 1, each position runs its whole prefix from position 1. With
  * c->rss, the first run samples resident memory every rss_every positions. */
 static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
@@ -191,12 +204,13 @@ static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *
         progress_end(&progress);
     }
     if (dense < c->n)
-        fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it\n", label,
-                c->n - dense, c->positions[dense], last);
+        fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it and %d untimed steps\n",
+                label, c->n - dense, c->positions[dense], last, WARM_STEPS);
     progress = progress_start("bench");
     for (int i = dense; i < c->n; i++) {
         int position = c->positions[i], filled = c->positions[i - 1];
         forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
+        for (int w = 0; w < WARM_STEPS; w++) timed_forward(m, s, tokens, position - 1, 1);
         for (int r = 0; r < repeats; r++) {
             StepTime t = timed_forward(m, s, tokens, position - 1, 1);
             total[(size_t)i * repeats + r] = t.total * 1e3;
