@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 RUN=./run
 MODEL=tests/data/gqa.qkv
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

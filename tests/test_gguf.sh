@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 . tests/cached_build.sh
 RUN=${QKV_RUN:-./run}
 CC=${CC:-cc}
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 TOK=tests/data/tiny-tokenizer.bin
 CONVERT=../shared/tools/llamacpp/gguf_from_llama2c.py
 tmp=$(mktemp -d)

@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 RUN=${QKV_RUN:-./run}
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ok() { echo "ok $1"; }

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 RUN=./run
 MODEL=tests/data/gqa.qkv      # GQA: 4 query heads share 2 kv heads
 OTHER=tests/data/mqa.qkv      # same vocabulary, other weights: the --compare model
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 CHECK="$PY tests/trace_check.py"
 PROMPT="the cat sat on the"
 tmp=$(mktemp -d)

@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/.."
 RUN=${QKV_RUN:-./run}
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 MODEL=tests/data/gqa.qkv # context 32
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
