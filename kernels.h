@@ -219,6 +219,9 @@ size_t weight_row_bytes(WeightType type, int cols) {
 #define MADV_HUGEPAGE 14
 int madvise(void *addr, size_t length, int advice);
 #endif
+#ifndef MAP_ANONYMOUS /* Linux's value; outside the POSIX names, as madvise */
+#define MAP_ANONYMOUS 0x20
+#endif
 #endif
 
 /* Large pages. A decode step streams every weight, and at long contexts
@@ -241,23 +244,67 @@ static void advise_large_pages(void *p, size_t bytes) {
 #endif
 }
 
-/* calloc's pointer is kept just below the aligned one. */
+/* A buffer's start: the pointer and length to give back (length 0: a
+ * calloc'd one), kept just below the aligned pointer. */
+typedef struct {
+    void *raw;
+    size_t mapped;
+} AllocationHead;
+
+/* A buffer of a large page or more is mapped on its own and starts on a
+ * large page's boundary, its advice running to the boundary past its end:
+ * calloc's pages begin 4 KiB-aligned, so the partial large pages at both
+ * ends stayed small pages (the stories model's float32 panels: 3.3 of
+ * 27.3 MiB), and calloc can take such a buffer from the heap and clear it
+ * whole at once. The extra large page of address space is never touched.
+ * Measured, AMD EPYC (KVM), one thread, a sum over the stories model's
+ * float32 panels as calloc placed them: 58-60 GB/s; over a copy on
+ * aligned large pages: 68-69. */
+static void *map_large(size_t bytes) {
+#if defined(__linux__) && defined(MAP_PRIVATE)
+    size_t rounded = (bytes + QKV_LARGE_PAGE_BYTES - 1) / QKV_LARGE_PAGE_BYTES * QKV_LARGE_PAGE_BYTES;
+    size_t mapped = rounded + QKV_LARGE_PAGE_BYTES + sizeof(AllocationHead);
+    if (rounded < bytes || mapped < rounded) return NULL;
+    void *raw = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uintptr_t at = ((uintptr_t)raw + sizeof(AllocationHead) + QKV_LARGE_PAGE_BYTES - 1) / QKV_LARGE_PAGE_BYTES *
+                   QKV_LARGE_PAGE_BYTES;
+    AllocationHead head = { raw, mapped };
+    memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
+    advise_large_pages((void *)at, rounded);
+    return (void *)at;
+#else
+    (void)bytes;
+    return NULL;
+#endif
+}
+
 void *zalloc_aligned(size_t count, size_t size) {
-    size_t slack = 64 + sizeof(void *);
-    if (size && count > (SIZE_MAX - slack) / size) return NULL;
+    size_t slack = 64 + sizeof(AllocationHead);
+    if (size && count > (SIZE_MAX - 2 * QKV_LARGE_PAGE_BYTES) / size) return NULL;
+    if (count * size >= QKV_LARGE_PAGE_BYTES) {
+        void *p = map_large(count * size);
+        if (p) return p;
+    }
     unsigned char *raw = calloc(count * size + slack, 1);
     if (!raw) return NULL;
-    uintptr_t at = ((uintptr_t)raw + sizeof(void *) + 63) / 64 * 64;
-    memcpy((unsigned char *)at - sizeof(void *), &raw, sizeof raw);
-    advise_large_pages((void *)at, count * size);
+    uintptr_t at = ((uintptr_t)raw + sizeof(AllocationHead) + 63) / 64 * 64;
+    AllocationHead head = { raw, 0 };
+    memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
     return (void *)at;
 }
 
 void free_aligned(void *p) {
     if (!p) return;
-    void *raw;
-    memcpy(&raw, (unsigned char *)p - sizeof raw, sizeof raw);
-    free(raw);
+    AllocationHead head;
+    memcpy(&head, (unsigned char *)p - sizeof head, sizeof head);
+#if defined(__linux__) && defined(MAP_PRIVATE)
+    if (head.mapped) {
+        munmap(head.raw, head.mapped);
+        return;
+    }
+#endif
+    free(head.raw);
 }
 
 /* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
