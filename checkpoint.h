@@ -685,9 +685,9 @@ static size_t packed_bytes_aligned(const Matrix *w) {
  * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the mapped
  * pages a matrix was read from are released as soon as it is packed, so a
  * mapped file's matrices are not held twice (a buffer's are: the caller
- * owns it). A tied embedding table is released too: a lookup faults in the
- * one row it reads (a page of the file, from the page cache). -1 if the
- * memory cannot be had. */
+ * owns it). A tied embedding table is released too: a lookup reads its row
+ * from the classifier's panels (matrix_row). -1 if the memory cannot be
+ * had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -712,6 +712,8 @@ static int pack_matrices(Model *m) {
             at += packed_bytes_aligned(mats[i]);
             release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
         }
+    if (m->config.shared_classifier && m->weights.classifier.data == m->weights.token_embedding.data)
+        m->weights.token_embedding.panels = m->weights.classifier.panels; /* lookups read the panels (matrix_row) */
     free(mats);
     return 0;
 }

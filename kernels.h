@@ -96,6 +96,10 @@ void weight_row_from_float(WeightType type, const float *in, void *row, int cols
 #define QKV_PANEL 16
 size_t weight_packed_bytes(WeightType type, int rows, int cols);
 int weight_pack(WeightType type, const void *data, int rows, int cols, void *panels);
+/* Row i of packed panels as float32: the same values weight_row_to_float
+ * gives for the row as stored (an embedding looked up in the panels of
+ * the classifier it is tied to). */
+void weight_packed_row_to_float(WeightType type, const void *panels, int cols, int i, float *out);
 
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
@@ -635,6 +639,26 @@ int weight_pack(WeightType type, const void *data, int rows, int cols, void *pan
     if (weight_traits(type)->quantized) pack_quantized(type, data, rows, cols, panels);
     else pack_float(data, rows, cols, weight_traits(type)->block_bytes, panels);
     return 1;
+}
+
+void weight_packed_row_to_float(WeightType type, const void *panels, int cols, int i, float *out) {
+    const WeightTraits *t = weight_traits(type);
+    if (!t || !weight_row_bytes(type, cols)) return;
+    uint16_t part[(QKV_QBLOCK * 4) / 2]; /* a block's bytes as stored (2-byte aligned for the scale) */
+    if (!t->quantized) {
+        for (int j = 0; j < cols; j += QKV_QBLOCK) {
+            int n = cols - j < QKV_QBLOCK ? cols - j : QKV_QBLOCK;
+            unpack_float_values(panels, cols, t->block_bytes, i, j, n, (unsigned char *)part);
+            weight_row_to_float(type, part, out + j, n);
+        }
+        return;
+    }
+    int q4 = type == WEIGHT_Q4_0, blocks = cols / QKV_QBLOCK;
+    const unsigned char *panel = (const unsigned char *)panels + (size_t)(i / QKV_PANEL) * QKV_PANEL * weight_row_bytes(type, cols);
+    for (int b = 0; b < blocks; b++) {
+        unpack_block(panel, i % QKV_PANEL, blocks, q4, b, (unsigned char *)part);
+        weight_row_to_float(type, part, out + (size_t)b * QKV_QBLOCK, QKV_QBLOCK);
+    }
 }
 
 /* ------------------------------------------------------------------------ */

@@ -44,6 +44,14 @@ static void pack_float(const void *data, int rows, int cols, int elem, void *pan
     }
 }
 
+/* Values j0..j0+n-1 of row i of the panels as stored before packing (elem
+ * bytes each): pack_float undone for part of one row. */
+static void unpack_float_values(const void *panels, int cols, int elem, int i, int j0, int n, unsigned char *out) {
+    const unsigned char *panel = (const unsigned char *)panels + (size_t)(i / QKV_PANEL) * QKV_PANEL * cols * elem;
+    for (int j = 0; j < n; j++)
+        memcpy(out + (size_t)j * elem, panel + ((size_t)(j0 + j) * QKV_PANEL + i % QKV_PANEL) * elem, elem);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Portable kernel                                                           */
 

@@ -44,6 +44,21 @@ static void pack_row(const unsigned char *row, int r, int blocks, int q4, unsign
     }
 }
 
+/* Block b of row r of a panel as ggml stores it (pack_row undone): the
+ * float16 scale, then the values. */
+static void unpack_block(const unsigned char *panel, int r, int blocks, int q4, int b, unsigned char *blk) {
+    int value_bytes = packed_value_bytes(q4);
+    const unsigned char *values = panel + (size_t)b * QKV_PANEL * value_bytes + r * 4;
+    uint32_t flip = q4 ? 0 : 0x80808080u;
+    memcpy(blk, panel + (size_t)blocks * QKV_PANEL * value_bytes + (size_t)b * QKV_PANEL * 2 + r * 2, 2);
+    for (int c = 0; c < value_bytes / 4; c++) {
+        uint32_t word;
+        memcpy(&word, values + (size_t)c * 4 * QKV_PANEL, 4);
+        word ^= flip;
+        memcpy(blk + 2 + 4 * c, &word, 4);
+    }
+}
+
 static void pack_quantized(WeightType type, const void *data, int rows, int cols, void *panels) {
     int q4 = type == WEIGHT_Q4_0, blocks = cols / QKV_QBLOCK;
     size_t row_bytes = weight_row_bytes(type, cols), panel_bytes = QKV_PANEL * row_bytes;

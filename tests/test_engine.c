@@ -413,6 +413,35 @@ static void test_matmul_kernels(void) {
     }
 }
 
+/* A row read back from the panels (a tied embedding's lookup) is the row
+ * as stored, dequantized: every row of 120 (the last panel's part
+ * included), every type, the lengths of the kernels' tests. */
+static void test_packed_rows(void) {
+    static const int float_lengths[] = { 1, 7, 16, 17, 257 }, quant_lengths[] = { 32, 96, 288 };
+    static KernelTestData d;
+    uint32_t lcg = 11;
+    for (int j = 0; j < KT_ROWS * KT_MAX; j++) {
+        lcg = lcg * 1664525u + 1013904223u;
+        d.wf[j] = (float)(lcg >> 8) / 16777216.0f * 2 - 1;
+    }
+    for (int type = 0; type < WEIGHT_TYPE_COUNT; type++) {
+        int quant = weight_traits(type)->quantized, n_lengths = quant ? 3 : 5, rows = 0, wrong = 0;
+        for (int li = 0; li < n_lengths; li++) {
+            int n = quant ? quant_lengths[li] : float_lengths[li];
+            kernel_test_inputs(&d, (WeightType)type, n);
+            for (int r = 0; r < KT_ROWS; r++, rows++) {
+                float row[KT_MAX];
+                weight_packed_row_to_float((WeightType)type, d.panels, n, r, row);
+                wrong += memcmp(row, d.deq + r * KT_MAX, (size_t)n * sizeof(float)) != 0;
+            }
+        }
+        char name[160];
+        snprintf(name, sizeof name, "%s: each row read from its panels has the bits of the row as stored (%d rows)",
+                 weight_traits(type)->name, rows);
+        report(wrong == 0, name, "%d rows differ", wrong);
+    }
+}
+
 /* The quantizers against their definitions on hand-checked blocks. */
 static void test_quantizers(void) {
     float x[32], back[32];
@@ -1346,6 +1375,7 @@ int main(void) {
     test_float16();
     test_activations_quantize();
     test_matmul_kernels();
+    test_packed_rows();
     test_quantizers();
     test_kv_types();
     test_golden_fixtures();
