@@ -107,9 +107,10 @@ uint16_t float_to_half(float f);
 /* count * size zeroed bytes starting on a 64-byte boundary (a cache line:
  * no vector load from a row that starts there splits across two lines,
  * which costs a prompt's tiles a quarter of their speed); NULL if the size
- * overflows or the memory cannot be had. calloc underneath, so a large
- * buffer's pages stay untouched (not resident) until used. A buffer of
- * QKV_LARGE_PAGE_BYTES or more asks Linux for 2 MiB pages (below). Freed
+ * overflows or the memory cannot be had. Its pages stay untouched (not
+ * resident) until used. A buffer of QKV_LARGE_PAGE_BYTES or more is mapped
+ * on its own on a 2 MiB boundary and asks Linux for 2 MiB pages (below);
+ * a smaller one comes from calloc. Freed
  * with free_aligned. */
 void *zalloc_aligned(size_t count, size_t size);
 void free_aligned(void *p);

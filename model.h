@@ -511,10 +511,9 @@ void matmul(float *out, const float *x, const Matrix *w) {
 
 /* out[cols] = W[row, :] as float32 (an embedding lookup). A table tied to
  * the classifier is read from the classifier's panels: its mapped pages
- * were released at load, and faulting a page of the file back in for
- * each new token cost more than the prompt's arithmetic on a virtual
- * machine (AMD EPYC, KVM, 15M shape, a 203-token prompt on two threads:
- * 31-32 ms the first time with 1,500-1,600 page faults, 12 ms after). */
+ * were released at load, and each new token's row faulted a page of the
+ * file back in (AMD EPYC, KVM, 15M shape, a 203-token prompt: about 200
+ * of the first prompt's 1,500-1,600 page faults, some 11 us each there). */
 void matrix_row(float *out, const Matrix *w, int row) {
     if (w->panels) {
         weight_packed_row_to_float(w->type, w->panels, w->cols, row, out);
