@@ -167,9 +167,12 @@ if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$t
     && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
     ok "--step --layer 2 --head 3 --top 3: that head's table, a shows all 12, three next tokens"
 else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables"; fi
+# Three keys a second apart: at least the last two seconds are waiting (the
+# first overlaps the program's start), and left out of the rate (counted
+# in, three tokens over them would be under 2 tok/s).
 { sleep 1; echo; sleep 1; echo; sleep 1; echo q; } | $RUN models/grammar.bin -t 0 -n 30 -i "the" --step >/dev/null 2>"$tmp/step.txt"
 speed=$(tail -n 1 "$tmp/step.txt")
-if grep -qE "^achieved tok/s: [0-9]{2,}.*3 generated.*; computing only, [3-9]\.[0-9] s waiting for keys left out" <<<"$speed"; then
+if grep -qE "^achieved tok/s: [0-9]{2,}.*3 generated.*; computing only, [2-9]\.[0-9] s waiting for keys left out" <<<"$speed"; then
     ok "step mode's speed line counts computing time only"
 else fail "step speed" "$speed"; fi
 
