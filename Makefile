@@ -19,9 +19,16 @@ HEADERS = cli.h ppl.h progress.h threads.h team.h model.h kernels.h kernels_floa
 all: build/run
 	@cmp -s build/run run || cp build/run run
 
-build/run: $(SOURCES) $(HEADERS) build/explorer_html.h
+# One object per source, so that `make -j2` compiles engine.o (the kernels:
+# most of the build's time) beside the rest.
+OBJECTS = build/engine.o $(SOURCES:%.c=build/%.o)
+
+build/run: $(OBJECTS)
+	$(CC) $(QKV_CFLAGS) -o $@ $(OBJECTS) $(LDLIBS)
+
+build/%.o: %.c $(HEADERS) build/explorer_html.h
 	@mkdir -p build
-	$(CC) $(QKV_CFLAGS) -Ibuild -o $@ $(SOURCES) $(LDLIBS)
+	$(CC) $(QKV_CFLAGS) -Ibuild -c -o $@ $<
 
 # The HTML explorer page (explorer.html) goes into the binary as one C string:
 # escape \ " and ? (no trigraphs), then quote each line.
@@ -33,10 +40,10 @@ build/explorer_html.h: explorer.html
 run: all
 	./run
 
-# The tests run ./run: tests/run_tests.sh makes it (QKV_TEST_BUILD) beside
-# the C tests' compiles, which do not need it.
+# The tests run ./run and link build/engine.o: tests/run_tests.sh makes both
+# first (QKV_TEST_BUILD).
 test:
-	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" QKV_TEST_BUILD="$(MAKE) --no-print-directory all" bash tests/run_tests.sh
+	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" QKV_TEST_BUILD="$(MAKE) --no-print-directory -j2 all" bash tests/run_tests.sh
 
 # The default model's latency curve (with the no-cache comparison), then the
 # same model in each weight type at 1 and 2 threads: one summary line each
@@ -64,10 +71,10 @@ build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
 
-# The prompt target's engine is built without coverage (tests/fuzz/engine.c says why).
-build/fuzz_prompt: tests/fuzz/fuzz_prompt.c tests/fuzz/engine.c tokenizer.c $(HEADERS)
+# The prompt target's engine is built without coverage (engine.c says why).
+build/fuzz_prompt: tests/fuzz/fuzz_prompt.c engine.c tokenizer.c $(HEADERS)
 	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_engine.o tests/fuzz/engine.c
+	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_engine.o engine.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_prompt.c tokenizer.c build/fuzz_engine.o $(LDLIBS)
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).

@@ -116,7 +116,7 @@ TARGET_AVX2 static void silu_mul_256(float *gate, const float *up, int n) {
 }
 #endif
 
-static void silu_mul(Isa isa, float *gate, const float *up, int n) {
+void silu_mul(Isa isa, float *gate, const float *up, int n) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (isa >= ISA_AVX512) silu_mul_512(gate, up, n);
     else if (isa >= ISA_AVX2) silu_mul_256(gate, up, n);
@@ -228,7 +228,7 @@ TARGET_AVX2 static int max_first_256(const float *x, int n) {
 }
 #endif
 
-static inline int nonfinite_first(Isa isa, const float *x, int n) {
+int nonfinite_first(Isa isa, const float *x, int n) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (isa >= ISA_AVX512) return nonfinite_first_512(x, n);
     if (isa >= ISA_AVX2) return nonfinite_first_256(x, n);
@@ -236,7 +236,7 @@ static inline int nonfinite_first(Isa isa, const float *x, int n) {
     return nonfinite_first_portable(x, n);
 }
 
-static inline int max_first(Isa isa, const float *x, int n) {
+int max_first(Isa isa, const float *x, int n) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (isa >= ISA_AVX512) return max_first_512(x, n);
     if (isa >= ISA_AVX2) return max_first_256(x, n);

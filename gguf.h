@@ -22,10 +22,6 @@
 
 #include <limits.h>
 
-/* Loads a GGUF file held in memory, which stays the caller's (the fuzz
- * target's way in). Returns 0, or -1 with a one-line reason in err. */
-int gguf_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
-
 /* Metadata value types */
 enum { GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STRING,
        GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_VALUE_TYPES };

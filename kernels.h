@@ -140,6 +140,13 @@ typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, c
  * prompt (a decode step stays on VNNI). */
 typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
 
+/* The elementwise passes with isa's vectors (elementwise.h): SwiGLU's
+ * gate[i] <- silu(gate[i]) * up[i]; over logits, the index of the first
+ * NaN or infinity (-1: none) and of the first largest value (x has no NaN). */
+void silu_mul(Isa isa, float *gate, const float *up, int n);
+int nonfinite_first(Isa isa, const float *x, int n);
+int max_first(Isa isa, const float *x, int n);
+
 /* Fills a->q, a->q_scale and a->q_sum from a->x (once), with isa's
  * vectors (the kernel's: a decode step calls this several times a layer,
  * so it does not look the CPU up again). */

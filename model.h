@@ -127,6 +127,8 @@ int model_load(Model *m, const char *path, char *err, size_t err_len);
  * norms, the embedding tables and the tokenizer point into data, which must
  * outlive the model (the matrices are packed into panels of their own). */
 int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
+/* The same for a GGUF file only (gguf.h; the GGUF fuzz target's way in). */
+int gguf_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
 

@@ -8,9 +8,7 @@
  *
  * The flags are llama2.c's, so its checkpoints and habits work unchanged.
  */
-#define QKV_MODEL_IMPLEMENTATION
-#include "model.h"
-#define QKV_SAMPLER_IMPLEMENTATION
+#include "model.h" /* the engine: engine.c */
 #include "sampler.h"
 #include "tokenizer.h"
 #include "trace.h"

@@ -48,12 +48,12 @@ cached_build() {
 }
 
 # engine_build OUT ARGS...: builds a test program from ARGS (sources and
-# flags) and one object of the engine's implementation (model.h and
-# sampler.h: tests/fuzz/engine.c), compiled as make test compiles the C
-# tests, for the programs that use the engine only through its interface.
+# flags) and build/engine.o, the engine's implementation as make compiled it
+# for ./run (make test builds it first, with the same CFLAGS), for the
+# programs that use the engine only through its interface.
 engine_build() {
     local out=$1; shift
-    local flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2})
-    cached_build build/engine.o ${CC:-cc} "${flags[@]}" -c tests/fuzz/engine.c &&
-        cached_build "$out" ${CC:-cc} "${flags[@]}" "$@" build/engine.o -lm
+    [ -f build/engine.o ] || { echo "engine_build: build/engine.o is missing (make all makes it)" >&2; return 1; }
+    cached_build "$out" ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
+        "$@" build/engine.o -lm
 }

@@ -14,8 +14,7 @@
  * to be valid), a regular expression its error must match, then the
  * arguments of ./run, all separated by tabs. The fixtures' layout comes from
  * the engine's own loader, so the boundaries are where it reads. */
-#define QKV_MODEL_IMPLEMENTATION
-#include "../model.h"
+#include "../model.h" /* linked with build/engine.o */
 
 #include <limits.h>
 #include <math.h>
@@ -25,6 +24,13 @@
 
 #define TOKENIZER "tests/data/tiny-tokenizer.bin"
 #define RUN_ARGS "-n\t4\t-t\t0\t-i\tthe cat"
+
+/* the qkv format's little-endian fields and its tensor table's entry size
+ * (README: Checkpoint format) */
+#define TENSOR_ENTRY_BYTES 96
+static uint32_t read_u32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static int32_t read_i32(const unsigned char *p) { return (int32_t)read_u32(p); }
+static uint64_t read_u64(const unsigned char *p) { return read_u32(p) | (uint64_t)read_u32(p + 4) << 32; }
 
 static const char *out_dir;
 static const char *group; /* the check these cases make up, for the ok line */
@@ -139,7 +145,7 @@ static Boundaries section_boundaries(const Model *m) {
         const unsigned char *h = m->file;
         uint64_t table = read_u64(h + 88);
         add_boundary(&b, (size_t)table);
-        add_boundary(&b, (size_t)table + read_u32(h + 64) * (size_t)QKV_TENSOR_ENTRY_BYTES);
+        add_boundary(&b, (size_t)table + read_u32(h + 64) * (size_t)TENSOR_ENTRY_BYTES);
     }
     add_span(&b, m, w->token_embedding.data, matrix_bytes(&w->token_embedding));
     for (int l = 0; l < c->n_layers; l++) {
@@ -194,7 +200,7 @@ static unsigned char *table_entry(unsigned char *file, const char *tensor) {
     uint64_t table = read_u64(file + 88);
     uint32_t n = read_u32(file + 64);
     for (uint32_t i = 0; i < n; i++) {
-        unsigned char *e = file + table + (size_t)i * QKV_TENSOR_ENTRY_BYTES;
+        unsigned char *e = file + table + (size_t)i * TENSOR_ENTRY_BYTES;
         if (!strcmp((const char *)e, tensor)) return e;
     }
     fprintf(stderr, "make_hostile: no tensor %s\n", tensor);

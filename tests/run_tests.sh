@@ -25,37 +25,35 @@ run_c() {
     if [ "$rc" -eq 124 ]; then echo "FAIL build/$1: killed after 600 s"
     elif [ "$rc" -gt 128 ]; then echo "FAIL build/$1: killed by signal $((rc - 128))"; fi
 }
-# c_build NAME [SOURCES]: builds tests/NAME.c (it includes the engine) with
-# tokenizer.c and SOURCES, or says it failed
+# c_build NAME [SOURCES]: builds tests/NAME.c with tokenizer.c and SOURCES,
+# or says it failed
 c_build() {
     local name=$1; shift
     cached_build "build/$name" $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
         "tests/$name.c" tokenizer.c "$@" -lm || { echo "FAIL build tests/$name.c"; return 1; }
 }
-engine_test() { c_build test_engine && run_c test_engine; }
+engine_test() { c_build test_engine build/engine.o && run_c test_engine; }
 # attention (attention.h) over blocks of keys: every KV type and instruction
 # set; then again with two OpenMP threads (its prefill memory is measured in
 # a new process, so that a fork never meets OpenMP's thread pool). Passive
 # waiting: workers spinning at each barrier while the other core runs another
 # test made this run take 10 to 25 s instead of 2.
 attention_test() {
-    c_build test_attention bench.c bench_svg.c roofline.c || return
+    c_build test_attention bench.c bench_svg.c roofline.c build/engine.o || return
     run_c test_attention
     OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run_c test_attention | sed -E 's/^(ok|FAIL|skip) /&2 threads: /'
 }
 
-# QKV_TEST_BUILD: a command that makes ./run (make test's "make all"). It
-# runs beside the C tests, which do not need ./run; the scripts wait for it.
+# QKV_TEST_BUILD: a command that makes ./run and build/engine.o (make
+# test's "make -j2 all"; by default the same). Every test program links
+# build/engine.o or runs ./run, so they start when it ends.
 build_run() {
     $QKV_TEST_BUILD || { echo "FAIL $QKV_TEST_BUILD: ./run does not build"; : >"$out/build.failed"; }
 }
 
 # The programs in the order their lines are printed ...
-names=() commands=()
-if [ -n "${QKV_TEST_BUILD:-}" ]; then
-    names+=(build)
-    commands+=(build_run)
-fi
+QKV_TEST_BUILD=${QKV_TEST_BUILD:-make --no-print-directory -j2 all}
+names=(build) commands=(build_run)
 names+=(engine attention)
 commands+=(engine_test attention_test)
 for t in tests/test_*.sh; do
@@ -64,7 +62,7 @@ for t in tests/test_*.sh; do
 done
 # ... and the order they start in: the longest first, so the last to start
 # are short and the two slots end close together.
-first=(build attention engine tests/test_gpt2.sh tests/test_trace.sh tests/test_fuzz_replay.sh tests/test_models.sh tests/test_hostile.sh
+first=(build engine attention tests/test_gpt2.sh tests/test_trace.sh tests/test_fuzz_replay.sh tests/test_models.sh tests/test_hostile.sh
        tests/test_gguf.sh tests/test_window.sh)
 order=()
 for n in "${first[@]}"; do
@@ -100,7 +98,7 @@ reap() {
 }
 t0=$EPOCHREALTIME
 for i in "${order[@]}"; do
-    if [[ ${names[$i]} == *.sh && ${names[0]} == build ]]; then # the scripts run ./run
+    if [ "$i" -ne 0 ]; then # they need ./run or build/engine.o
         while ! [ -e "$out/0.done" ]; do reap; done
         [ -e "$out/build.failed" ] && break
     fi

@@ -5,7 +5,6 @@
  * by the bench's bench_prefill_growth_kb); the bench's in-order read of a
  * step's bytes against the byte counts of the shapes and a plain byte sum.
  * Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" per check. */
-#define QKV_MODEL_IMPLEMENTATION
 #include "../model.h"
 #include "../bench_internal.h"
 

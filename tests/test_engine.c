@@ -5,10 +5,8 @@
  *
  * Prints one line per check: "ok NAME", "FAIL NAME: why" or "skip NAME: why";
  * tests/run_tests.sh counts them. Run from the repository root. */
-#define QKV_MODEL_IMPLEMENTATION
-#include "../model.h"
+#include "../model.h" /* linked with build/engine.o */
 #include "../tokenizer.h"
-#define QKV_SAMPLER_IMPLEMENTATION
 #include "../sampler.h"
 #include "../threads.h"
 
@@ -1056,6 +1054,12 @@ static void test_logit_passes(void) {
            "%d and %d of %d cases wrong", bad_max, bad_check, cases);
 }
 
+/* random bits for the sampler's random inputs (Knuth's 64-bit LCG, high half) */
+static uint32_t next_random(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*state >> 32);
+}
+
 static void test_sampler_hostile(void) {
     enum { V = 582 };
     float logits[V];
@@ -1090,18 +1094,18 @@ static void test_sampler_hostile(void) {
     uint64_t rng = 7;
     int in_range = 1;
     for (int round = 0; round < 2000 && in_range; round++) {
-        int n = 1 + (int)(random_u32(&rng) % 1024);
+        int n = 1 + (int)(next_random(&rng) % 1024);
         for (int i = 0; i < n; i++) {
-            uint32_t bits = random_u32(&rng);
+            uint32_t bits = next_random(&rng);
             float x;
             memcpy(&x, &bits, 4);
             logits[i % V] = isfinite(x) ? x : 0.0f;
         }
         if (n > V) n = V;
-        float t = (float)(random_u32(&rng) % 5) * 0.5f, p = (float)(random_u32(&rng) % 11) / 10.0f;
-        if (random_u32(&rng) % 4 == 0) t = 1e-38f;
+        float t = (float)(next_random(&rng) % 5) * 0.5f, p = (float)(next_random(&rng) % 11) / 10.0f;
+        if (next_random(&rng) % 4 == 0) t = 1e-38f;
         if (p == 0.0f) p = 1e-7f;
-        sampler_with_sentinel(&s, n, t, p, (int)(random_u32(&rng) % 4));
+        sampler_with_sentinel(&s, n, t, p, (int)(next_random(&rng) % 4));
         id = sample(&s, logits, NULL);
         in_range = id >= 0 && id < n;
     }
@@ -1215,6 +1219,9 @@ static void check_start(const char *path, const unsigned char *data, size_t size
     model_free(&m);
 }
 
+/* a little-endian u64 field of a file */
+static uint64_t file_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
 static unsigned char *read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -1245,7 +1252,7 @@ static void test_start_token(void) {
         if (!data) { skip(cases[i].path, "missing"); continue; }
         check_start(cases[i].path, data, size, cases[i].id, cases[i].piece);
         if (i + 1 == sizeof cases / sizeof cases[0]) { /* its one-byte pieces 0 ("\n") and 1 swapped */
-            unsigned char *first = data + read_u64(data + 72) + 4 + 8, *second = first + 9, was = *first;
+            unsigned char *first = data + file_u64(data + 72) + 4 + 8, *second = first + 9, was = *first;
             *first = *second;
             *second = was;
             check_start("tests/data/gpt2.qkv with \"\\n\" as piece 1", data, size, 1, "\n");

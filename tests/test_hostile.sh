@@ -48,7 +48,7 @@ run_case() {
 
 # ---- the generated battery ---------------------------------------------------
 mkdir -p build "$tmp/files"
-if ! cached_build build/make_hostile $CC -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2} tests/make_hostile.c -lm; then
+if ! engine_build build/make_hostile -Wno-unknown-pragmas tests/make_hostile.c; then
     fail "build tests/make_hostile.c" "compiler error"
 elif ! ./build/make_hostile "$tmp/files" >"$tmp/cases.tsv"; then
     fail "tests/make_hostile" "could not write the battery"

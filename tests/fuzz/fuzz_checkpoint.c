@@ -2,7 +2,7 @@
  * either architecture, llama2.c legacy or v1). A file either loads or is
  * refused with a reason; one that loads has its tokenizer section read (as
  * its kind) and one position run through every weight, as `./run` would. */
-#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links tests/fuzz/engine.c, built once for every target */
+#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links build/engine.o (engine.c) */
 #define QKV_MODEL_IMPLEMENTATION
 #define QKV_SAMPLER_IMPLEMENTATION
 #endif

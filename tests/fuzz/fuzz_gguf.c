@@ -11,7 +11,9 @@
  *   build/fuzz_gguf -max_total_time=60 -max_len=65536 build/corpus-gguf tests/fuzz/corpus/gguf
  * New inputs go to build/corpus-gguf; the seeds (tests/gguf_files.py seeds)
  * stay as they are. */
+#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links build/engine.o (engine.c) */
 #define QKV_MODEL_IMPLEMENTATION
+#endif
 #include "../../model.h"
 #include "../../tokenizer.h"
 

@@ -2,7 +2,7 @@
  * settings. Input: u16 vocab size, f32 temperature, f32 top-p, u16 top-k,
  * u64 seed, then f32 logits (little-endian). The answer is a token of the
  * vocabulary, or -1 exactly when a logit is NaN or infinite. */
-#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links tests/fuzz/engine.c, built once for every target */
+#ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links build/engine.o (engine.c) */
 #define QKV_MODEL_IMPLEMENTATION
 #define QKV_SAMPLER_IMPLEMENTATION
 #endif
