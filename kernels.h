@@ -152,23 +152,33 @@ int max_first(Isa isa, const float *x, int n);
  * so it does not look the CPU up again). */
 void activations_quantize(Activations *a, Isa isa);
 
+/* CPU makers, for a kernel whose best form differs between them with the
+ * same instructions (their prefetchers differ: see KERNELS). */
+typedef enum { VENDOR_ANY = 0, VENDOR_INTEL = 1, VENDOR_AMD = 2, VENDOR_COUNT } Vendor;
+
 typedef struct {
     WeightType type;
     Isa isa;        /* what the CPU needs for it */
     const char *name;
     MatmulKernel run;
+    Vendor vendor;  /* VENDOR_ANY, or the maker whose CPUs it is chosen on */
 } KernelEntry;
 
 const char *isa_name(Isa isa);
+const char *vendor_name(Vendor vendor);
+/* This CPU's maker (CPUID's leaf 0; VENDOR_ANY for any other), or the
+ * environment variable QKV_VENDOR (intel, amd, any) instead, so that one
+ * maker's choice can be measured on the other's CPU. */
+Vendor cpu_vendor(void);
 /* The best instruction set this CPU and OS support, capped by the
  * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
  * tests and CI can force each path. */
 Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
-/* The fastest kernel for a type within an instruction set; kernel_best
- * asks isa_available() (the CPU is probed once a process; QKV_ISA read each
- * time). */
+/* The fastest kernel for a type within an instruction set, on this CPU's
+ * maker (cpu_vendor); kernel_best asks isa_available() (the CPU is probed
+ * once a process; QKV_ISA and QKV_VENDOR read each time). */
 const KernelEntry *kernel_for(WeightType type, Isa isa);
 const KernelEntry *kernel_best(WeightType type);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
@@ -615,8 +625,19 @@ static Isa probe_cpu(void) {
     if (!((c >> 11) & 1)) return ISA_AVX512;
     return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
+
+/* CPUID leaf 0's maker string: "GenuineIntel", "AuthenticAMD" (and
+ * Hygon's "HygonGenuine", AMD's Zen cores), as EBX's first four bytes. */
+static Vendor probe_vendor(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return VENDOR_ANY;
+    if (b == 0x756e6547u) return VENDOR_INTEL; /* "Genu" */
+    if (b == 0x68747541u || b == 0x6f677948u) return VENDOR_AMD; /* "Auth", "Hygo" */
+    return VENDOR_ANY;
+}
 #else
 static Isa probe_cpu(void) { return ISA_PORTABLE; }
+static Vendor probe_vendor(void) { return VENDOR_ANY; }
 #endif
 
 /* probe_cpu, asked once: CPUID is slow in a virtual machine (a trap to the
@@ -627,6 +648,13 @@ static Isa isa_of_cpu(void) {
     int isa = known;
     if (isa < 0) known = isa = (int)probe_cpu();
     return (Isa)isa;
+}
+
+static Vendor vendor_of_cpu(void) {
+    static _Atomic int known = -1;
+    int vendor = known;
+    if (vendor < 0) known = vendor = (int)probe_vendor();
+    return (Vendor)vendor;
 }
 
 #include "kernels_float.h" /* the float32 and float16 kernels */
@@ -672,26 +700,33 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 
+/* The float32 decode's own requests for its lines (prefetch_column in
+ * kernels_float.h) were added on an Intel Xeon; on an AMD EPYC (Zen 5)
+ * the AVX-512 kernel decodes 5-17% faster without them (the hardware
+ * prefetchers keep its four streams fed), while its AVX2 kernel and
+ * float16 are faster with them (README, "The same on an AMD EPYC"). So
+ * float32 with AVX-512 has a second entry, chosen on AMD. */
 static const KernelEntry KERNELS[] = {
-    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable },
-    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable },
-    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable },
-    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable },
+    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY },
+    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY },
+    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY },
+    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY },
 #ifdef QKV_HAVE_X86_KERNELS
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2 },
-    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2 },
-    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2 },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512 },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512 },
-    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512 },
-    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512 },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY },
+    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY },
+    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY },
+    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY },
+    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY },
 #endif
 #ifdef QKV_HAVE_AMX
-    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx },
-    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx },
+    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY },
+    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY },
 #endif
 };
 
@@ -715,11 +750,29 @@ const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KER
 
 const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available()); }
 
+const char *vendor_name(Vendor vendor) {
+    static const char *names[VENDOR_COUNT] = { "any", "intel", "amd" };
+    return vendor >= 0 && vendor < VENDOR_COUNT ? names[vendor] : "?";
+}
+
+Vendor cpu_vendor(void) {
+    const char *name = getenv("QKV_VENDOR");
+    if (name)
+        for (int i = 0; i < VENDOR_COUNT; i++)
+            if (strcmp(name, vendor_name((Vendor)i)) == 0) return (Vendor)i;
+    return vendor_of_cpu();
+}
+
+/* The widest instruction set's kernel for type; between two of the same
+ * set, the one made for this CPU's maker. */
 const KernelEntry *kernel_for(WeightType type, Isa isa) {
     const KernelEntry *best = NULL;
-    for (int i = 0; i < kernel_count(); i++)
-        if (KERNELS[i].type == type && KERNELS[i].isa <= isa && (!best || KERNELS[i].isa > best->isa))
-            best = &KERNELS[i];
+    Vendor vendor = cpu_vendor();
+    for (int i = 0; i < kernel_count(); i++) {
+        const KernelEntry *e = &KERNELS[i];
+        if (e->type != type || e->isa > isa || (e->vendor != VENDOR_ANY && e->vendor != vendor)) continue;
+        if (!best || e->isa > best->isa || (e->isa == best->isa && e->vendor != VENDOR_ANY)) best = e;
+    }
     return best;
 }
 

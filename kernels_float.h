@@ -146,7 +146,7 @@ INLINE int panels_left(int row0, int end, int max) {
 /* A tile: R panels from row0 times positions t..t+P-1 (the R and P an
  * instruction set's kernel supports: see matmul_float_panels). */
 typedef void (*FloatTile)(float *out, int os, const Activations *a, const unsigned char *panel, size_t panel_bytes,
-                          int cols, int row0, int begin, int end, int t, int R, int P, int half);
+                          int cols, int row0, int begin, int end, int t, int R, int P, int half, int prefetch);
 
 /* Rows [begin, end) of a float matrix's panels times every position of a,
  * tile by tile: a decode step up to QKV_DECODE_PANELS panels a tile; a
@@ -155,7 +155,7 @@ typedef void (*FloatTile)(float *out, int os, const Activations *a, const unsign
  * with its tile (called through the pointer, the tile's loop kept fewer
  * addresses in registers: a 200-token prompt 3-7% slower). */
 INLINE void matmul_float_panels(FloatTile tile, int R, int P, float *out, int os, const Activations *a, const void *w,
-                                int cols, int begin, int end, int half) {
+                                int cols, int begin, int end, int half, int prefetch) {
     size_t panel_bytes = (size_t)QKV_PANEL * (size_t)cols * (half ? 2 : 4);
     int first = begin - begin % QKV_PANEL;
     const unsigned char *panels = (const unsigned char *)w + (size_t)(first / QKV_PANEL) * panel_bytes;
@@ -164,7 +164,7 @@ INLINE void matmul_float_panels(FloatTile tile, int R, int P, float *out, int os
         for (int k = 0, row0 = first; k < tiles; k++) {
             int R = n / tiles + (k < n % tiles);
             tile(out, os, a, panels + (size_t)((row0 - first) / QKV_PANEL) * panel_bytes, panel_bytes, cols, row0,
-                 begin, end, 0, R, 1, half);
+                 begin, end, 0, R, 1, half, prefetch);
             row0 += R * QKV_PANEL;
         }
         return;
@@ -176,7 +176,7 @@ INLINE void matmul_float_panels(FloatTile tile, int R, int P, float *out, int os
         for (int t = 0; t < a->n; t += P)
             for (int row0 = start; row0 < stop; row0 += R * QKV_PANEL)
                 tile(out, os, a, panels + (size_t)((row0 - first) / QKV_PANEL) * panel_bytes, panel_bytes, cols,
-                     row0, begin, end, t, panels_left(row0, stop, R), a->n - t < P ? a->n - t : P, half);
+                     row0, begin, end, t, panels_left(row0, stop, R), a->n - t < P ? a->n - t : P, half, prefetch);
     }
 }
 
@@ -199,7 +199,7 @@ TARGET_AVX2 INLINE __m256 column_avx2(const unsigned char *panel, int j, int h, 
  * prompt 1 x 6, twelve of the sixteen registers; a decode step 4 x 1). */
 TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *a, const unsigned char *panel,
                                          size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R,
-                                         int P, int half) {
+                                         int P, int half, int prefetch) {
     const float *x[6];
     __m256 acc[8][6];
 #pragma GCC unroll 6
@@ -210,9 +210,9 @@ TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *
         for (int p = 0; p < P; p++) acc[v][p] = _mm256_setzero_ps();
     for (int j = 0; j < cols; j++) {
         __m256 w[8];
+        if (P == 1 && prefetch && (!half || j % 2 == 0))
 #pragma GCC unroll 4
-        for (int r = 0; r < R && P == 1; r++)
-            if (!half || j % 2 == 0) prefetch_column(panel, panel_bytes, r, R, j, half);
+            for (int r = 0; r < R; r++) prefetch_column(panel, panel_bytes, r, R, j, half);
 #pragma GCC unroll 8
         for (int v = 0; v < 2 * R; v++) w[v] = column_avx2(panel + (size_t)(v / 2) * panel_bytes, j, v % 2, half);
 #pragma GCC unroll 6
@@ -234,8 +234,8 @@ TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *
  * one panel times 1-6 positions. */
 TARGET_AVX2 INLINE void tile_avx2(float *out, int os, const Activations *a, const unsigned char *panel,
                                   size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R, int P,
-                                  int half) {
-#define TILE(RR, PP) tile_panels_avx2(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half)
+                                  int half, int prefetch) {
+#define TILE(RR, PP) tile_panels_avx2(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half, prefetch)
     switch (P == 1 ? R : 10 + P) {
     case 4: TILE(4, 1); break;
     case 3: TILE(3, 1); break;
@@ -252,12 +252,12 @@ TARGET_AVX2 INLINE void tile_avx2(float *out, int os, const Activations *a, cons
 
 TARGET_AVX2 static void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                         int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0);
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0, 1);
 }
 
 TARGET_AVX2 static void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                         int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1);
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, 1);
 }
 
 /* ---- AVX-512 (16 floats a vector: a panel's column is one) ---- */
@@ -289,7 +289,7 @@ TARGET_AVX512 INLINE void step_512(__m512 acc[4][8], const unsigned char *panel,
  * 3 x 8 and 2 x 14 189-197 GFLOP/s, 2 x 12 172. */
 TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations *a, const unsigned char *panel,
                                           size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R,
-                                          int P, int half) {
+                                          int P, int half, int prefetch) {
     const float *x[8];
     __m512 acc[4][8];
 #pragma GCC unroll 8
@@ -300,7 +300,7 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
     int j = 0;
     for (; j + 2 <= cols; j += 2) { /* two columns a turn: one line of float16, two of float32 */
-        if (P == 1)
+        if (P == 1 && prefetch)
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 prefetch_column(panel, panel_bytes, r, R, j, half);
@@ -322,8 +322,8 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
  * prompt's 1-3 panels times 1-8 positions. */
 TARGET_AVX512 INLINE void tile_512(float *out, int os, const Activations *a, const unsigned char *panel,
                                    size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R, int P,
-                                   int half) {
-#define TILE(RR, PP) tile_panels_512(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half)
+                                   int half, int prefetch) {
+#define TILE(RR, PP) tile_panels_512(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half, prefetch)
 #define TILE_P(RR)                                                                                          \
     switch (P) {                                                                                            \
     case 8: TILE(RR, 8); break;                                                                             \
@@ -345,12 +345,19 @@ TARGET_AVX512 INLINE void tile_512(float *out, int os, const Activations *a, con
 
 TARGET_AVX512 static void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols,
                                             int begin, int end) {
-    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 0);
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 0, 1);
+}
+
+/* The same without prefetch_column's requests: the hardware prefetchers
+ * alone (KERNELS in kernels.h says where it is chosen). */
+TARGET_AVX512 static void matmul_f32_avx512_hw(float *out, int os, const Activations *a, const void *w, int cols,
+                                               int begin, int end) {
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 0, 0);
 }
 
 TARGET_AVX512 static void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols,
                                             int begin, int end) {
-    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1);
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, 1);
 }
 
 #endif /* QKV_HAVE_X86_KERNELS */

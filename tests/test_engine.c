@@ -411,6 +411,30 @@ static void test_matmul_kernels(void) {
     }
 }
 
+/* The kernel chosen per CPU maker (QKV_VENDOR stands in for CPUID): on
+ * AMD, float32 with AVX-512 takes the entry without software prefetch;
+ * on Intel, and for every other type and set, the one entry for all. */
+static void test_kernel_vendor(void) {
+    int ok = 1;
+    for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++) {
+        setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
+        if (cpu_vendor() != (Vendor)v) ok = 0;
+        for (int type = 0; type < WEIGHT_TYPE_COUNT; type++)
+            for (int isa = 0; isa < ISA_COUNT; isa++) {
+                const KernelEntry *e = kernel_for((WeightType)type, (Isa)isa);
+                int amd_one = v == VENDOR_AMD && type == WEIGHT_F32 && isa >= ISA_AVX512;
+#if !defined(__x86_64__) || defined(QKV_PORTABLE) /* kernels.h's condition for its x86 kernels */
+                amd_one = 0;
+#endif
+                if (!e || e->vendor != (amd_one ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
+                if (amd_one && strcmp(e->name, "f32 avx512 hw-prefetch") != 0) ok = 0;
+            }
+    }
+    unsetenv("QKV_VENDOR");
+    report(ok, "kernel choice per CPU maker: AMD's float32 AVX-512 entry on AMD only (QKV_VENDOR any, intel, amd)",
+           "a kernel chosen for the wrong maker");
+}
+
 /* A row read back from the panels (a tied embedding's lookup) is the row
  * as stored, dequantized: every row of 120 (the last panel's part
  * included), every type, the lengths of the kernels' tests. */
@@ -1382,6 +1406,7 @@ int main(void) {
     test_float16();
     test_activations_quantize();
     test_matmul_kernels();
+    test_kernel_vendor();
     test_packed_rows();
     test_quantizers();
     test_kv_types();
