@@ -626,13 +626,15 @@ static Isa probe_cpu(void) {
     return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
 
-/* CPUID leaf 0's maker string: "GenuineIntel", "AuthenticAMD" (and
- * Hygon's "HygonGenuine", AMD's Zen cores), as EBX's first four bytes. */
+/* CPUID leaf 0's maker string, 12 bytes in EBX, EDX, ECX: "GenuineIntel",
+ * "AuthenticAMD" (and Hygon's "HygonGenuine", AMD's Zen cores). */
 static Vendor probe_vendor(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return VENDOR_ANY;
-    if (b == 0x756e6547u) return VENDOR_INTEL; /* "Genu" */
-    if (b == 0x68747541u || b == 0x6f677948u) return VENDOR_AMD; /* "Auth", "Hygo" */
+    unsigned a, regs[3];
+    char maker[13] = { 0 };
+    if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1])) return VENDOR_ANY;
+    memcpy(maker, regs, 12);
+    if (strcmp(maker, "GenuineIntel") == 0) return VENDOR_INTEL;
+    if (strcmp(maker, "AuthenticAMD") == 0 || strcmp(maker, "HygonGenuine") == 0) return VENDOR_AMD;
     return VENDOR_ANY;
 }
 #else

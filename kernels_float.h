@@ -112,7 +112,8 @@ _Static_assert(QKV_DECODE_PANELS >= 1 && QKV_DECODE_PANELS <= 4, "the decode til
 
 /* A decode step requests each panel's bytes this far ahead of the column
  * it reads, a cache line (one column of float32, two of float16) at a
- * time, running on into the next tile's panels (prefetch_column). The
+ * time, running on into the next tile's panels (prefetch_column; every
+ * kernel but float32's AVX-512 entry for AMD: see KERNELS). The
  * hardware prefetchers alone left the core waiting on four streams that
  * each restart at every 4 KiB: float16 decode of the 42M shape, 1 thread,
  * Xeon, 248 tok/s against 294-312 for the rows the panels replaced (which
