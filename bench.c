@@ -574,8 +574,7 @@ static void print_header(const Bench *b) {
     printf("\n");
     printf("  weights   %zu bytes (%.1f MiB, %zu parameters)\n", b->model->weight_bytes,
            mib(b->model->weight_bytes), b->model->n_params);
-    const KernelEntry *kernel = b->model->weights.layers[0].wq.kernel;
-    printf("  kernel    %s (QKV_ISA caps the set, QKV_VENDOR names the maker)\n", kernel ? kernel->name : "?");
+    printf("  kernel    %s (QKV_ISA caps the set, QKV_VENDOR names the maker)\n", model_kernel_name(b->model));
     int held = b->options->window ? b->options->window : b->ctx; /* a window holds W positions */
     printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
            kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)held, mib((double)kv * held), held);

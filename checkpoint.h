@@ -647,6 +647,11 @@ static int map_file(FileView *f, Model *m, const char *path) {
     return 0;
 }
 
+const char *model_kernel_name(const Model *m) {
+    const KernelEntry *k = m->config.n_layers > 0 ? m->weights.layers[0].wq.kernel : NULL;
+    return k ? k->name : "?";
+}
+
 /* Every matrix's kernel, for one instruction set. */
 static void pick_kernels(Model *m, Isa isa) {
     Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier, &m->weights.position_embedding };

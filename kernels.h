@@ -642,22 +642,19 @@ static Isa probe_cpu(void) { return ISA_PORTABLE; }
 static Vendor probe_vendor(void) { return VENDOR_ANY; }
 #endif
 
-/* probe_cpu, asked once: CPUID is slow in a virtual machine (a trap to the
- * host), and a prompt quantizes its activations hundreds of times. Two
- * threads that both ask store the same answer. */
-static Isa isa_of_cpu(void) {
+/* probe_cpu and probe_vendor, asked once, as one value (the instruction
+ * set in the low byte, the maker above it): CPUID is slow in a virtual
+ * machine (a trap to the host), and a prompt quantizes its activations
+ * hundreds of times. Two threads that both ask store the same answer. */
+static int cpu_of_this_machine(void) {
     static _Atomic int known = -1;
-    int isa = known;
-    if (isa < 0) known = isa = (int)probe_cpu();
-    return (Isa)isa;
+    int cpu = known;
+    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8;
+    return cpu;
 }
 
-static Vendor vendor_of_cpu(void) {
-    static _Atomic int known = -1;
-    int vendor = known;
-    if (vendor < 0) known = vendor = (int)probe_vendor();
-    return (Vendor)vendor;
-}
+static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
+static Vendor vendor_of_cpu(void) { return (Vendor)(cpu_of_this_machine() >> 8); }
 
 #include "kernels_float.h" /* the float32 and float16 kernels */
 #include "kernels_rows.h"  /* float rows as stored: the KV cache's keys */

@@ -131,6 +131,8 @@ int model_load_memory(Model *m, const void *data, size_t size, char *err, size_t
 int gguf_load_memory(Model *m, const void *data, size_t size, char *err, size_t err_len);
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
+/* The name of the kernel the model's layer matrices use ("f32 avx512", ...). */
+const char *model_kernel_name(const Model *m);
 
 /* ------------------------------------------------------------------------ */
 /* KV cache and run state                                                    */

@@ -638,9 +638,7 @@ static void info(const Model *m, const char *path, int ctx) {
            c->shared_classifier ? " (tied to the embedding)" : "");
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms)\n", positions, biases);
     printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
-    const KernelEntry *kernel = m->weights.layers[0].wq.kernel;
-    printf("kernels           %s (%s; QKV_ISA, QKV_VENDOR)\n", isa_name(isa_available()),
-           kernel ? kernel->name : "?");
+    printf("kernels           %s (%s; QKV_ISA, QKV_VENDOR)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t kv = kv_cache_bytes_per_token(c);
     printf("KV cache          %zu bytes per token, %zu bytes for the full context of %d\n",
            kv, kv * (size_t)c->seq_len, c->seq_len);
