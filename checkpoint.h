@@ -685,14 +685,22 @@ static size_t packed_bytes_aligned(const Matrix *w) {
     return (weight_packed_bytes(w->type, w->rows, w->cols) + 63) / 64 * 64;
 }
 
+/* The mapped file's pages are released (release_mapped) in spans of this
+ * many bytes or more: one call for a small model's matrices, not one a
+ * matrix (each is a trip to the kernel and a TLB flush, and on a virtual
+ * machine they were 7% of the grammar model's start-up); few enough pages
+ * held twice for a large one. Norms and an untied embedding table inside a
+ * span are read again from the file when next touched. */
+#define QKV_RELEASE_BYTES ((size_t)16 << 20)
+
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
- * one allocation (2 MiB pages: kernels.h's zalloc_aligned); the mapped
- * pages a matrix was read from are released as soon as it is packed, so a
- * mapped file's matrices are not held twice (a buffer's are: the caller
- * owns it). A tied embedding table is released too: a lookup reads its row
- * from the classifier's panels (matrix_row). -1 if the memory cannot be
- * had. */
+ * one allocation (2 MiB pages: kernels.h's zalloc_written_whole); the
+ * mapped pages the matrices were read from are released as they are
+ * packed, so a mapped file's matrices are not held twice (a buffer's are:
+ * the caller owns it). A tied embedding table is released too: a lookup
+ * reads its row from the classifier's panels (matrix_row). -1 if the memory
+ * cannot be had. */
 static int pack_matrices(Model *m) {
     int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
@@ -705,18 +713,26 @@ static int pack_matrices(Model *m) {
     }
     size_t total = 0;
     for (int i = 0; i < n; i++) total += packed_bytes_aligned(mats[i]);
-    unsigned char *at = total ? zalloc_aligned(total, 1) : NULL;
+    unsigned char *at = total ? zalloc_written_whole(total) : NULL;
     if (total && !at) {
         free(mats);
         return -1;
     }
     m->panels = at;
+    const unsigned char *low = NULL, *high = NULL; /* packed matrices' span in the file, not yet released */
     for (int i = 0; i < n; i++)
         if (mats[i]->data && weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
             at += packed_bytes_aligned(mats[i]);
-            release_mapped(m, mats[i]->data, matrix_bytes(mats[i]));
+            const unsigned char *start = mats[i]->data, *end = start + matrix_bytes(mats[i]);
+            if (!low || start < low) low = start;
+            if (!high || end > high) high = end;
+            if ((size_t)(high - low) >= QKV_RELEASE_BYTES) {
+                release_mapped(m, low, (size_t)(high - low));
+                low = high = NULL;
+            }
         }
+    if (low) release_mapped(m, low, (size_t)(high - low));
     if (m->config.shared_classifier && m->weights.classifier.data == m->weights.token_embedding.data)
         m->weights.token_embedding.panels = m->weights.classifier.panels; /* lookups read the panels (matrix_row) */
     free(mats);
