@@ -264,7 +264,7 @@ def write(path, fmt, a, t, tok, dtype="f32"):
     return qkvfile.write_llama2c_v1(path, cfg, t)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkpoint")
     ap.add_argument("output")
@@ -283,7 +283,7 @@ def main():
     ap.add_argument("--merges", help="GPT-2: merges.txt of a byte-level BPE")
     ap.add_argument("--gelu", choices=["erf", "tanh"], help="GPT-2: the exact GELU or the tanh approximation "
                     "(default: erf for nanoGPT, config.json's or tanh for a state dict)")
-    opts = ap.parse_args()
+    opts = ap.parse_args(argv)
     a, t, tok = load_any(opts.checkpoint, opts)
     if opts.dtype != "f32" and opts.format != "qkv":
         raise SystemExit("--dtype %s needs --format qkv (llama2.c files are float32)" % opts.dtype)

@@ -26,18 +26,19 @@ PyTorch (model.py's GPT, nanoGPT's modules).  Deterministic (fixed seeds).
   tests/data/gpt2-vocab.json, gpt2-merges.txt   the BPE, in GPT-2's format
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import export as export_py  # noqa: E402
 import gpt2_bpe  # noqa: E402
 import qkvfile  # noqa: E402
 import reference  # noqa: E402
@@ -111,7 +112,10 @@ def hf_checkpoint(directory, vocab):
 
 
 def export(ckpt, out):
-    subprocess.run([sys.executable, os.path.join(HERE, "export.py"), ckpt, out], check=True, stdout=subprocess.DEVNULL)
+    """export.py CKPT OUT, run in this process (its command line, parsed by
+    its main): a new interpreter for each would import PyTorch again."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        export_py.main([ckpt, out])
 
 
 def torch_golden(path, name, model, tokens):

@@ -57,3 +57,16 @@ engine_build() {
     cached_build "$out" ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
         "$@" build/engine.o -lm
 }
+
+# within_build: sets the array `within` to a command that runs the rest of
+# its arguments with a time limit in seconds, killed when it is out:
+# tests/alarm_exec.c (built static where the C library allows it; status
+# 142 when killed) or else coreutils' timeout (status 124).
+within_build() {
+    if cached_build build/alarm_exec ${CC:-cc} -O2 -static tests/alarm_exec.c 2>/dev/null ||
+        cached_build build/alarm_exec ${CC:-cc} -O2 tests/alarm_exec.c; then
+        within=(build/alarm_exec)
+    else
+        within=(timeout)
+    fi
+}

@@ -16,6 +16,7 @@ TOK=tests/data/tiny-tokenizer.bin
 CONVERT=../shared/tools/llamacpp/gguf_from_llama2c.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+within_build
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "skip $1: $2"; }
@@ -31,7 +32,7 @@ $PY tests/gguf_files.py hostile "$tmp/bad"
 n=0 bad=0
 while IFS=$'\t' read -r name word; do
     n=$((n + 1))
-    timeout 10 $RUN "$tmp/bad/$name.gguf" -m info >"$tmp/out" 2>"$tmp/err" </dev/null
+    "${within[@]}" 10 $RUN "$tmp/bad/$name.gguf" -m info >"$tmp/out" 2>"$tmp/err" </dev/null
     rc=$? lines=$(wc -l <"$tmp/err")
     if [ $rc -ne 1 ] || [ "$lines" -ne 1 ] || ! grep -qiE -- "$word" "$tmp/err" || [ -s "$tmp/out" ]; then
         fail "hostile GGUF $name" "exit $rc, $lines stderr lines, expected one with /$word/: $(head -c 200 "$tmp/err")"

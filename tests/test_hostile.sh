@@ -13,6 +13,7 @@ RUN=${QKV_RUN:-./run}
 CC=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+within_build
 
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; }
@@ -22,7 +23,7 @@ fail() { echo "FAIL $1: $2"; }
 # wc -l and head -n 1 would; the commands themselves if it holds a NUL byte).
 run_case() {
     local expect=$1 pattern=$2; shift 2
-    timeout 20 "$RUN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    "${within[@]}" 20 "$RUN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
     local rc=$? err newlines lines first matched
     if IFS= read -r -d '' err <"$tmp/err"; then
         lines=$(wc -l <"$tmp/err") first=$(head -n 1 "$tmp/err")
@@ -34,7 +35,7 @@ run_case() {
     [[ $first =~ $pattern ]] && matched=1 || matched=0
     shopt -u nocasematch
     why=
-    if [ "$rc" -eq 124 ]; then why="hung (killed after 20 s)"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 142 ]; then why="hung (killed after 20 s)"
     elif [ "$rc" -eq 0 ] && [[ "$expect" == *0* ]]; then
         [ -s "$tmp/out" ] || why="exit 0 but nothing on stdout"
     elif [ "$rc" -ne 1 ]; then why="exit $rc ($first)"
