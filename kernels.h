@@ -317,8 +317,13 @@ static void *map_large(size_t bytes) {
 /* From this size on a buffer is mapped on its own even below a large
  * page: calloc clears a buffer it takes from the heap, touching every page
  * of the run state's prompt-sized buffers (a chunk of 128 positions) that
- * a decode step never reads. */
+ * a decode step never reads. Under AddressSanitizer they stay calloc's,
+ * which it surrounds with poisoned bytes (a mapping has none). */
+#if defined(__SANITIZE_ADDRESS__)
+#define QKV_MAPPED_BYTES QKV_LARGE_PAGE_BYTES
+#else
 #define QKV_MAPPED_BYTES ((size_t)16 << 10)
+#endif
 
 void *zalloc_aligned(size_t count, size_t size) {
     size_t slack = 64 + sizeof(AllocationHead);

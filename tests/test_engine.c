@@ -437,6 +437,32 @@ static void test_kernel_vendor(void) {
            "a kernel chosen for the wrong maker");
 }
 
+/* kernels.h's buffers, of each size class (calloc's, mapped, on large
+ * pages; the panels' on large pages whatever their size): each starts on
+ * a cache line, reads as zeros to its end, takes writes to its last byte
+ * and is given back; a size that overflows is refused. */
+static void test_buffers(void) {
+    static const size_t sizes[] = { 1, 100, 16383, 16384, 100000, (size_t)2 << 20, ((size_t)3 << 20) + 5 };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int whole = 0; whole < 2; whole++) {
+            size_t n = sizes[i];
+            unsigned char *p = whole ? zalloc_written_whole(n) : zalloc_aligned(n, 1);
+            if (!p || (uintptr_t)p % 64) {
+                wrong++;
+                continue;
+            }
+            size_t nonzero = 0;
+            for (size_t j = 0; j < n; j++) nonzero += p[j] != 0;
+            memset(p, 0xA5, n);
+            wrong += nonzero != 0 || p[n - 1] != 0xA5;
+            free_aligned(p);
+        }
+    wrong += zalloc_aligned(SIZE_MAX / 2, 4) != NULL;
+    report(wrong == 0, "buffers of 1 B to 3 MiB (calloc'd, mapped, large pages; the panels'): aligned to 64, zeroed, "
+           "writable to the end, freed; an overflowing size refused", "%d wrong", wrong);
+}
+
 /* A row read back from the panels (a tied embedding's lookup) is the row
  * as stored, dequantized: every row of 120 (the last panel's part
  * included), every type, the lengths of the kernels' tests. */
@@ -1409,6 +1435,7 @@ int main(void) {
     test_activations_quantize();
     test_matmul_kernels();
     test_kernel_vendor();
+    test_buffers();
     test_packed_rows();
     test_quantizers();
     test_kv_types();
