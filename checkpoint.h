@@ -685,13 +685,34 @@ static size_t packed_bytes_aligned(const Matrix *w) {
     return (weight_packed_bytes(w->type, w->rows, w->cols) + 63) / 64 * 64;
 }
 
-/* The mapped file's pages are released (release_mapped) in spans of this
- * many bytes or more: one call for a small model's matrices, not one a
- * matrix (each is a trip to the kernel and a TLB flush, and on a virtual
- * machine they were 7% of the grammar model's start-up); few enough pages
- * held twice for a large one. Norms and an untied embedding table inside a
- * span are read again from the file when next touched. */
+/* The mapped file's pages are released (release_mapped) a span at a time:
+ * matrices that follow one another in the file, with at most
+ * QKV_RELEASE_GAP bytes between them (a layer's norms), up to
+ * QKV_RELEASE_BYTES. One call for a small model's matrices when they lie
+ * in the order they are packed, not one a matrix: each is a trip to the
+ * kernel and a TLB flush, and on a virtual machine they were 7% of the
+ * grammar model's start-up. What lies in a span's gaps (norms) is read
+ * again from the file when next touched. */
+#define QKV_RELEASE_GAP ((size_t)64 << 10)
 #define QKV_RELEASE_BYTES ((size_t)16 << 20)
+
+typedef struct {
+    const unsigned char *low, *high; /* packed matrices' bytes in the file, not yet released */
+} FileSpan;
+
+static void release_span(const Model *m, FileSpan *s) {
+    if (s->low) release_mapped(m, s->low, (size_t)(s->high - s->low));
+    s->low = s->high = NULL;
+}
+
+/* [start, end) joins the span if it follows it closely enough, else the
+ * span is released first; a span of QKV_RELEASE_BYTES is released at once */
+static void span_add(const Model *m, FileSpan *s, const unsigned char *start, const unsigned char *end) {
+    if (s->low && (start < s->high || (size_t)(start - s->high) > QKV_RELEASE_GAP)) release_span(m, s);
+    if (!s->low) s->low = start;
+    s->high = end;
+    if ((size_t)(s->high - s->low) >= QKV_RELEASE_BYTES) release_span(m, s);
+}
 
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
@@ -719,20 +740,15 @@ static int pack_matrices(Model *m) {
         return -1;
     }
     m->panels = at;
-    const unsigned char *low = NULL, *high = NULL; /* packed matrices' span in the file, not yet released */
+    FileSpan span = { NULL, NULL };
     for (int i = 0; i < n; i++)
         if (mats[i]->data && weight_pack(mats[i]->type, mats[i]->data, mats[i]->rows, mats[i]->cols, at)) {
             mats[i]->panels = at;
             at += packed_bytes_aligned(mats[i]);
-            const unsigned char *start = mats[i]->data, *end = start + matrix_bytes(mats[i]);
-            if (!low || start < low) low = start;
-            if (!high || end > high) high = end;
-            if ((size_t)(high - low) >= QKV_RELEASE_BYTES) {
-                release_mapped(m, low, (size_t)(high - low));
-                low = high = NULL;
-            }
+            const unsigned char *start = mats[i]->data;
+            span_add(m, &span, start, start + matrix_bytes(mats[i]));
         }
-    if (low) release_mapped(m, low, (size_t)(high - low));
+    release_span(m, &span);
     if (m->config.shared_classifier && m->weights.classifier.data == m->weights.token_embedding.data)
         m->weights.token_embedding.panels = m->weights.classifier.panels; /* lookups read the panels (matrix_row) */
     free(mats);

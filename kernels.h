@@ -110,8 +110,10 @@ uint16_t float_to_half(float f);
  * overflows or the memory cannot be had. Its pages stay untouched (not
  * resident) until used. A buffer of QKV_LARGE_PAGE_BYTES or more is mapped
  * on its own on a 2 MiB boundary and asks Linux for 2 MiB pages (below);
- * a smaller one comes from calloc. Freed
- * with free_aligned. */
+ * one of QKV_MAPPED_BYTES (16 KiB) or more is mapped on its own too; a
+ * smaller one comes from calloc, as every one below 2 MiB does in a build
+ * for a memory checker (QKV_CALLOC_BUFFERS, below). Freed with
+ * free_aligned. */
 void *zalloc_aligned(size_t count, size_t size);
 /* The same for a buffer written whole at once (the weights' panels): on 2
  * MiB pages whatever its size, so that filling it faults once per 2 MiB,
@@ -317,9 +319,20 @@ static void *map_large(size_t bytes) {
 /* From this size on a buffer is mapped on its own even below a large
  * page: calloc clears a buffer it takes from the heap, touching every page
  * of the run state's prompt-sized buffers (a chunk of 128 positions) that
- * a decode step never reads. Under AddressSanitizer they stay calloc's,
- * which it surrounds with poisoned bytes (a mapping has none). */
-#if defined(__SANITIZE_ADDRESS__)
+ * a decode step never reads. A memory checker sees past the end of a
+ * calloc'd buffer (AddressSanitizer's poisoned bytes, valgrind's heap
+ * blocks) but not of a mapping: under AddressSanitizer (gcc's and clang's
+ * ways of saying so), or with -DQKV_CALLOC_BUFFERS (CI's valgrind build),
+ * every buffer below 2 MiB, the weights' panels included, is calloc's. */
+#if defined(__SANITIZE_ADDRESS__) && !defined(QKV_CALLOC_BUFFERS)
+#define QKV_CALLOC_BUFFERS 1
+#endif
+#if defined(__has_feature) && !defined(QKV_CALLOC_BUFFERS)
+#if __has_feature(address_sanitizer)
+#define QKV_CALLOC_BUFFERS 1
+#endif
+#endif
+#ifdef QKV_CALLOC_BUFFERS
 #define QKV_MAPPED_BYTES QKV_LARGE_PAGE_BYTES
 #else
 #define QKV_MAPPED_BYTES ((size_t)16 << 10)
@@ -341,7 +354,7 @@ void *zalloc_aligned(size_t count, size_t size) {
 }
 
 void *zalloc_written_whole(size_t bytes) {
-    void *p = bytes ? map_large(bytes) : NULL;
+    void *p = bytes >= QKV_MAPPED_BYTES ? map_large(bytes) : NULL;
     return p ? p : zalloc_aligned(bytes, 1);
 }
 

@@ -49,7 +49,8 @@ static void pack_float(const void *data, int rows, int cols, int elem, void *pan
         /* a constant size makes each value's memcpy one move, not a call
          * (a call per value was most of a small model's start-up) */
         if (elem == 4) transpose_rows(panel, first, n, cols, 4);
-        else transpose_rows(panel, first, n, cols, 2);
+        else if (elem == 2) transpose_rows(panel, first, n, cols, 2);
+        else transpose_rows(panel, first, n, cols, (size_t)elem);
     }
 }
 

@@ -62,9 +62,12 @@ engine_build() {
 # its arguments with a time limit in seconds, killed when it is out:
 # tests/alarm_exec.c (built static where the C library allows it; status
 # 142 when killed) or else coreutils' timeout (status 124).
+# The static and the dynamic build have names of their own: a failed build
+# removes its output, which another script may be running.
 within_build() {
-    if cached_build build/alarm_exec ${CC:-cc} -O2 -static tests/alarm_exec.c 2>/dev/null ||
-        cached_build build/alarm_exec ${CC:-cc} -O2 tests/alarm_exec.c; then
+    if cached_build build/alarm_exec_static ${CC:-cc} -O2 -static tests/alarm_exec.c 2>/dev/null; then
+        within=(build/alarm_exec_static)
+    elif cached_build build/alarm_exec ${CC:-cc} -O2 tests/alarm_exec.c; then
         within=(build/alarm_exec)
     else
         within=(timeout)
