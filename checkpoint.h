@@ -682,7 +682,7 @@ static void release_mapped(const Model *m, const void *data, size_t bytes) {
 /* A matrix's panels, rounded up so that the next matrix's start on a cache
  * line too. */
 static size_t packed_bytes_aligned(const Matrix *w) {
-    return (weight_packed_bytes(w->type, w->rows, w->cols) + 63) / 64 * 64;
+    return align_up(weight_packed_bytes(w->type, w->rows, w->cols), 64);
 }
 
 /* The mapped file's pages are released (release_mapped) a span at a time:

@@ -40,6 +40,10 @@
 
 typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3, WEIGHT_TYPE_COUNT } WeightType;
 
+/* v rounded up to a multiple of alignment (a buffer's start, a panel's
+ * size, a GGUF file's tensor offsets) */
+static inline size_t align_up(size_t v, size_t alignment) { return (v + alignment - 1) / alignment * alignment; }
+
 /* Elements per quantization block (Q8_0, Q4_0 and the int8 activations). */
 #define QKV_QBLOCK 32
 
@@ -286,12 +290,12 @@ typedef struct {
  * its head just below that; NULL if it cannot be had. */
 static void *map_zeroed(size_t bytes, size_t align) {
 #if defined(__linux__) && defined(MAP_PRIVATE)
-    size_t rounded = (bytes + align - 1) / align * align;
+    size_t rounded = align_up(bytes, align);
     size_t mapped = rounded + align + sizeof(AllocationHead);
     if (rounded < bytes || mapped < rounded) return NULL;
     void *raw = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) return NULL;
-    uintptr_t at = ((uintptr_t)raw + sizeof(AllocationHead) + align - 1) / align * align;
+    uintptr_t at = align_up((uintptr_t)raw + sizeof(AllocationHead), align);
     AllocationHead head = { raw, mapped };
     memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
     return (void *)at;
@@ -312,7 +316,7 @@ static void *map_zeroed(size_t bytes, size_t align) {
  * aligned large pages: 68-69. */
 static void *map_large(size_t bytes) {
     void *p = map_zeroed(bytes, QKV_LARGE_PAGE_BYTES);
-    if (p) advise_large_pages(p, (bytes + QKV_LARGE_PAGE_BYTES - 1) / QKV_LARGE_PAGE_BYTES * QKV_LARGE_PAGE_BYTES);
+    if (p) advise_large_pages(p, align_up(bytes, QKV_LARGE_PAGE_BYTES));
     return p;
 }
 
@@ -347,7 +351,7 @@ void *zalloc_aligned(size_t count, size_t size) {
     }
     unsigned char *raw = calloc(count * size + slack, 1);
     if (!raw) return NULL;
-    uintptr_t at = ((uintptr_t)raw + sizeof(AllocationHead) + 63) / 64 * 64;
+    uintptr_t at = align_up((uintptr_t)raw + sizeof(AllocationHead), 64);
     AllocationHead head = { raw, 0 };
     memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
     return (void *)at;

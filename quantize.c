@@ -155,8 +155,6 @@ static unsigned char *tokenizer_bytes(const Tokenizer *t, size_t *n) {
     return buf;
 }
 
-static size_t align_up(size_t v, size_t alignment) { return (v + alignment - 1) / alignment * alignment; }
-
 static void write_header(unsigned char *h, const Config *c, WeightType type, int n_tensors, size_t tok_bytes,
                          size_t table_offset, size_t file_bytes) {
     memset(h, 0, HEADER_BYTES);
