@@ -10,7 +10,7 @@ OPENMP ?= -fopenmp
 QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
 SOURCES = run.c cli.c ppl.c tokenizer.c trace.c trace_json.c stepper.c bench.c bench_svg.c quantize.c roofline.c heads.c
-HEADERS = cli.h ppl.h progress.h threads.h team.h model.h kernels.h kernels_float.h kernels_rows.h kernels_int8.h elementwise.h kv_cache.h kv_int8.h kv_window.h attention.h checkpoint.h gguf.h tokenizer.h unicode_classes.h sampler.h trace.h trace_internal.h stepper.h bench.h bench_internal.h quantize.h roofline.h heads.h
+HEADERS = cli.h ppl.h progress.h threads.h team.h model.h kernels.h kernels_isa.h kernels_float.h kernels_rows.h kernels_int8.h elementwise.h kv_cache.h kv_int8.h kv_window.h attention.h checkpoint.h gguf.h tokenizer.h unicode_classes.h sampler.h trace.h trace_internal.h stepper.h bench.h bench_internal.h quantize.h roofline.h heads.h
 
 .PHONY: all run test bench clean models fuzz
 
@@ -19,9 +19,19 @@ HEADERS = cli.h ppl.h progress.h threads.h team.h model.h kernels.h kernels_floa
 all: build/run
 	@cmp -s build/run run || cp build/run run
 
-# One object per source, so that `make -j2` compiles engine.o (the kernels:
-# most of the build's time) beside the rest.
+# One object per source, so that `make -j2` compiles them side by side. The
+# engine is two translation units, engine.c and kernels_float.c (its tiles:
+# each about half of the build's time), joined into one relocatable object,
+# build/engine.o, which ./run, the test programs and the fuzz replays link.
 OBJECTS = build/engine.o $(SOURCES:%.c=build/%.o)
+ENGINE_PARTS = build/engine_main.o build/kernels_float.o
+
+build/engine.o: $(ENGINE_PARTS)
+	$(CC) -nostdlib -r -o $@ $(ENGINE_PARTS)
+
+build/engine_main.o: engine.c $(HEADERS)
+	@mkdir -p build
+	$(CC) $(QKV_CFLAGS) -c -o $@ engine.c
 
 build/run: $(OBJECTS)
 	$(CC) $(QKV_CFLAGS) -o $@ $(OBJECTS) $(LDLIBS)
@@ -72,10 +82,12 @@ build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
 
 # The prompt target's engine is built without coverage (engine.c says why).
-build/fuzz_prompt: tests/fuzz/fuzz_prompt.c engine.c tokenizer.c $(HEADERS)
+build/fuzz_prompt: tests/fuzz/fuzz_prompt.c engine.c kernels_float.c tokenizer.c $(HEADERS)
 	@mkdir -p build
 	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_engine.o engine.c
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_prompt.c tokenizer.c build/fuzz_engine.o $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_SANITIZE) -c -o build/fuzz_kernels_float.o kernels_float.c
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_prompt.c tokenizer.c build/fuzz_engine.o \
+	    build/fuzz_kernels_float.o $(LDLIBS)
 
 # Retrain the shipped models from scratch (needs python3-torch; see README).
 PYTHON ?= /usr/bin/python3

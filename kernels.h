@@ -18,7 +18,7 @@
  * whatever the tile it is part of, so a prompt pushed through as a matrix
  * gives the same bits as one token at a time (tested).
  *
- * Float32 and float16 (kernels_float.h): column after column, one FMA per
+ * Float32 and float16 (kernels_float.c): column after column, one FMA per
  * weight into the row's lane.
  * Quantized files hold ggml's layouts: Q8_0 blocks of 32 weights (a float16
  * scale, then 32 int8: w = q * d) and Q4_0 blocks of 32 (a float16 scale,
@@ -573,68 +573,13 @@ void activations_quantize(Activations *a, Isa isa) {
     a->quantized = 1;
 }
 
-/* Row t of the float input, of its int8 copy, of its scales. */
-static inline const float *act_row(const Activations *a, int t) { return a->x + (size_t)t * a->stride; }
-static inline const int8_t *act_q(const Activations *a, int t) { return a->q + (size_t)t * a->stride; }
-static inline const float *act_scale(const Activations *a, int t) {
-    return a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
-}
-static inline const int32_t *act_sum(const Activations *a, int t) {
-    return a->q_sum + (size_t)t * (a->stride / QKV_QBLOCK);
-}
-static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
-
-/* x . w over n floats. Sixteen independent partial sums let a compiler
- * keep them in vector registers (the norms' sums of squares). */
-static inline float dot_f32(const float *w, const float *x, int n) {
-    float acc[16] = { 0 };
-    int j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int l = 0; l < 16; l++) acc[l] += w[j + l] * x[j + l];
-    float sum = 0.0f;
-    for (int l = 0; l < 16; l++) sum += acc[l];
-    for (; j < n; j++) sum += w[j] * x[j];
-    return sum;
-}
+#include "kernels_isa.h" /* act_row, out_at; the x86 kernels' attributes (TARGET_*, INLINE) */
 
 /* ------------------------------------------------------------------------ */
-/* x86-64 kernels: AVX2 and AVX-512, chosen at run time                      */
+/* The CPU's instruction sets, probed at run time                           */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QKV_PORTABLE)
-#define QKV_HAVE_X86_KERNELS 1
+#ifdef QKV_HAVE_X86_KERNELS
 #include <cpuid.h>
-#include <immintrin.h>
-
-#define INLINE static inline __attribute__((always_inline))
-#define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
-#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-/* AMX: compilers that know its intrinsics (GCC 11, clang 12), on Linux,
- * where a process asks the kernel before it uses the tiles (probe_cpu). */
-#if defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
-#define QKV_HAVE_AMX 1
-#define TARGET_AMX \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
-#include <sys/syscall.h>
-long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
-#endif
-
-/* -1 in the lanes below count: AVX2's masked loads and gathers */
-TARGET_AVX2 INLINE __m256i lanes_below(int count) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* ---- AVX-512 (16 floats a vector) ---- */
-
-TARGET_AVX512 INLINE __mmask16 tail_mask(int j, int n) {
-    return n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
-}
-
-/* The lanes of a panel's rows row0..row0+15 that lie within [begin, end). */
-TARGET_AVX512 INLINE __mmask16 panel_rows_mask(int row0, int begin, int end) {
-    int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;
-    return last <= first ? 0 : (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));
-}
 
 /* AMX's int8 tiles: CPUID.(7,0):EDX has AMX-TILE (bit 24) and AMX-INT8
  * (25), the OS saves the tile state (XCR0 bits 17, 18), and Linux lets
@@ -702,7 +647,7 @@ static int cpu_of_this_machine(void) {
 static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
 static Vendor vendor_of_cpu(void) { return (Vendor)(cpu_of_this_machine() >> 8); }
 
-#include "kernels_float.h" /* the float32 and float16 kernels */
+#include "kernels_float.h" /* the float32 and float16 kernels (kernels_float.c) */
 #include "kernels_rows.h"  /* float rows as stored: the KV cache's keys */
 #include "kernels_int8.h"  /* the int8 and 4-bit kernels */
 
@@ -746,7 +691,7 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 /* The table                                                                 */
 
 /* The float32 decode's own requests for its lines (prefetch_column in
- * kernels_float.h) were added on an Intel Xeon; on an AMD EPYC (Zen 5)
+ * kernels_float.c) were added on an Intel Xeon; on an AMD EPYC (Zen 5)
  * the AVX-512 kernel decodes 5-17% faster without them (the hardware
  * prefetchers keep its four streams fed), while its AVX2 kernel and
  * float16 are faster with them (README, "The same on an AMD EPYC"). So

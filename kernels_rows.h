@@ -1,7 +1,7 @@
 /* kernels_rows.h — dot products with float32 and float16 rows as stored:
  * the KV cache's keys, one row a key (kv_cache.h: kv_scores), which grow a
  * row a token and so are never regrouped into panels as the weights are
- * (kernels_float.h). out[t, k] = key[k] . q[t] for keys begin..end-1 and
+ * (kernels_float.c). out[t, k] = key[k] . q[t] for keys begin..end-1 and
  * every query t: the portable C, AVX2 and AVX-512 kernels, with the
  * MatmulKernel signature (w: the rows, cols: their length).
  *

@@ -1,0 +1,82 @@
+/* kernels_isa.h — what the kernel files share: the instruction sets'
+ * function attributes, their small inline helpers (lane masks), and the
+ * accessors of a product's input and output.
+ *
+ * Included by kernels.h's implementation (with the kernels it includes,
+ * the KV cache's and the elementwise passes) and by kernels_float.c, the
+ * float kernels' own translation unit. Internal: not part of the
+ * engine's interface. */
+#ifndef QKV_KERNELS_ISA_H
+#define QKV_KERNELS_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Row t of the float input, of its int8 copy, of its scales. */
+static inline const float *act_row(const Activations *a, int t) { return a->x + (size_t)t * a->stride; }
+static inline const int8_t *act_q(const Activations *a, int t) { return a->q + (size_t)t * a->stride; }
+static inline const float *act_scale(const Activations *a, int t) {
+    return a->q_scale + (size_t)t * (a->stride / QKV_QBLOCK);
+}
+static inline const int32_t *act_sum(const Activations *a, int t) {
+    return a->q_sum + (size_t)t * (a->stride / QKV_QBLOCK);
+}
+static inline float *out_at(float *out, int stride, int t, int i) { return out + (size_t)t * stride + i; }
+
+/* x . w over n floats. Sixteen independent partial sums let a compiler
+ * keep them in vector registers (the norms' sums of squares). */
+static inline float dot_f32(const float *w, const float *x, int n) {
+    float acc[16] = { 0 };
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++) acc[l] += w[j + l] * x[j + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; l++) sum += acc[l];
+    for (; j < n; j++) sum += w[j] * x[j];
+    return sum;
+}
+
+/* ------------------------------------------------------------------------ */
+/* x86-64 kernels: AVX2 and AVX-512, chosen at run time                      */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(QKV_PORTABLE)
+#define QKV_HAVE_X86_KERNELS 1
+#include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
+#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+/* AMX: compilers that know its intrinsics (GCC 11, clang 12), on Linux,
+ * where a process asks the kernel before it uses the tiles (probe_cpu). */
+#if defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))
+#define QKV_HAVE_AMX 1
+#define TARGET_AMX \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
+#include <sys/syscall.h>
+long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
+#endif
+
+/* -1 in the lanes below count: AVX2's masked loads and gathers */
+TARGET_AVX2 INLINE __m256i lanes_below(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* ---- AVX-512 (16 floats a vector) ---- */
+
+TARGET_AVX512 INLINE __mmask16 tail_mask(int j, int n) {
+    return n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+}
+
+/* The lanes of a panel's rows row0..row0+15 that lie within [begin, end). */
+TARGET_AVX512 INLINE __mmask16 panel_rows_mask(int row0, int begin, int end) {
+    int first = begin > row0 ? begin - row0 : 0, last = end - row0 < QKV_PANEL ? end - row0 : QKV_PANEL;
+    return last <= first ? 0 : (__mmask16)(((1u << last) - 1) & ~((1u << first) - 1));
+}
+
+#endif /* QKV_HAVE_X86_KERNELS */
+
+#endif /* QKV_KERNELS_ISA_H */
