@@ -14,6 +14,8 @@ typedef struct {
     int *positions;       /* [n], 1-based, ascending */
     double *total_ms;     /* [n] median over repeats */
     double *attention_ms; /* [n] median over repeats */
+    double *other_fastest_ms; /* [n] the least over repeats of a step's time
+                                 but attention's */
     double spread;        /* median over positions of (max - min) / median of
                              the total: how noisy the machine was */
     size_t *rss;          /* resident bytes at positions rss_every, 2*rss_every, ...
