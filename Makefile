@@ -77,9 +77,9 @@ FUZZ_SANITIZE = -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -DQKV_PORTABLE -Wall -
 FUZZ_CFLAGS = $(FUZZ_SANITIZE) -fsanitize=fuzzer
 fuzz: $(FUZZ_TARGETS:%=build/fuzz_%)
 
-build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c $(HEADERS)
+build/fuzz_%: tests/fuzz/fuzz_%.c tokenizer.c kernels_float.c $(HEADERS)
 	@mkdir -p build
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< tokenizer.c kernels_float.c $(LDLIBS)
 
 # The prompt target's engine is built without coverage (engine.c says why).
 build/fuzz_prompt: tests/fuzz/fuzz_prompt.c engine.c kernels_float.c tokenizer.c $(HEADERS)

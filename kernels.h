@@ -208,6 +208,8 @@ MatmulKernel rows_kernel_for(WeightType type, Isa isa);
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels_isa.h" /* act_row, out_at; the x86 kernels' attributes (TARGET_*, INLINE) */
+
 /* ------------------------------------------------------------------------ */
 /* Types                                                                     */
 
@@ -377,24 +379,8 @@ void free_aligned(void *p) {
 
 /* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
  * sign, 5-bit exponent (bias 15), 10-bit mantissa. */
-float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-    uint32_t bits;
-    if (exponent == 0x1f) {          /* infinity or NaN */
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent != 0) {      /* normal: rebias 15 -> 127 */
-        bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-    } else {                         /* zero or subnormal: mantissa * 2^-24 */
-        float f = (float)mantissa * 0x1p-24f;
-        memcpy(&bits, &f, 4);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+float half_to_float(uint16_t h) { return half_bits_to_float(h); }
 
-/* float32 -> binary16, rounding to nearest even, overflow to infinity. */
 uint16_t float_to_half(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -572,8 +558,6 @@ void activations_quantize(Activations *a, Isa isa) {
     team_run_items(a->team, a->n, quantize_rows, &task, (long)a->n * a->cols >= QKV_PARALLEL_MIN_WORK); /* not a decode step's */
     a->quantized = 1;
 }
-
-#include "kernels_isa.h" /* act_row, out_at; the x86 kernels' attributes (TARGET_*, INLINE) */
 
 /* ------------------------------------------------------------------------ */
 /* The CPU's instruction sets, probed at run time                           */

@@ -72,7 +72,7 @@ static void panel_float_portable(float acc[QKV_PANEL], const unsigned char *pane
     for (int j = 0; j < cols; j++) {
         float w[QKV_PANEL];
         if (half)
-            for (int r = 0; r < QKV_PANEL; r++) w[r] = half_to_float(((const uint16_t *)panel)[(size_t)j * QKV_PANEL + r]);
+            for (int r = 0; r < QKV_PANEL; r++) w[r] = half_bits_to_float(((const uint16_t *)panel)[(size_t)j * QKV_PANEL + r]);
         else
             memcpy(w, (const float *)panel + (size_t)j * QKV_PANEL, sizeof w);
         for (int r = 0; r < QKV_PANEL; r++) acc[r] += w[r] * x[j];

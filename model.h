@@ -1,7 +1,9 @@
 /* model.h — the transformer: config, weights, KV cache and the forward pass.
  *
  * stb-style: this header is the interface everywhere, and the implementation
- * in the one file that defines QKV_MODEL_IMPLEMENTATION before including it.
+ * in the one file that defines QKV_MODEL_IMPLEMENTATION before including it
+ * (engine.c), linked with kernels_float.c (the float kernels, a translation
+ * unit of their own: kernels_float.h).
  *
  * Reading order: config and weights (what a checkpoint holds), loading (three
  * file formats, every size checked before a byte of data is touched), the run
