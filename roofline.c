@@ -166,11 +166,15 @@ static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n) {
 /* ---- the measurements ---- */
 
 /* Best of several passes, each thread summing its own part of the buffer
- * (the decode kernels split the rows of a matrix the same way). */
+ * (the decode kernels split the rows of a matrix the same way): at least
+ * 5, then on for 0.3 s (up to 2,000). At most 50 had spanned 60 ms for the
+ * 15M shape's 58 MiB, and on a shared machine one slow stretch of that
+ * length had left the probe at 35 GB/s where it read 55 a minute before
+ * (AMD EPYC), and put a decode step at 127% of it. */
 static double measure_bandwidth(Isa isa, const float *a, size_t n, int threads) {
     double best = 1e30, spent = 0;
     volatile float sink = 0;
-    for (int pass = 0; pass < 50 && (pass < 5 || spent < 0.3); pass++) {
+    for (int pass = 0; pass < 2000 && (pass < 5 || spent < 0.3); pass++) {
         double start = now_seconds();
         float total = 0;
         int t;

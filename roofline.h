@@ -15,7 +15,7 @@ typedef struct {
 
 /* Measures both with threads threads: bandwidth over a buffer of bytes (pass
  * the bytes a decode step streams, so the probe sees the same caches), the
- * best of several passes; the FMA peak over about 0.1 s. */
+ * best of the passes of 0.3 s (at least 5); the FMA peak over about 0.1 s. */
 void roofline_measure(Roofline *r, size_t bytes, int threads);
 
 /* A run of bytes a decode step reads. */
