@@ -42,6 +42,9 @@
 #define QKV_KEY_BLOCK 256
 /* Prompt rows that share each block of keys (one small matrix product). */
 #define QKV_QUERY_GROUP 8
+/* Blocks of one head a decode row reads together: their keys, then their
+ * values (decode_run). */
+#define QKV_DECODE_RUN 64
 
 typedef struct {
     int n_heads;             /* query heads; head h reads kv head h / (n_heads / n_kv_heads) */
@@ -235,24 +238,48 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * not 114). */
 #define QKV_DECODE_PARALLEL_WORK (QKV_PARALLEL_MIN_WORK / 4)
 
+/* A decode row's tasks come in runs: a thread's share of (head, block)
+ * tasks is consecutive, and the blocks of one head in it are read a run of
+ * up to QKV_DECODE_RUN at a time, the run's keys, then its values. Each
+ * block still gives its own partial, the same bits (kv_scores' arithmetic
+ * per key does not depend on how many it is given). Block by block, the
+ * reads switch between keys and values every block (12 KiB of int8 rows
+ * of the 15M shape), and each switch drains the requests in flight:
+ * measured, 15M shape at 16,384 positions, 1 thread, AMD EPYC, fastest
+ * of 30 steps in 3 rounds, attention 3.7-4.2 -> 2.8-3.2 ms (int8) and
+ * 11.8-13.9 -> 8.8-10.4 ms (float32) with runs of 64 blocks; runs of 4
+ * and 16 fell between. */
+
+/* The partials of a run of blocks of one head, blocks first..first+run-1 */
+static void decode_run(const LayerPass *l, int head, int block, int run, int n_keys) {
+    const AttentionRows *a = l->a;
+    int hs = l->head_size, first = block * QKV_KEY_BLOCK, blocks = key_blocks(n_keys);
+    int n = n_keys - first < run * QKV_KEY_BLOCK ? n_keys - first : run * QKV_KEY_BLOCK;
+    float tile[QKV_DECODE_RUN * QKV_KEY_BLOCK], *scores = tile, *e = tile;
+    if (a->scores) {
+        scores = observed_row(l, a->scores, 0, head) + first;
+        e = observed_row(l, a->weights, 0, head) + first;
+    }
+    kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, hs, n, scores, n);
+    for (int b = 0; b < run; b++) {
+        int at = b * QKV_KEY_BLOCK, count = n - at < QKV_KEY_BLOCK ? n - at : QKV_KEY_BLOCK;
+        float *partial = a->partials + ((size_t)head * blocks + block + b) * PARTIAL_FLOATS(hs);
+        block_partial(l->kv, &l->softmax, scores + at, e + at, count, head_values(l, head, first + at), l->scale,
+                      partial, 1);
+    }
+}
+
 /* A decode row's (head, block) tasks first_task..last_task-1: each leaves
  * its partial. */
 static void decode_tasks(void *ctx, long first_task, long last_task) {
     const LayerPass *l = ctx;
-    const AttentionRows *a = l->a;
-    int hs = l->head_size, n_keys = kv_visible(l->kv, a->pos), blocks = key_blocks(n_keys);
-    size_t stride = PARTIAL_FLOATS(hs);
-    for (long task = first_task; task < last_task; task++) {
-        int head = (int)(task / blocks), first = (int)(task % blocks) * QKV_KEY_BLOCK;
-        int n = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
-        float tile[QKV_KEY_BLOCK], *scores = tile, *e = tile;
-        if (a->scores) {
-            scores = observed_row(l, a->scores, 0, head) + first;
-            e = observed_row(l, a->weights, 0, head) + first;
-        }
-        kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, hs, n, scores, n);
-        block_partial(l->kv, &l->softmax, scores, e, n, head_values(l, head, first), l->scale,
-                      a->partials + (size_t)task * stride, 1);
+    int n_keys = kv_visible(l->kv, l->a->pos), blocks = key_blocks(n_keys);
+    for (long task = first_task; task < last_task;) {
+        int head = (int)(task / blocks), block = (int)(task % blocks);
+        long run = last_task - task < blocks - block ? last_task - task : blocks - block;
+        if (run > QKV_DECODE_RUN) run = QKV_DECODE_RUN;
+        decode_run(l, head, block, (int)run, n_keys);
+        task += run;
     }
 }
 

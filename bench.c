@@ -406,22 +406,26 @@ static ReadSpan matrix_span(const Matrix *w) {
     return (ReadSpan){ w->data, w->rows > 0 ? matrix_bytes(w) : 0 };
 }
 
-/* One layer's attention at n_keys keys, as decode_tasks reads it: each
- * query head's blocks of keys in order, a block's keys (int8: then their
- * scales; whole panels of 16, as the kernels read them), then its values
- * (int8: their scales first). */
+/* One layer's attention at n_keys keys, as decode_tasks reads it on one
+ * thread: each query head's runs of blocks in order (QKV_DECODE_RUN), a
+ * run's keys (int8: then their scales; whole panels of 16, as the kernels
+ * read them), then its blocks' values (int8: each block's scales first). */
 static int attention_spans(const KVCache *kv, int layer, int n_heads, int n_keys, ReadSpan *out) {
-    int n = 0, q8 = kv->type == KV_Q8;
+    int n = 0, q8 = kv->type == KV_Q8, run_keys = QKV_DECODE_RUN * QKV_KEY_BLOCK;
     for (int h = 0; h < n_heads; h++) {
         int kvh = h / (n_heads / kv->n_kv_heads);
         size_t scales = ((size_t)layer * kv->n_kv_heads + kvh) * (size_t)kv->stride;
-        for (int first = 0; first < n_keys; first += QKV_KEY_BLOCK) {
-            int rows = n_keys - first < QKV_KEY_BLOCK ? n_keys - first : QKV_KEY_BLOCK;
+        for (int run = 0; run < n_keys; run += run_keys) {
+            int rows = n_keys - run < run_keys ? n_keys - run : run_keys;
             int key_rows = q8 ? (rows + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : rows;
-            out[n++] = (ReadSpan){ kv_keys(kv, layer, kvh) + (size_t)first * kv->row_bytes, key_rows * kv->row_bytes };
-            if (q8) out[n++] = (ReadSpan){ kv->key_scales + scales + first, key_rows * sizeof(float) };
-            if (q8) out[n++] = (ReadSpan){ kv->value_scales + scales + first, rows * sizeof(float) };
-            out[n++] = (ReadSpan){ kv_values(kv, layer, kvh) + (size_t)first * kv->value_bytes, rows * kv->value_bytes };
+            out[n++] = (ReadSpan){ kv_keys(kv, layer, kvh) + (size_t)run * kv->row_bytes, key_rows * kv->row_bytes };
+            if (q8) out[n++] = (ReadSpan){ kv->key_scales + scales + run, key_rows * sizeof(float) };
+            for (int first = run; first < run + rows; first += QKV_KEY_BLOCK) {
+                int block = run + rows - first < QKV_KEY_BLOCK ? run + rows - first : QKV_KEY_BLOCK;
+                if (q8) out[n++] = (ReadSpan){ kv->value_scales + scales + first, block * sizeof(float) };
+                out[n++] = (ReadSpan){ kv_values(kv, layer, kvh) + (size_t)first * kv->value_bytes,
+                                       block * kv->value_bytes };
+            }
         }
     }
     return n;

@@ -477,15 +477,18 @@ static int spans_cover(const KVCache *kv, const ReadPhase *phases, int n_phases,
 }
 
 /* 1 when each layer's attention phase (the second of its five) reads
- * query head h's blocks in turn from h = 0 on, each starting at the first
- * key of kv head h / (n_heads / n_kv_heads) (attention.h's order) */
+ * query head h's keys and values in turn from h = 0 on, each starting at
+ * the first key of kv head h / (n_heads / n_kv_heads) (attention.h's
+ * order): a run of blocks' keys (int8: and their scales), then each
+ * block's values (int8: their scales, then the rows) */
 static int heads_in_order(const KVCache *kv, const ReadPhase *phases, int n_heads, int n_keys) {
-    int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, per_block = kv->type == KV_Q8 ? 4 : 2, ok = 1;
+    int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, runs = (blocks + QKV_DECODE_RUN - 1) / QKV_DECODE_RUN;
+    int spans = kv->type == KV_Q8 ? 2 : 1, per_head = spans * (runs + blocks), ok = 1;
     for (int l = 0; l < kv->n_layers; l++) {
         const ReadPhase *attention = &phases[5 * l + 1];
-        ok &= attention->part == 1 && attention->n_spans == n_heads * blocks * per_block;
+        ok &= attention->part == 1 && attention->n_spans == n_heads * per_head;
         for (int h = 0; ok && h < n_heads; h++)
-            ok &= attention->spans[h * blocks * per_block].data == kv_keys(kv, l, h / (n_heads / kv->n_kv_heads));
+            ok &= attention->spans[h * per_head].data == kv_keys(kv, l, h / (n_heads / kv->n_kv_heads));
     }
     return ok;
 }
