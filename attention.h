@@ -19,7 +19,8 @@
  * A prompt's rows (forward_tokens, forward_logits) fold each block as soon
  * as it is made: threads take (head, group of rows), and the n × n scores
  * are never stored. A decode step has one row: all threads compute its
- * blocks at once and keep each block's partial, which are then folded in the
+ * blocks at once (a thread's blocks of one head in runs: their keys, then
+ * their values) and keep each block's partial, which are then folded in the
  * same order (flash-decoding), so two threads help even a one-head model.
  * The same arithmetic in the same order either way: a prompt gives the bits
  * of token-by-token decoding.
@@ -246,11 +247,11 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * reads switch between keys and values every block (12 KiB of int8 rows
  * of the 15M shape), and each switch drains the requests in flight:
  * measured, 15M shape at 16,384 positions, 1 thread, AMD EPYC, fastest
- * of 30 steps in 3 rounds, attention 3.7-4.2 -> 2.8-3.2 ms (int8) and
- * 11.8-13.9 -> 8.8-10.4 ms (float32) with runs of 64 blocks; runs of 4
- * and 16 fell between. */
+ * of 30 steps in 3 rounds, attention 3.7-4.2 -> 2.8-3.2 ms (int8),
+ * 4.8-5.4 -> 4.2-4.7 (float16) and 11.0-14.7 -> 8.7-9.4 (float32) with
+ * runs of 64 blocks; runs of 4 and 16 fell between (README). */
 
-/* The partials of a run of blocks of one head, blocks first..first+run-1 */
+/* The partials of blocks block..block+run-1 of one head */
 static void decode_run(const LayerPass *l, int head, int block, int run, int n_keys) {
     const AttentionRows *a = l->a;
     int hs = l->head_size, first = block * QKV_KEY_BLOCK, blocks = key_blocks(n_keys);
