@@ -59,7 +59,11 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
  * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
  * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
  * of the bench's read probe (1 thread, Xeon, three runs interleaved);
- * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. */
+ * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. On an AMD
+ * EPYC (Zen 5) the requests slow the reads down instead, and the kernels
+ * make none there (kv_fetch_ahead): the same attention, 1 thread, fastest
+ * of 30 steps, 3 rounds interleaved, float32 8.4-8.9 -> 7.7-8.2 ms,
+ * float16 4.0-4.3 -> 3.6-3.7, int8 2.6-3.1 -> 2.3-2.7 (README). */
 #ifndef QKV_KV_AHEAD
 #define QKV_KV_AHEAD 2048
 #endif
@@ -195,7 +199,11 @@ const KernelEntry *kernel_for(WeightType type, Isa isa);
 const KernelEntry *kernel_best(WeightType type);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
  * kernel within an instruction set (kernels_rows.h). */
-MatmulKernel rows_kernel_for(WeightType type, Isa isa);
+MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
+/* 1 when the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead
+ * on this CPU's maker (cpu_vendor): on Intel; on AMD the hardware
+ * prefetchers alone read a long context's rows faster (kv_cache_init). */
+int kv_fetch_ahead(void);
 
 #endif /* QKV_KERNELS_H */
 
@@ -736,6 +744,11 @@ Vendor cpu_vendor(void) {
             if (strcmp(name, vendor_name((Vendor)i)) == 0) return (Vendor)i;
     return vendor_of_cpu();
 }
+
+/* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
+ * 33-34 GB/s with the hardware prefetchers alone, 28-29 with requests 1 to
+ * 8 KiB ahead. */
+int kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD; }
 
 /* The widest instruction set's kernel for type; between two of the same
  * set, the one made for this CPU's maker. */

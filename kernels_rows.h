@@ -108,13 +108,14 @@ TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
  * whole: a full vector (else the row's last, partial one, through the
  * zero-padded copies). */
 TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **rows, const Activations *a, int t,
-                                       int R, int P, int j, int cols, size_t row_bytes, int half, int whole) {
+                                       int R, int P, int j, int cols, size_t row_bytes, int half, int whole,
+                                       int fetch) {
     __m256 x[3];
 #pragma GCC unroll 3
     for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-        if (j % 16 == 0) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
+        if (fetch && j % 16 == 0) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
         __m256 wv;
         if (!whole) wv = load8_w(rows[r], j, cols, half);
         else if (half) wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(rows[r] + 2 * (size_t)j)));
@@ -132,7 +133,7 @@ TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **r
  * branch and copies inside it GCC kept the accumulators in memory (see
  * tile_float_512). */
 TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                        int cols, int i, int end, int t, int R, int P, int half) {
+                                        int cols, int i, int end, int t, int R, int P, int half, int fetch) {
     const unsigned char *rows[8];
     tile_rows(rows, R, w, row_bytes, i, end);
     __m256 acc[8][3];
@@ -141,8 +142,8 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
 #pragma GCC unroll 3
         for (int p = 0; p < P; p++) acc[r][p] = _mm256_setzero_ps();
     int j = 0;
-    for (; j + 8 <= cols; j += 8) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 1);
-    if (j < cols) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 0);
+    for (; j + 8 <= cols; j += 8) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 1, fetch);
+    if (j < cols) step_float_256(acc, rows, a, t, R, P, j, cols, row_bytes, half, 0, fetch);
 #pragma GCC unroll 2
     for (int r = 0; r < R; r += 4)
 #pragma GCC unroll 3
@@ -151,25 +152,28 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
 }
 
 /* An AVX2 kernel: a float16 decode step eight rows a tile; otherwise four
- * rows, positions three at a time, then the last one or two. */
-#define AVX2_MATMUL(NAME, TILE, TYPE, FLAG)                                                                    \
+ * rows, positions three at a time, then the last one or two. FETCH: request
+ * the rows ahead (kv_fetch_ahead). */
+#define AVX2_MATMUL(NAME, TILE, TYPE, FLAG, FETCH)                                                             \
     TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
                                  int end) {                                                                    \
         size_t row_bytes = weight_row_bytes(TYPE, cols);                                                       \
         if (a->n == 1 && FLAG) {                                                                               \
-            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG);   \
+            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG, FETCH); \
             return;                                                                                            \
         }                                                                                                      \
         for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
             int t = 0;                                                                                         \
-            for (; t + 3 <= a->n; t += 3) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG);  \
-            if (a->n - t == 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG);             \
-            if (a->n - t == 1) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG);             \
+            for (; t + 3 <= a->n; t += 3) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG, FETCH); \
+            if (a->n - t == 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG, FETCH);     \
+            if (a->n - t == 1) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG, FETCH);     \
         }                                                                                                      \
     }
 
-AVX2_MATMUL(rows_f32_avx2, tile_float_avx2, WEIGHT_F32, 0)
-AVX2_MATMUL(rows_f16_avx2, tile_float_avx2, WEIGHT_F16, 1)
+AVX2_MATMUL(rows_f32_avx2, tile_float_avx2, WEIGHT_F32, 0, 1)
+AVX2_MATMUL(rows_f16_avx2, tile_float_avx2, WEIGHT_F16, 1, 1)
+AVX2_MATMUL(rows_f32_avx2_hw, tile_float_avx2, WEIGHT_F32, 0, 0)
+AVX2_MATMUL(rows_f16_avx2_hw, tile_float_avx2, WEIGHT_F16, 1, 0)
 
 TARGET_AVX512 INLINE __m128 reduce4_512(__m512 a, __m512 b, __m512 c, __m512 d) {
 #define HALVES(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))
@@ -247,10 +251,11 @@ TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *
  * same order, and reduced by the same tree, whatever its tile: the bits of
  * a prompt are those of its tokens one at a time. */
 TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *a, const void *w, int cols,
-                                           int begin, int end, int half) {
+                                           int begin, int end, int half, int fetch) {
     size_t row_bytes = (size_t)cols * (half ? 2 : 4);
     if (a->n == 1) {
-        for (int i = begin; i < end; i += 4) tile_float_512(out, os, a, w, row_bytes, cols, i, end, 0, 4, 1, half, 1);
+        for (int i = begin; i < end; i += 4)
+            tile_float_512(out, os, a, w, row_bytes, cols, i, end, 0, 4, 1, half, fetch);
         return;
     }
     int whole = a->n / 6 * 6, block = (int)(QKV_ROW_BLOCK_BYTES / row_bytes) / 4 * 4;
@@ -259,38 +264,43 @@ TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *
         int last = first + block < end ? first + block : end;
         for (int t = 0; t < whole; t += 6)
             for (int i = first; i < last; i += 4)
-                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0);
+                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, fetch && t == 0);
         /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
         for (int i = first; i < last; i += 4) switch (a->n - whole) {
-            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, whole == 0); break;
-            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, whole == 0); break;
-            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, whole == 0); break;
-            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, whole == 0); break;
-            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, whole == 0); break;
+            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, fetch && whole == 0); break;
+            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, fetch && whole == 0); break;
+            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, fetch && whole == 0); break;
+            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, fetch && whole == 0); break;
+            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, fetch && whole == 0); break;
             }
     }
 }
 
-TARGET_AVX512 static void rows_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols,
-                                            int begin, int end) {
-    rows_float_512(out, os, a, w, cols, begin, end, 0);
-}
-
-TARGET_AVX512 static void rows_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols,
-                                            int begin, int end) {
-    rows_float_512(out, os, a, w, cols, begin, end, 1);
-}
+/* float32 and float16; _hw: no requests ahead (kv_fetch_ahead) */
+#define AVX512_ROWS(NAME, HALF, FETCH)                                                                          \
+    TARGET_AVX512 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin, \
+                                   int end) {                                                                   \
+        rows_float_512(out, os, a, w, cols, begin, end, HALF, FETCH);                                           \
+    }
+AVX512_ROWS(rows_f32_avx512, 0, 1)
+AVX512_ROWS(rows_f16_avx512, 1, 1)
+AVX512_ROWS(rows_f32_avx512_hw, 0, 0)
+AVX512_ROWS(rows_f16_avx512_hw, 1, 0)
 
 #endif /* QKV_HAVE_X86_KERNELS */
 
-/* The row kernel for float32 or float16 rows within an instruction set. */
-MatmulKernel rows_kernel_for(WeightType type, Isa isa) {
+/* The row kernel for float32 or float16 rows within an instruction set,
+ * requesting the rows ahead with fetch (kv_fetch_ahead). */
+MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch) {
     int half = type == WEIGHT_F16;
 #ifdef QKV_HAVE_X86_KERNELS
-    if (isa >= ISA_AVX512) return half ? rows_f16_avx512 : rows_f32_avx512;
-    if (isa >= ISA_AVX2) return half ? rows_f16_avx2 : rows_f32_avx2;
+    static const MatmulKernel kernels[2][2][2] = { /* [avx512][half][fetch] */
+        { { rows_f32_avx2_hw, rows_f32_avx2 }, { rows_f16_avx2_hw, rows_f16_avx2 } },
+        { { rows_f32_avx512_hw, rows_f32_avx512 }, { rows_f16_avx512_hw, rows_f16_avx512 } },
+    };
+    if (isa >= ISA_AVX2) return kernels[isa >= ISA_AVX512][half][fetch != 0];
 #else
-    (void)isa;
+    (void)isa, (void)fetch;
 #endif
     return half ? rows_f16_portable : rows_f32_portable;
 }

@@ -50,6 +50,7 @@ typedef struct {
     float *key_scales;    /* int8: [n_layers, n_kv_heads, stride] the key rows' scales */
     float *value_scales;  /* int8: the value rows' */
     Isa isa;              /* the kernels' instruction set (float keys' scores: kernels_rows.h) */
+    int fetch_ahead;      /* the kernels request the rows ahead (kv_fetch_ahead: this CPU's maker's choice) */
 } KVCache;
 
 /* Returns 0, or -1 when out of memory (or the size overflows). */
@@ -86,9 +87,10 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
 
 /* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible, values
  * from an even row of a head (int8 rows are in pairs). fetch:
- * request the rows ahead while summing (a decode row reads them from
- * memory; the other rows of a prompt's group find them in cache, and the
- * requests only cost them time). The same bits either way. */
+ * request the rows ahead while summing, where the cache's fetch_ahead says
+ * so (a decode row reads them from memory; the other rows of a prompt's
+ * group find them in cache, and the requests only cost them time). The
+ * same bits either way. */
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out, int fetch);
 
@@ -136,6 +138,7 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
     kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
+    kv->fetch_ahead = kv_fetch_ahead();
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)kv->stride, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
@@ -433,13 +436,14 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
             q8_scores(kv, keys, q + (size_t)t * q_stride, n_keys, scores + (size_t)t * scores_stride);
         return;
     }
-    MatmulKernel k = rows_kernel_for(kv->type == KV_F16 ? WEIGHT_F16 : WEIGHT_F32, kv->isa);
+    MatmulKernel k = rows_kernel_for(kv->type == KV_F16 ? WEIGHT_F16 : WEIGHT_F32, kv->isa, kv->fetch_ahead);
     Activations queries = { q, n, q_stride, kv->head_size, NULL, NULL, 0, NULL, NULL };
     k(scores, scores_stride, &queries, keys, kv->head_size, 0, n_keys);
 }
 
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out, int fetch) {
+    fetch = fetch && kv->fetch_ahead;
     if (kv->type == KV_Q8) {
         q8_weighted_sum(kv, values, weights, n_visible, out, fetch);
         return;

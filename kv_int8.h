@@ -144,7 +144,8 @@ static void q8_query_panel(const float *q, int count, float inverse, int16_t *p,
  * at a time, its 16 keys' sums side by side (as the vector kernels)
  * (the int16 products, which the compiler vectorizes, with q's columns
  * repeated across the keys) */
-static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores) {
+static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+    (void)fetch;
     QueryScale qs = query_scale(abs_max(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS], wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL];
     if (k.hs <= KV_Q8_COLUMNS) q8_query_panel(q, k.hs, qs.inverse, p, wide);
@@ -303,7 +304,7 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
  * multiply-add and add, or VNNI's one vpdpwssd (the same exact integer
  * sums in fewer steps). */
 #define Q8_SCORES_512(NAME, TARGET, STEP)                                                                      \
-    TARGET static void NAME(Q8Keys k, int skip, const float *q, int n, float *scores) {                        \
+    TARGET static void NAME(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {             \
         QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);                                               \
         int16_t p[KV_Q8_COLUMNS];                                                                              \
         if (k.hs <= KV_Q8_COLUMNS) query_int16_512(q, k.hs, qs.inverse, p);                                    \
@@ -312,7 +313,7 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
         for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {                                          \
             const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;               \
             __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                      \
-            kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);                                            \
+            if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);                                 \
             for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {                                           \
                 int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;                  \
                 const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;                                   \
@@ -447,7 +448,7 @@ TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
 
 /* q8_scores_avx512 with vectors of 8: each panel in two halves of 8 keys
  * (pmaddwd, then an add), two sums each */
-TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores) {
+TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
     QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
     if (k.hs <= KV_Q8_COLUMNS) query_int16_256(q, k.hs, qs.inverse, p);
@@ -456,7 +457,7 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
         __m256i low0 = _mm256_setzero_si256(), low1 = low0, high0 = low0, high1 = low0;
-        kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
+        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
@@ -543,7 +544,7 @@ TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, floa
 
 /* The kernels by instruction set (AMX: VNNI's; a decode row is no tile) */
 typedef struct {
-    void (*scores)(Q8Keys k, int skip, const float *q, int n, float *scores);
+    void (*scores)(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch);
     void (*weights)(Q8Values v, const float *w, int n, Q8Weights *q); /* a chunk's */
     void (*sums)(Q8Values v, const Q8Weights *q, int n, float *out, int fetch);
 } Q8Kernels;
@@ -568,7 +569,7 @@ static Q8Kernels q8_kernels(Isa isa) {
 static void q8_scores(const KVCache *kv, const unsigned char *keys, const float *q, int n, float *scores) {
     int skip;
     Q8Keys k = q8_keys_of(kv, (size_t)(keys - kv->keys) / kv->row_bytes, &skip);
-    q8_kernels(kv->isa).scores(k, skip, q, n, scores);
+    q8_kernels(kv->isa).scores(k, skip, q, n, scores, kv->fetch_ahead);
 }
 
 /* out = Σ_t w[t] · values[t] over t < n, int8 values from an even row:

@@ -115,9 +115,10 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 }
 
 #ifdef PROBE_X86
-/* Lines QKV_KV_AHEAD bytes ahead are requested, as the KV cache's kernels
- * do (kernels.h): the hardware prefetcher alone leaves a plain read of rows
- * from memory slower than attention's own */
+/* With fetch, lines QKV_KV_AHEAD bytes ahead are requested, as the KV
+ * cache's kernels do where kv_fetch_ahead says so (kernels.h): there the
+ * hardware prefetcher alone leaves a plain read of rows from memory slower
+ * than attention's own */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {
@@ -125,14 +126,17 @@ static size_t to_line(const unsigned char *p, size_t n) {
     return head < n ? head : n;
 }
 
-__attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(const unsigned char *p, size_t n) {
+__attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(const unsigned char *p, size_t n,
+                                                                              int fetch) {
     size_t head = to_line(p, n), i = 0;
     uint64_t s = bytes_sum_portable(p, head);
     p += head, n -= head;
     __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
     for (; i + 128 <= n; i += 128) {
-        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD + 64, _MM_HINT_T0);
+        if (fetch) {
+            _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + i + QKV_KV_AHEAD + 64, _MM_HINT_T0);
+        }
         s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
         s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
     }
@@ -140,13 +144,13 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(con
     return s + (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1)) + bytes_sum_portable(p + i, n - i);
 }
 
-__attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned char *p, size_t n) {
+__attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned char *p, size_t n, int fetch) {
     size_t head = to_line(p, n), i = 0;
     uint64_t s = bytes_sum_portable(p, head), lanes[4];
     p += head, n -= head;
     __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
+        if (fetch) _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
         s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
         s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
     }
@@ -155,10 +159,12 @@ __attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned ch
 }
 #endif
 
-static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n) {
+static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n, int fetch) {
 #ifdef PROBE_X86
-    if (isa >= ISA_AVX512) return bytes_sum_avx512(p, n);
-    if (isa >= ISA_AVX2) return bytes_sum_avx2(p, n);
+    if (isa >= ISA_AVX512) return bytes_sum_avx512(p, n, fetch);
+    if (isa >= ISA_AVX2) return bytes_sum_avx2(p, n, fetch);
+#else
+    (void)fetch;
 #endif
     return bytes_sum_portable(p, n);
 }
@@ -216,21 +222,22 @@ static double measure_fma(Isa isa, int threads) {
     return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
 }
 
-/* Bytes begin..end-1 of a phase (its spans end to end) */
-static uint64_t read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
+/* Bytes begin..end-1 of a phase (its spans end to end); fetch: requesting
+ * lines ahead */
+static uint64_t read_share(Isa isa, int fetch, const ReadPhase *phase, size_t begin, size_t end) {
     uint64_t sum = 0;
     size_t at = 0;
     for (int i = 0; i < phase->n_spans && at < end; at += phase->spans[i].bytes, i++) {
         size_t bytes = phase->spans[i].bytes, from = begin > at ? begin - at : 0, to = end - at < bytes ? end - at : bytes;
-        if (from < to) sum += bytes_sum(isa, (const unsigned char *)phase->spans[i].data + from, to - from);
+        if (from < to) sum += bytes_sum(isa, (const unsigned char *)phase->spans[i].data + from, to - from, fetch);
     }
     return sum;
 }
 
 /* One pass: thread id of n reads its share of each phase, then waits for
  * the others; thread 0 adds each phase's time to its part. */
-static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, int n_phases, int threads,
-                        double seconds[2], uint64_t *sum) {
+static double read_pass(Isa isa, int fetch, const ReadPhase *phases, const size_t *totals, int n_phases,
+                        int threads, double seconds[2], uint64_t *sum) {
     double mark = 0, start = 0;
     uint64_t total = 0;
     seconds[0] = seconds[1] = 0;
@@ -245,7 +252,7 @@ static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, 
         for (int k = 0; k < n_phases; k++) {
             long first, last; /* the step's split of its work (team.h), over bytes */
             team_share((long)totals[k], id, n, &first, &last);
-            total += read_share(isa, &phases[k], (size_t)first, (size_t)last);
+            total += read_share(isa, fetch, &phases[k], (size_t)first, (size_t)last);
 #pragma omp barrier
             if (id == 0) {
                 double t = now_seconds();
@@ -260,6 +267,7 @@ static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, 
 
 void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads) {
     Isa isa = isa_available();
+    int fetch = kv_fetch_ahead(); /* as the KV cache's kernels */
     size_t *totals = calloc((size_t)n_phases + 1, sizeof(size_t));
     memset(r, 0, sizeof *r);
     if (!totals) return;
@@ -270,7 +278,7 @@ void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phase
     double best = 1e30, spent = 0, seconds[2];
     uint64_t sum = 0;
     for (; r->passes < 20 && (r->passes < 3 || spent < 0.3); r->passes++) {
-        double t = read_pass(isa, phases, totals, n_phases, threads, seconds, &sum);
+        double t = read_pass(isa, fetch, phases, totals, n_phases, threads, seconds, &sum);
         spent += t;
         r->byte_sum = sum;
         if (t < best) {

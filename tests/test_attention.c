@@ -255,6 +255,28 @@ static void test_split_equals_one_block(KVType type, Isa isa) {
     fixture_free(&f);
 }
 
+/* The kernels with and without their requests for the rows ahead
+ * (kv_fetch_ahead: the CPU maker's choice) give the same bits: a decode
+ * row, and a prompt of 8 rows. */
+static void test_fetch_ahead(KVType type, Isa isa) {
+    Fixture f;
+    fixture_init(&f, type, isa);
+    float out[2][8 * HEADS * HS];
+    int same = 1;
+    for (int n = 1; n <= 8; n += 7) {
+        for (int fetch = 0; fetch < 2; fetch++) {
+            f.kv.fetch_ahead = fetch;
+            run_rows(&f, 0, n, KEYS - n, out[fetch], NULL, NULL);
+        }
+        same = same && memcmp(out[0], out[1], sizeof(float) * n * HEADS * HS) == 0;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "attention, %s KV cache, %s: the same bits with and without requests for the rows "
+             "ahead (decode row, 8-row prompt)", kv_type_name(type), isa_name(isa));
+    report(same, name, "outputs differ");
+    fixture_free(&f);
+}
+
 /* A prompt's rows folded block by block against the same rows one position
  * at a time: the same bits, within 1e-6 of the whole-row softmax, and an
  * observer changes nothing but receives every score and the true softmax. */
@@ -653,6 +675,7 @@ int main(int argc, char **argv) {
             test_against_float64((KVType)type, (Isa)isa);
             test_split_equals_one_block((KVType)type, (Isa)isa);
             test_prompt_rows((KVType)type, (Isa)isa);
+            test_fetch_ahead((KVType)type, (Isa)isa);
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
