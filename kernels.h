@@ -201,8 +201,10 @@ const KernelEntry *kernel_best(WeightType type);
  * kernel within an instruction set (kernels_rows.h). */
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
 /* 1 when the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead
- * on this CPU's maker (cpu_vendor): on Intel; on AMD the hardware
- * prefetchers alone read a long context's rows faster (kv_cache_init). */
+ * on this CPU's maker (cpu_vendor): on every maker but AMD (and Hygon),
+ * whose hardware prefetchers alone read a long context's rows faster
+ * (measured on Zen 5 only; kv_cache_init records it, with every
+ * instruction set). */
 int kv_fetch_ahead(void);
 
 #endif /* QKV_KERNELS_H */

@@ -48,10 +48,11 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * accumulators are summed across lanes together at the end. TILE_ROWS is
  * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
-/* Software prefetch: while a tile streams its rows, the bytes QKV_KV_AHEAD
- * (kernels.h) further on are requested, so the memory system always has
- * several rows in flight. A prefetch never faults, so past the last row it
- * is harmless. */
+/* Software prefetch (the kernels with fetch; not the _hw ones, which
+ * kv_fetch_ahead chooses on AMD): while a tile streams its rows, the bytes
+ * QKV_KV_AHEAD (kernels.h) further on are requested, so the memory system
+ * always has several rows in flight. A prefetch never faults, so past the
+ * last row it is harmless. */
 #define PREFETCH(row, offset) _mm_prefetch((const char *)(row) + QKV_KV_AHEAD + (offset), _MM_HINT_T0)
 
 /* The R rows of a tile: past the matrix's end, repeat the first row

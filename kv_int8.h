@@ -299,7 +299,8 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
 
 /* scores[r] = the score of key skip + r of the panels k, r < n: a panel a
  * step, pairs of q's int16 columns broadcast against the panel's 16 keys,
- * in four sums (each multiply-add waits for the last into its sum).
+ * in four sums (each multiply-add waits for the last into its sum); with
+ * fetch, each panel's bytes KV_Q8_PREFETCH_BYTES ahead requested.
  * STEP(acc, k, p) adds the pairwise products of int16 lanes: AVX-512BW's
  * multiply-add and add, or VNNI's one vpdpwssd (the same exact integer
  * sums in fewer steps). */

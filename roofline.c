@@ -116,9 +116,9 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 
 #ifdef PROBE_X86
 /* With fetch, lines QKV_KV_AHEAD bytes ahead are requested, as the KV
- * cache's kernels do where kv_fetch_ahead says so (kernels.h): there the
- * hardware prefetcher alone leaves a plain read of rows from memory slower
- * than attention's own */
+ * cache's kernels do where kv_fetch_ahead says so (every maker but AMD:
+ * kernels.h), and most weight kernels: there the hardware prefetcher alone
+ * leaves a plain read of rows from memory slower than attention's own */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {
@@ -223,9 +223,11 @@ static double measure_fma(Isa isa, int threads) {
 }
 
 /* Bytes begin..end-1 of a phase (its spans end to end); fetch: requesting
- * lines ahead */
+ * the keys' and values' lines ahead (the weights' are requested always,
+ * as most weight kernels do) */
 static uint64_t read_share(Isa isa, int fetch, const ReadPhase *phase, size_t begin, size_t end) {
     uint64_t sum = 0;
+    fetch = fetch || phase->part == 0;
     size_t at = 0;
     for (int i = 0; i < phase->n_spans && at < end; at += phase->spans[i].bytes, i++) {
         size_t bytes = phase->spans[i].bytes, from = begin > at ? begin - at : 0, to = end - at < bytes ? end - at : bytes;
@@ -267,7 +269,7 @@ static double read_pass(Isa isa, int fetch, const ReadPhase *phases, const size_
 
 void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads) {
     Isa isa = isa_available();
-    int fetch = kv_fetch_ahead(); /* as the KV cache's kernels */
+    int fetch = kv_fetch_ahead(); /* as the KV cache's kernels (kv_cache_init) */
     size_t *totals = calloc((size_t)n_phases + 1, sizeof(size_t));
     memset(r, 0, sizeof *r);
     if (!totals) return;

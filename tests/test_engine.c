@@ -413,9 +413,12 @@ static void test_matmul_kernels(void) {
 
 /* The kernel chosen per CPU maker (QKV_VENDOR stands in for CPUID): on
  * AMD, float32 with AVX-512 takes the entry without software prefetch;
- * on Intel, and for every other type and set, the one entry for all. */
+ * on Intel, and for every other type and set, the one entry for all. The
+ * KV cache's kernels request rows ahead on every maker but AMD, and a
+ * cache made under each maker says so; with x86 kernels the float keys'
+ * row kernels with and without the requests are two. */
 static void test_kernel_vendor(void) {
-    int ok = 1, x86 = 0; /* the build has the x86 kernels: the table lists AVX2 ones */
+    int ok = 1, fetch_ok = 1, x86 = 0; /* the build has the x86 kernels: the table lists AVX2 ones */
     for (int k = 0; k < kernel_count(); k++) x86 |= kernel_at(k)->isa == ISA_AVX2;
     const char *was = getenv("QKV_VENDOR"); /* CI's run with the other maker's kernels sets it */
     char saved[16] = "";
@@ -430,11 +433,25 @@ static void test_kernel_vendor(void) {
                 if (!e || e->vendor != (amd_one ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
                 if (amd_one && strcmp(e->name, "f32 avx512 hw-prefetch") != 0) ok = 0;
             }
+        KVCache kv;
+        if (kv_cache_init(&kv, KV_F16, 1, 1, 16, 8) == 0) {
+            if (kv.fetch_ahead != (v != VENDOR_AMD) || kv_fetch_ahead() != kv.fetch_ahead) fetch_ok = 0;
+            kv_cache_free(&kv);
+        } else {
+            fetch_ok = 0;
+        }
     }
+    for (int isa = ISA_AVX2; x86 && isa <= ISA_AVX512; isa++)
+        for (int half = 0; half < 2; half++) {
+            WeightType type = half ? WEIGHT_F16 : WEIGHT_F32;
+            if (rows_kernel_for(type, (Isa)isa, 0) == rows_kernel_for(type, (Isa)isa, 1)) fetch_ok = 0;
+        }
     if (was) setenv("QKV_VENDOR", saved, 1);
     else unsetenv("QKV_VENDOR");
     report(ok, "kernel choice per CPU maker: AMD's float32 AVX-512 entry on AMD only (QKV_VENDOR any, intel, amd)",
            "a kernel chosen for the wrong maker");
+    report(fetch_ok, "KV cache's requests for rows ahead per CPU maker: none on AMD, on any other (QKV_VENDOR any, "
+           "intel, amd); the float keys' row kernels with and without them", "the wrong choice, or one kernel for both");
 }
 
 /* kernels.h's buffers, of each size class (calloc's, mapped, on large
