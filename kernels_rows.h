@@ -160,12 +160,14 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
                                  int end) {                                                                    \
         size_t row_bytes = weight_row_bytes(TYPE, cols);                                                       \
         if (a->n == 1 && FLAG) {                                                                               \
-            for (int i = begin; i < end; i += 8) TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG, FETCH); \
+            for (int i = begin; i < end; i += 8)                                                               \
+                TILE(out, os, a, w, row_bytes, cols, i, end, 0, 8, 1, FLAG, FETCH);                            \
             return;                                                                                            \
         }                                                                                                      \
         for (int i = begin; i < end; i += TILE_ROWS) {                                                         \
             int t = 0;                                                                                         \
-            for (; t + 3 <= a->n; t += 3) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG, FETCH); \
+            for (; t + 3 <= a->n; t += 3)                                                                      \
+                TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 3, FLAG, FETCH);                    \
             if (a->n - t == 2) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 2, FLAG, FETCH);     \
             if (a->n - t == 1) TILE(out, os, a, w, row_bytes, cols, i, end, t, TILE_ROWS, 1, FLAG, FETCH);     \
         }                                                                                                      \
@@ -267,12 +269,13 @@ TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *
             for (int i = first; i < last; i += 4)
                 tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, fetch && t == 0);
         /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
+        int tail_fetch = fetch && whole == 0;
         for (int i = first; i < last; i += 4) switch (a->n - whole) {
-            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, fetch && whole == 0); break;
-            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, fetch && whole == 0); break;
-            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, fetch && whole == 0); break;
-            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, fetch && whole == 0); break;
-            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, fetch && whole == 0); break;
+            case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, tail_fetch); break;
+            case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, tail_fetch); break;
+            case 3: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 3, half, tail_fetch); break;
+            case 2: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 2, half, tail_fetch); break;
+            case 1: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 1, half, tail_fetch); break;
             }
     }
 }

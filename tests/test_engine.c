@@ -451,7 +451,8 @@ static void test_kernel_vendor(void) {
     report(ok, "kernel choice per CPU maker: AMD's float32 AVX-512 entry on AMD only (QKV_VENDOR any, intel, amd)",
            "a kernel chosen for the wrong maker");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker: none on AMD, on any other (QKV_VENDOR any, "
-           "intel, amd); the float keys' row kernels with and without them", "the wrong choice, or one kernel for both");
+           "intel, amd); the float keys' row kernels with and without them",
+           "the wrong choice, or one kernel for both");
 }
 
 /* kernels.h's buffers, of each size class (calloc's, mapped, on large
