@@ -431,9 +431,10 @@ static int attention_spans(const KVCache *kv, int layer, int n_heads, int n_keys
     return n;
 }
 
-/* A phase of the spans from *next on (n of them), in part part */
-static ReadPhase phase_of(ReadSpan **next, int n, int part) {
-    ReadPhase phase = { *next, n, part };
+/* A phase of the spans from *next on (n of them), in part part, its lines
+ * requested ahead with fetch */
+static ReadPhase phase_of(ReadSpan **next, int n, int part, int fetch) {
+    ReadPhase phase = { *next, n, part, fetch };
     *next += n;
     return phase;
 }
@@ -453,17 +454,17 @@ ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadS
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
         next[0] = matrix_span(&w->wq), next[1] = matrix_span(&w->wk), next[2] = matrix_span(&w->wv);
-        phases[k++] = phase_of(&next, 3, 0);
-        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1);
+        phases[k++] = phase_of(&next, 3, 0, 1);
+        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1, kv->fetch_ahead);
         next[0] = matrix_span(&w->wo);
-        phases[k++] = phase_of(&next, 1, 0);
+        phases[k++] = phase_of(&next, 1, 0, 1);
         next[0] = matrix_span(&w->w1), next[1] = matrix_span(&w->w3); /* GPT-2: no w3, 0 bytes */
-        phases[k++] = phase_of(&next, 2, 0);
+        phases[k++] = phase_of(&next, 2, 0, 1);
         next[0] = matrix_span(&w->w2);
-        phases[k++] = phase_of(&next, 1, 0);
+        phases[k++] = phase_of(&next, 1, 0, 1);
     }
     next[0] = matrix_span(&m->weights.classifier);
-    phases[k++] = phase_of(&next, 1, 0);
+    phases[k++] = phase_of(&next, 1, 0, 1);
     *n_phases = k;
     return phases;
 }

@@ -115,10 +115,11 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 }
 
 #ifdef PROBE_X86
-/* With fetch, lines QKV_KV_AHEAD bytes ahead are requested, as the KV
- * cache's kernels do where kv_fetch_ahead says so (every maker but AMD:
- * kernels.h), and most weight kernels: there the hardware prefetcher alone
- * leaves a plain read of rows from memory slower than attention's own */
+/* With fetch (a phase's: roofline.h), lines QKV_KV_AHEAD bytes ahead are
+ * requested, as most weight kernels do, and the KV cache's where its
+ * fetch_ahead says so (every maker but AMD: kernels.h): there the hardware
+ * prefetcher alone leaves a plain read of rows from memory slower than
+ * attention's own */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {
@@ -222,24 +223,22 @@ static double measure_fma(Isa isa, int threads) {
     return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
 }
 
-/* Bytes begin..end-1 of a phase (its spans end to end); fetch: requesting
- * the keys' and values' lines ahead (the weights' are requested always,
- * as most weight kernels do) */
-static uint64_t read_share(Isa isa, int fetch, const ReadPhase *phase, size_t begin, size_t end) {
+/* Bytes begin..end-1 of a phase (its spans end to end) */
+static uint64_t read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
     uint64_t sum = 0;
-    fetch = fetch || phase->part == 0;
     size_t at = 0;
     for (int i = 0; i < phase->n_spans && at < end; at += phase->spans[i].bytes, i++) {
         size_t bytes = phase->spans[i].bytes, from = begin > at ? begin - at : 0, to = end - at < bytes ? end - at : bytes;
-        if (from < to) sum += bytes_sum(isa, (const unsigned char *)phase->spans[i].data + from, to - from, fetch);
+        const unsigned char *data = (const unsigned char *)phase->spans[i].data;
+        if (from < to) sum += bytes_sum(isa, data + from, to - from, phase->fetch);
     }
     return sum;
 }
 
 /* One pass: thread id of n reads its share of each phase, then waits for
  * the others; thread 0 adds each phase's time to its part. */
-static double read_pass(Isa isa, int fetch, const ReadPhase *phases, const size_t *totals, int n_phases,
-                        int threads, double seconds[2], uint64_t *sum) {
+static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, int n_phases, int threads,
+                        double seconds[2], uint64_t *sum) {
     double mark = 0, start = 0;
     uint64_t total = 0;
     seconds[0] = seconds[1] = 0;
@@ -254,7 +253,7 @@ static double read_pass(Isa isa, int fetch, const ReadPhase *phases, const size_
         for (int k = 0; k < n_phases; k++) {
             long first, last; /* the step's split of its work (team.h), over bytes */
             team_share((long)totals[k], id, n, &first, &last);
-            total += read_share(isa, fetch, &phases[k], (size_t)first, (size_t)last);
+            total += read_share(isa, &phases[k], (size_t)first, (size_t)last);
 #pragma omp barrier
             if (id == 0) {
                 double t = now_seconds();
@@ -269,7 +268,6 @@ static double read_pass(Isa isa, int fetch, const ReadPhase *phases, const size_
 
 void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads) {
     Isa isa = isa_available();
-    int fetch = kv_fetch_ahead(); /* as the KV cache's kernels (kv_cache_init) */
     size_t *totals = calloc((size_t)n_phases + 1, sizeof(size_t));
     memset(r, 0, sizeof *r);
     if (!totals) return;
@@ -280,7 +278,7 @@ void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phase
     double best = 1e30, spent = 0, seconds[2];
     uint64_t sum = 0;
     for (; r->passes < 20 && (r->passes < 3 || spent < 0.3); r->passes++) {
-        double t = read_pass(isa, fetch, phases, totals, n_phases, threads, seconds, &sum);
+        double t = read_pass(isa, phases, totals, n_phases, threads, seconds, &sum);
         spent += t;
         r->byte_sum = sum;
         if (t < best) {

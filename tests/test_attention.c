@@ -498,6 +498,14 @@ static int spans_cover(const KVCache *kv, const ReadPhase *phases, int n_phases,
     return ok;
 }
 
+/* 1 when the weights' phases request their lines ahead and the keys' and
+ * values' do where the cache's kernels do (kv_fetch_ahead) */
+static int fetch_as_kernels(const KVCache *kv, const ReadPhase *phases, int n_phases) {
+    int ok = 1;
+    for (int k = 0; k < n_phases; k++) ok &= phases[k].fetch == (phases[k].part == 1 ? kv->fetch_ahead : 1);
+    return ok;
+}
+
 /* 1 when each layer's attention phase (the second of its five) reads
  * query head h's keys and values in turn from h = 0 on, each starting at
  * the first key of kv head h / (n_heads / n_kv_heads) (attention.h's
@@ -567,11 +575,13 @@ static void test_step_reads(void) {
         }
         snprintf(name, sizeof name, "step reads, %s cache: the spans cover slots 0..%d of every layer's and kv head's "
                  "rows (and scales), twice (two query heads each), nothing else; each query head's in turn, from its kv "
-                 "head's first key", kv_type_name((KVType)type), KEYS - 1);
+                 "head's first key; requested ahead as by the kernels", kv_type_name((KVType)type),
+                 KEYS - 1);
         int key_slots = type == KV_Q8 ? (KEYS + 15) / 16 * 16 : KEYS; /* int8 keys: panels of 16 */
         report(phases && spans_cover(&s.kv_cache, phases, n_phases, KEYS, key_slots, HEADS / KV_HEADS) &&
-                   heads_in_order(&s.kv_cache, phases, HEADS, KEYS),
-               name, "a span outside, or out of order, or out of memory");
+                   heads_in_order(&s.kv_cache, phases, HEADS, KEYS) &&
+                   fetch_as_kernels(&s.kv_cache, phases, n_phases),
+               name, "a span outside, or out of order, or requested otherwise, or out of memory");
         free(phases);
         free(spans);
         run_state_free(&s);
