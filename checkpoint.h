@@ -652,14 +652,17 @@ const char *model_kernel_name(const Model *m) {
     return k ? k->name : "?";
 }
 
-/* Every matrix's kernel, for one instruction set. */
+/* Every matrix's kernel, for one instruction set and for where a decode
+ * step finds the weights (m->weight_bytes is set). */
 static void pick_kernels(Model *m, Isa isa) {
+    int from_memory = weights_from_memory(weight_bytes_per_token(m));
     Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier, &m->weights.position_embedding };
-    for (size_t i = 0; i < 3; i++) top[i]->kernel = kernel_for(top[i]->type, isa);
+    for (size_t i = 0; i < 3; i++) top[i]->kernel = kernel_for(top[i]->type, isa, from_memory);
     for (int l = 0; l < m->config.n_layers; l++) {
         LayerWeights *w = &m->weights.layers[l];
         Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) mats[i]->kernel = kernel_for(mats[i]->type, isa);
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            mats[i]->kernel = kernel_for(mats[i]->type, isa, from_memory);
     }
 }
 
@@ -819,8 +822,6 @@ static int load_view(FileView *f, Model *m, const char *name) {
     if (rc != 0) return -1;
     m->config.start_id = start_id_of(&m->config, m->tokenizer_data, m->tokenizer_bytes);
     const Config *c = &m->config;
-    pick_kernels(m, isa_available());
-    if (pack_matrices(m)) return load_error(f, "out of memory for the weights' panels");
     m->n_params = count_norm_params(c) + count_matrix_params(c);
     m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding) +
                       matrix_bytes(&m->weights.position_embedding);
@@ -830,6 +831,8 @@ static int load_view(FileView *f, Model *m, const char *name) {
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) m->weight_bytes += matrix_bytes(mats[i]);
     }
     if (!c->shared_classifier) m->weight_bytes += matrix_bytes(&m->weights.classifier);
+    pick_kernels(m, isa_available());
+    if (pack_matrices(m)) return load_error(f, "out of memory for the weights' panels");
     return 0;
 }
 

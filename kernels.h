@@ -178,6 +178,7 @@ typedef struct {
     const char *name;
     MatmulKernel run;
     Vendor vendor;  /* VENDOR_ANY, or the maker whose CPUs it is chosen on */
+    int from_memory; /* 1: chosen only for weights that come from memory (weights_from_memory) */
 } KernelEntry;
 
 const char *isa_name(Isa isa);
@@ -193,10 +194,19 @@ Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
 /* The fastest kernel for a type within an instruction set, on this CPU's
- * maker (cpu_vendor); kernel_best asks isa_available() (the CPU is probed
- * once a process; QKV_ISA and QKV_VENDOR read each time). */
-const KernelEntry *kernel_for(WeightType type, Isa isa);
+ * maker (cpu_vendor), for a model whose weights come from memory
+ * (from_memory) or stay in the caches; kernel_best asks isa_available()
+ * for cached weights (the CPU is probed once a process; QKV_ISA and
+ * QKV_VENDOR read each time). */
+const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory);
 const KernelEntry *kernel_best(WeightType type);
+/* The last-level cache's bytes (Linux's sysfs; 32 MiB where it does not
+ * say), and whether a decode step's bytes_per_token of weights come from
+ * memory: more than half of it (the other cores, or a virtual machine's
+ * neighbours, share it: measured on an AMD EPYC's 32 MiB, 16.6 MB of
+ * weights decoded as if cached, 23.5 MB as if from memory). */
+size_t last_level_cache_bytes(void);
+int weights_from_memory(size_t bytes_per_token);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
  * kernel within an instruction set (kernels_rows.h). */
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
@@ -216,6 +226,7 @@ int kv_fetch_ahead(void);
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels_isa.h" /* act_row, out_at; the x86 kernels' attributes (TARGET_*, INLINE) */
@@ -684,33 +695,48 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 
-/* The float32 decode's own requests for its lines (prefetch_column in
- * kernels_float.c) were added on an Intel Xeon; on an AMD EPYC (Zen 5)
- * the AVX-512 kernel decodes 5-17% faster without them (the hardware
- * prefetchers keep its four streams fed), while its AVX2 kernel and
- * float16 are faster with them (README, "The same on an AMD EPYC"). So
- * float32 with AVX-512 has a second entry, chosen on AMD. */
+/* The float decode's own requests for its lines (prefetch_column in
+ * kernels_float.c) were added on an Intel Xeon, into L1. On an AMD EPYC
+ * (README, "The same on an AMD EPYC"):
+ * - float32's AVX-512 kernel decodes faster without them (the hardware
+ *   prefetchers keep its four streams fed): 5-17% on a Zen 5, 10-20%
+ *   on a Zen 4 (family 25), where requests into L2 fall between;
+ * - the other float kernels are fastest with requests into L2 only: on
+ *   the Zen 4, 1 thread, 42M float16 297-322 tok/s against 235-241 into
+ *   L1 and 270-294 without; 15M float16 (31 MB) 1,489-1,502 against
+ *   633-840 and 541-703; AVX2 float16 and float32 ahead too;
+ * - the int8 and 4-bit VNNI kernels, which make no requests, decode
+ *   weights from memory 25-60% faster with requests into L2 (42M Q8_0
+ *   and Q4_0), but cached ones 5-9% slower (15M Q8_0 and Q4_0, the
+ *   stories model's): their AMD entries are taken only for weights from
+ *   memory (weights_from_memory).
+ * So those kernels have second entries, chosen on AMD. */
 static const KernelEntry KERNELS[] = {
-    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY },
-    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY },
-    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY },
-    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY },
+    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY, 0 },
+    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY, 0 },
+    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY, 0 },
+    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0 },
 #ifdef QKV_HAVE_X86_KERNELS
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY },
-    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY },
-    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY },
-    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY },
-    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0 },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 0 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 0 },
+    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0 },
+    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512 l2-prefetch", matmul_f16_avx512_l2, VENDOR_AMD, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY, 0 },
+    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni l2-prefetch", matmul_q8_vnni_l2, VENDOR_AMD, 1 },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY, 0 },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni l2-prefetch", matmul_q4_vnni_l2, VENDOR_AMD, 1 },
 #endif
 #ifdef QKV_HAVE_AMX
-    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY },
-    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY },
+    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY, 0 },
+    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY, 0 },
 #endif
 };
 
@@ -732,7 +758,7 @@ int kernel_count(void) { return (int)(sizeof KERNELS / sizeof KERNELS[0]); }
 
 const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KERNELS[i] : NULL; }
 
-const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available()); }
+const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available(), 0); }
 
 const char *vendor_name(Vendor vendor) {
     static const char *names[VENDOR_COUNT] = { "any", "intel", "amd" };
@@ -752,18 +778,49 @@ Vendor cpu_vendor(void) {
  * 8 KiB ahead. */
 int kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD; }
 
+/* How closely an entry is made for where it runs: for a maker, and for
+ * weights from memory too */
+static int entry_fit(const KernelEntry *e) { return (e->vendor != VENDOR_ANY) + e->from_memory; }
+
 /* The widest instruction set's kernel for type; between two of the same
- * set, the one made for this CPU's maker. */
-const KernelEntry *kernel_for(WeightType type, Isa isa) {
+ * set, the one made most closely for this CPU's maker and the weights. */
+const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory) {
     const KernelEntry *best = NULL;
     Vendor vendor = cpu_vendor();
     for (int i = 0; i < kernel_count(); i++) {
         const KernelEntry *e = &KERNELS[i];
         if (e->type != type || e->isa > isa || (e->vendor != VENDOR_ANY && e->vendor != vendor)) continue;
-        if (!best || e->isa > best->isa || (e->isa == best->isa && e->vendor != VENDOR_ANY)) best = e;
+        if (e->from_memory && !from_memory) continue;
+        if (!best || e->isa > best->isa || (e->isa == best->isa && entry_fit(e) > entry_fit(best))) best = e;
     }
     return best;
 }
+
+/* The largest cache sysfs lists for CPU 0 ("32768K"), or 0 */
+static size_t sysfs_largest_cache(void) {
+    size_t largest = 0;
+    for (int index = 0; index < 8; index++) {
+        char path[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        unsigned long size = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &size, &unit) >= 1) {
+            size_t bytes = unit == 'K' ? (size_t)size << 10 : unit == 'M' ? (size_t)size << 20 : (size_t)size;
+            if (bytes > largest) largest = bytes;
+        }
+        fclose(f);
+    }
+    return largest;
+}
+
+size_t last_level_cache_bytes(void) {
+    size_t bytes = sysfs_largest_cache();
+    return bytes ? bytes : (size_t)32 << 20;
+}
+
+int weights_from_memory(size_t bytes_per_token) { return bytes_per_token > last_level_cache_bytes() / 2; }
 
 #endif /* QKV_KERNELS_IMPLEMENTED */
 #endif /* QKV_KERNELS_IMPLEMENTATION */

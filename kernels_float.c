@@ -142,10 +142,11 @@ _Static_assert(QKV_DECODE_PANELS >= 1 && QKV_DECODE_PANELS <= 4, "the decode til
  * tile (R panels on), so each stream's first lines are requested before
  * its tile starts (a prefetch never faults: past the matrix's end it is
  * harmless). */
-INLINE void prefetch_column(const unsigned char *panel, size_t panel_bytes, int r, int R, int j, int half) {
+INLINE void prefetch_column(const unsigned char *panel, size_t panel_bytes, int r, int R, int j, int half,
+                            Fetch fetch) {
     size_t ahead = (size_t)j * QKV_PANEL * (half ? 2 : 4) + QKV_PANEL_AHEAD;
     size_t skip = ahead >= panel_bytes ? (size_t)(R - 1) * panel_bytes : 0;
-    _mm_prefetch((const char *)panel + (size_t)r * panel_bytes + ahead + skip, _MM_HINT_T0);
+    fetch_line(panel + (size_t)r * panel_bytes + ahead + skip, fetch);
 }
 
 /* Panels of [row0, end) from row0 on, at most max. */
@@ -234,7 +235,7 @@ TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *
         __m256 w[8];
         if (P == 1 && prefetch && (!half || j % 2 == 0))
 #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) prefetch_column(panel, panel_bytes, r, R, j, half);
+            for (int r = 0; r < R; r++) prefetch_column(panel, panel_bytes, r, R, j, half, prefetch);
 #pragma GCC unroll 8
         for (int v = 0; v < 2 * R; v++) w[v] = column_avx2(panel + (size_t)(v / 2) * panel_bytes, j, v % 2, half);
 #pragma GCC unroll 6
@@ -274,12 +275,24 @@ TARGET_AVX2 INLINE void tile_avx2(float *out, int os, const Activations *a, cons
 
 TARGET_AVX2 void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                         int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0, 1);
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0, FETCH_L1);
 }
 
 TARGET_AVX2 void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
                                         int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, 1);
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, FETCH_L1);
+}
+
+/* The same with a decode step's requests into L2 only (chosen on AMD:
+ * KERNELS in kernels.h). Requests change no arithmetic: the same sums. */
+TARGET_AVX2 void matmul_f32_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                    int end) {
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0, FETCH_L2);
+}
+
+TARGET_AVX2 void matmul_f16_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
+                                    int end) {
+    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, FETCH_L2);
 }
 
 /* ---- AVX-512 (16 floats a vector: a panel's column is one) ---- */
@@ -325,8 +338,8 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
         if (P == 1 && prefetch)
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
-                prefetch_column(panel, panel_bytes, r, R, j, half);
-                if (!half) prefetch_column(panel, panel_bytes, r, R, j + 1, half);
+                prefetch_column(panel, panel_bytes, r, R, j, half, prefetch);
+                if (!half) prefetch_column(panel, panel_bytes, r, R, j + 1, half, prefetch);
             }
         step_512(acc, panel, panel_bytes, x, j, R, P, half);
         step_512(acc, panel, panel_bytes, x, j + 1, R, P, half);
@@ -367,7 +380,7 @@ TARGET_AVX512 INLINE void tile_512(float *out, int os, const Activations *a, con
 
 TARGET_AVX512 void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols,
                                             int begin, int end) {
-    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 0, 1);
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 0, FETCH_L1);
 }
 
 /* The same with a decode step's lines left to the hardware prefetchers
@@ -377,13 +390,19 @@ TARGET_AVX512 void matmul_f32_avx512(float *out, int os, const Activations *a, c
  * had been 8 s of the kernels' 20 s build. */
 TARGET_AVX512 void matmul_f32_avx512_hw(float *out, int os, const Activations *a, const void *w, int cols,
                                                int begin, int end) {
-    if (a->n == 1) decode_float_panels(tile_512, out, os, a, w, cols, begin, end, 0, 0);
+    if (a->n == 1) decode_float_panels(tile_512, out, os, a, w, cols, begin, end, 0, FETCH_NONE);
     else matmul_f32_avx512(out, os, a, w, cols, begin, end);
 }
 
 TARGET_AVX512 void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols,
                                             int begin, int end) {
-    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, 1);
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, FETCH_L1);
+}
+
+/* The same with a decode step's requests into L2 only (chosen on AMD) */
+TARGET_AVX512 void matmul_f16_avx512_l2(float *out, int os, const Activations *a, const void *w, int cols,
+                                        int begin, int end) {
+    matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, FETCH_L2);
 }
 
 #endif /* QKV_HAVE_X86_KERNELS */

@@ -14,15 +14,19 @@ void pack_float(const void *data, int rows, int cols, int elem, void *panels);
 void unpack_float_values(const void *panels, int cols, int elem, int i, int j0, int n, unsigned char *out);
 
 /* The kernels (MatmulKernel), one per instruction set; _hw: float32's
- * AVX-512 decode without its own prefetch requests (chosen on AMD). */
+ * AVX-512 decode without its own requests for lines ahead, _l2: a decode
+ * step's requests into L2 only (both chosen on AMD: KERNELS in kernels.h). */
 void matmul_f32_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f16_portable(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 #ifdef QKV_HAVE_X86_KERNELS
 void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
+void matmul_f32_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
+void matmul_f16_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f32_avx512_hw(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
+void matmul_f16_avx512_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 #endif
 
 #endif /* QKV_KERNELS_FLOAT_H */

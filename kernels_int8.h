@@ -232,20 +232,31 @@ TARGET_AVX2 INLINE void store_rows_avx2(float *out, int os, int t, int row0, int
         if (row0 + l >= begin && row0 + l < end) *out_at(out, os, t, row0 + l) = lane[l];
 }
 
-/* Blocks ahead of the one being summed whose bytes the AVX2 kernel
- * requests (2 KiB for Q4_0, 4 KiB for Q8_0; past the panel's end they fall
- * in the next one). Without them the core waited on the loads: the shipped
- * model's Q4_0 decode, QKV_ISA=avx2, 1 thread, Xeon, 3957-4096 -> 4620-4883
- * tok/s (Q8_0 2739-2751 -> 2843-2877); 2 and 4 blocks ahead helped less,
- * 16 and 32 no more. A prompt reads each panel for many positions: with the
- * requests too its prefill was 4-8% slower. The AVX-512 kernels read their
- * panels as fast without (measured when the panels came in). */
-#define PANEL_AHEAD_AVX2 8
+/* Bytes ahead of the block being summed whose lines a decode step
+ * requests (8 blocks of Q8_0, 16 of Q4_0; past the panel's end they fall
+ * in its scales, then the next panel), at the kernel's Fetch level. The
+ * AVX2 kernels request them into L1: without them the core waited on the
+ * loads (the shipped model's Q4_0 decode, QKV_ISA=avx2, 1 thread, Xeon,
+ * 3957-4096 -> 4620-4883 tok/s, Q8_0 2739-2751 -> 2843-2877); 2 and 4
+ * blocks ahead helped less, 16 and 32 no more. A prompt reads each panel
+ * for many positions: with the requests too its prefill was 4-8% slower.
+ * The AVX-512 kernels read their panels as fast without on the Xeon; on an
+ * AMD EPYC their requests into L2 pay when the weights come from memory
+ * (KERNELS in kernels.h), where 2 KiB ahead of Q4_0 (8 blocks) was slower
+ * than none. */
+#define PANEL_AHEAD_BYTES 4096
+
+/* The lines of the block PANEL_AHEAD_BYTES past block b of a panel of
+ * value_bytes a row, requested */
+INLINE void fetch_block(const unsigned char *panel, int b, int value_bytes, Fetch fetch) {
+    const unsigned char *block = panel + (size_t)b * QKV_PANEL * value_bytes + PANEL_AHEAD_BYTES;
+    for (int at = 0; at < QKV_PANEL * value_bytes; at += 64) fetch_line(block + at, fetch);
+}
 
 /* A panel (rows row0..row0+15) times positions t..t+P-1, eight rows (one
  * half) at a time: per block, the integer dots, then the scales. */
 TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, const unsigned char *panel, int blocks,
-                                   int row0, int begin, int end, int t, int P, int q4) {
+                                   int row0, int begin, int end, int t, int P, int q4, Fetch fetch) {
     int value_bytes = packed_value_bytes(q4);
     const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;
     for (int half = 0; half < 2; half++) {
@@ -253,10 +264,8 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
         for (int p = 0; p < P; p++) acc[p] = _mm256_setzero_ps();
         for (int b = 0; b < blocks; b++) {
             __m256i dots[2];
-            if (half == 0 && a->n == 1) /* a decode step reads each panel once, from memory */
-                for (int at = 0; at < QKV_PANEL * value_bytes; at += 64)
-                    _mm_prefetch((const char *)panel + (size_t)(b + PANEL_AHEAD_AVX2) * QKV_PANEL * value_bytes + at,
-                                 _MM_HINT_T0);
+            if (fetch && half == 0 && a->n == 1) /* a decode step reads each panel once, from memory */
+                fetch_block(panel, b, value_bytes, fetch);
             block_dots_avx2(dots, panel + (size_t)b * QKV_PANEL * value_bytes, half, a, t, b, P, q4);
             __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(scales + (size_t)b * QKV_PANEL * 2 + half * 16)));
             for (int p = 0; p < P; p++)
@@ -268,8 +277,9 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
 }
 
 /* A kernel over panels: every panel that holds a row of [begin, end), its
- * positions PMAX at a time, then one at a time. */
-#define PANEL_MATMUL(NAME, TARGET, TILE, Q4, PMAX)                                                             \
+ * positions PMAX at a time, then one at a time; a decode step's requests
+ * at level FETCH. */
+#define PANEL_MATMUL(NAME, TARGET, TILE, Q4, PMAX, FETCH)                                                             \
     TARGET static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,     \
                             int end) {                                                                         \
         int blocks = cols / QKV_QBLOCK;                                                                        \
@@ -277,13 +287,13 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
         for (int row0 = begin - begin % QKV_PANEL; row0 < end; row0 += QKV_PANEL) {                            \
             const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
             int t = 0;                                                                                         \
-            for (; t + PMAX <= a->n; t += PMAX) TILE(out, os, a, panel, blocks, row0, begin, end, t, PMAX, Q4);  \
-            for (; t < a->n; t++) TILE(out, os, a, panel, blocks, row0, begin, end, t, 1, Q4);                  \
+            for (; t + PMAX <= a->n; t += PMAX) TILE(out, os, a, panel, blocks, row0, begin, end, t, PMAX, Q4, FETCH); \
+            for (; t < a->n; t++) TILE(out, os, a, panel, blocks, row0, begin, end, t, 1, Q4, FETCH);           \
         }                                                                                                      \
     }
 
-PANEL_MATMUL(matmul_q8_avx2, TARGET_AVX2, panel_avx2, 0, 2)
-PANEL_MATMUL(matmul_q4_avx2, TARGET_AVX2, panel_avx2, 1, 2)
+PANEL_MATMUL(matmul_q8_avx2, TARGET_AVX2, panel_avx2, 0, 2, FETCH_L1)
+PANEL_MATMUL(matmul_q4_avx2, TARGET_AVX2, panel_avx2, 1, 2, FETCH_L1)
 
 /* Int8 and 4-bit weights: a 512-bit vector is one four-byte chunk of a
  * panel's 16 rows, so each int32 lane adds up one row's block.
@@ -354,16 +364,18 @@ TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *va
 
 /* A panel (rows row0..row0+15) times positions t..t+P-1: per block, the
  * integer dots, then one FMA per position with the rows' scales times the
- * position's. No sums across lanes: lane l is row row0 + l. */
+ * position's. No sums across lanes: lane l is row row0 + l. A decode step
+ * requests the lines PANEL_AHEAD_BYTES on at level fetch. */
 #define PANEL_TILE_512(NAME, TARGET, DOTS)                                                                     \
     TARGET INLINE void NAME(float *out, int os, const Activations *a, const unsigned char *panel, int blocks,   \
-                            int row0, int begin, int end, int t, int P, int q4) {                               \
+                            int row0, int begin, int end, int t, int P, int q4, Fetch fetch) {                  \
         int value_bytes = packed_value_bytes(q4);                                                              \
         const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;                        \
         __m512 acc[8];                                                                                         \
         for (int p = 0; p < P; p++) acc[p] = _mm512_setzero_ps();                                              \
         for (int b = 0; b < blocks; b++) {                                                                     \
             __m512i dots[8];                                                                                   \
+            if (fetch && a->n == 1) fetch_block(panel, b, value_bytes, fetch);            \
             DOTS(dots, panel + (size_t)b * QKV_PANEL * value_bytes, a, t, b, P, q4);                           \
             __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(scales + (size_t)b * QKV_PANEL * 2))); \
             for (int p = 0; p < P; p++)                                                                        \
@@ -377,8 +389,8 @@ TARGET_VNNI INLINE void block_dots_vnni(__m512i dots[8], const unsigned char *va
 PANEL_TILE_512(panel_bw, TARGET_AVX512, block_dots_bw)
 PANEL_TILE_512(panel_vnni, TARGET_VNNI, block_dots_vnni)
 
-PANEL_MATMUL(matmul_q8_avx512, TARGET_AVX512, panel_bw, 0, 4)
-PANEL_MATMUL(matmul_q4_avx512, TARGET_AVX512, panel_bw, 1, 4)
+PANEL_MATMUL(matmul_q8_avx512, TARGET_AVX512, panel_bw, 0, 4, FETCH_NONE)
+PANEL_MATMUL(matmul_q4_avx512, TARGET_AVX512, panel_bw, 1, 4, FETCH_NONE)
 /* A prompt with VNNI: two panels (32 rows) times six positions a tile,
  * each broadcast of four activations serving both panels (the broadcasts,
  * not the weights, are most of a tile's loads). Each (row, position) has
@@ -433,14 +445,14 @@ TARGET_VNNI INLINE void panel_pair_vnni(float *out, int os, const Activations *a
 
 /* Positions t..n-1 of a through one panel: eight at a time, then one. */
 TARGET_VNNI INLINE void panel_vnni_from(float *out, int os, const Activations *a, const unsigned char *panel,
-                                        int blocks, int row0, int begin, int end, int t, int q4) {
-    for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4);
-    for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4);
+                                        int blocks, int row0, int begin, int end, int t, int q4, Fetch fetch) {
+    for (; t + 8 <= a->n; t += 8) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 8, q4, fetch);
+    for (; t < a->n; t++) panel_vnni(out, os, a, panel, blocks, row0, begin, end, t, 1, q4, fetch);
 }
 
 /* VNNI: a decode step (or a last lone panel) one panel at a time, a
  * prompt two panels at a time. */
-#define VNNI_MATMUL(NAME, Q4)                                                                                  \
+#define VNNI_MATMUL(NAME, Q4, FETCH)                                                                           \
     TARGET_VNNI static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin, \
                                  int end) {                                                                    \
         int blocks = cols / QKV_QBLOCK;                                                                        \
@@ -454,12 +466,16 @@ TARGET_VNNI INLINE void panel_vnni_from(float *out, int os, const Activations *a
         }                                                                                                      \
         for (; row0 < end; row0 += QKV_PANEL) {                                                                \
             const unsigned char *panel = (const unsigned char *)w + (size_t)(row0 / QKV_PANEL) * panel_bytes;  \
-            panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, 0, Q4);                               \
+            panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, 0, Q4, FETCH);                        \
         }                                                                                                      \
     }
 
-VNNI_MATMUL(matmul_q8_vnni, 0)
-VNNI_MATMUL(matmul_q4_vnni, 1)
+VNNI_MATMUL(matmul_q8_vnni, 0, FETCH_NONE)
+VNNI_MATMUL(matmul_q4_vnni, 1, FETCH_NONE)
+/* The same with a decode step's requests into L2 (chosen on AMD for
+ * weights that come from memory: KERNELS in kernels.h) */
+VNNI_MATMUL(matmul_q8_vnni_l2, 0, FETCH_L2)
+VNNI_MATMUL(matmul_q4_vnni_l2, 1, FETCH_L2)
 
 #ifdef QKV_HAVE_AMX
 /* AMX: a prompt's positions sixteen at a time through the tile unit. One
@@ -639,7 +655,7 @@ TARGET_AMX static void matmul_panels_amx(float *out, int os, const Activations *
             panel_amx(out_at(out, os, g * AMX_POSITIONS, row0), os, act_q(a, g * AMX_POSITIONS), a->stride,
                       dx + (size_t)g * blocks * AMX_POSITIONS, tiles, ws, blocks, rows, g == 0 ? next : NULL,
                       packed_value_bytes(q4));
-        panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, groups * AMX_POSITIONS, q4);
+        panel_vnni_from(out, os, a, panel, blocks, row0, begin, end, groups * AMX_POSITIONS, q4, FETCH_NONE);
     }
     _tile_release();
     free(scratch);

@@ -639,6 +639,9 @@ static void info(const Model *m, const char *path, int ctx) {
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms)\n", positions, biases);
     printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
     printf("kernels           %s (%s; QKV_ISA, QKV_VENDOR)\n", isa_name(isa_available()), model_kernel_name(m));
+    size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();
+    printf("weights a step    %zu bytes: %s (half the last-level cache: %zu bytes)\n", step,
+           weights_from_memory(step) ? "from memory" : "cached", llc / 2);
     size_t kv = kv_cache_bytes_per_token(c);
     printf("KV cache          %zu bytes per token, %zu bytes for the full context of %d\n",
            kv, kv * (size_t)c->seq_len, c->seq_len);

@@ -390,7 +390,7 @@ static void test_matmul_kernels(void) {
          * reference's order); the float AVX-512 kernels against AVX2's (both
          * one FMA a column, in column order; the portable C has no FMA) */
         Isa same_as = quant ? ISA_PORTABLE : ISA_AVX2;
-        MatmulKernel portable = e->isa > same_as ? kernel_for(e->type, same_as)->run : NULL;
+        MatmulKernel portable = e->isa > same_as ? kernel_for(e->type, same_as, 0)->run : NULL;
         int same = 1, as_portable = 1;
         double worst = 0;
         for (int li = 0; li < n_lengths; li++) {
@@ -411,15 +411,32 @@ static void test_matmul_kernels(void) {
     }
 }
 
-/* The kernel chosen per CPU maker (QKV_VENDOR stands in for CPUID): on
- * AMD, float32 with AVX-512 takes the entry without software prefetch;
+/* The AMD entry kernel_for should give for a type, set and the weights'
+ * place (see KERNELS), or NULL where the entry for all makers stands:
+ * float32 with AVX-512 makes no requests; float32 with AVX2 and float16
+ * request lines into L2; int8 and 4-bit with VNNI (not AMX's tiles) too,
+ * for weights from memory only. */
+static const char *amd_entry(WeightType type, Isa isa, int from_memory, int amx_built) {
+    if (type == WEIGHT_F32 && isa >= ISA_AVX512) return "f32 avx512 hw-prefetch";
+    if (type == WEIGHT_F32 && isa == ISA_AVX2) return "f32 avx2 l2-prefetch";
+    if (type == WEIGHT_F16 && isa >= ISA_AVX512) return "f16 avx512 l2-prefetch";
+    if (type == WEIGHT_F16 && isa == ISA_AVX2) return "f16 avx2+f16c l2-prefetch";
+    int int8_l2 = from_memory && (isa == ISA_AVX512_VNNI || (isa == ISA_AMX && !amx_built));
+    if (type == WEIGHT_Q8_0 && int8_l2) return "q8_0 avx512vnni l2-prefetch";
+    if (type == WEIGHT_Q4_0 && int8_l2) return "q4_0 avx512vnni l2-prefetch";
+    return NULL;
+}
+
+/* The kernel chosen per CPU maker (QKV_VENDOR stands in for CPUID) and
+ * for weights from memory or cached: on AMD the entries amd_entry names;
  * on Intel, and for every other type and set, the one entry for all. The
  * KV cache's kernels request rows ahead on every maker but AMD, and a
  * cache made under each maker says so; with x86 kernels the float keys'
  * row kernels with and without the requests are two. */
 static void test_kernel_vendor(void) {
-    int ok = 1, fetch_ok = 1, x86 = 0; /* the build has the x86 kernels: the table lists AVX2 ones */
+    int ok = 1, fetch_ok = 1, x86 = 0, amx = 0; /* x86: the build has the x86 kernels (AVX2 entries) */
     for (int k = 0; k < kernel_count(); k++) x86 |= kernel_at(k)->isa == ISA_AVX2;
+    for (int k = 0; k < kernel_count(); k++) amx |= kernel_at(k)->isa == ISA_AMX;
     const char *was = getenv("QKV_VENDOR"); /* CI's run with the other maker's kernels sets it */
     char saved[16] = "";
     if (was) snprintf(saved, sizeof saved, "%s", was);
@@ -427,12 +444,15 @@ static void test_kernel_vendor(void) {
         setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
         if (cpu_vendor() != (Vendor)v) ok = 0;
         for (int type = 0; type < WEIGHT_TYPE_COUNT; type++)
-            for (int isa = 0; isa < ISA_COUNT; isa++) {
-                const KernelEntry *e = kernel_for((WeightType)type, (Isa)isa);
-                int amd_one = x86 && v == VENDOR_AMD && type == WEIGHT_F32 && isa >= ISA_AVX512;
-                if (!e || e->vendor != (amd_one ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
-                if (amd_one && strcmp(e->name, "f32 avx512 hw-prefetch") != 0) ok = 0;
-            }
+            for (int isa = 0; isa < ISA_COUNT; isa++)
+                for (int from_memory = 0; from_memory < 2; from_memory++) {
+                    const KernelEntry *e = kernel_for((WeightType)type, (Isa)isa, from_memory);
+                    const char *amd = x86 && v == VENDOR_AMD ? amd_entry((WeightType)type, (Isa)isa, from_memory, amx)
+                                                             : NULL;
+                    if (!e || e->vendor != (amd ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
+                    if (e && amd && strcmp(e->name, amd) != 0) ok = 0;
+                    if (e && e->from_memory && !from_memory) ok = 0;
+                }
         KVCache kv;
         if (kv_cache_init(&kv, KV_F16, 1, 1, 16, 8) == 0) {
             if (kv.fetch_ahead != (v != VENDOR_AMD) || kv_fetch_ahead() != kv.fetch_ahead) fetch_ok = 0;
@@ -448,11 +468,41 @@ static void test_kernel_vendor(void) {
         }
     if (was) setenv("QKV_VENDOR", saved, 1);
     else unsetenv("QKV_VENDOR");
-    report(ok, "kernel choice per CPU maker: AMD's float32 AVX-512 entry on AMD only (QKV_VENDOR any, intel, amd)",
-           "a kernel chosen for the wrong maker");
+    report(ok, "kernel choice per CPU maker and weights' place: AMD's entries on AMD only, its int8 ones for "
+           "weights from memory only (QKV_VENDOR any, intel, amd)",
+           "a kernel chosen for the wrong maker or place");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker: none on AMD, on any other (QKV_VENDOR any, "
            "intel, amd); the float keys' row kernels with and without them",
            "the wrong choice, or one kernel for both");
+}
+
+/* Where a decode step finds its weights: from memory past half the
+ * last-level cache, whose size sysfs gives (its index3, read here on its
+ * own; 32 MiB where there is none); and a model's every matrix has the
+ * kernel chosen for its weights' place. */
+static void test_weights_place(void) {
+    size_t llc = last_level_cache_bytes(), expected = (size_t)32 << 20;
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    unsigned long kib = 0;
+    if (f && fscanf(f, "%luK", &kib) == 1 && kib > 0) expected = (size_t)kib * 1024;
+    if (f) fclose(f);
+    report(llc == expected && !weights_from_memory(0) && !weights_from_memory(llc / 2) &&
+               weights_from_memory(llc / 2 + 1),
+           "weights from memory past half the last-level cache (sysfs's L3 size, or 32 MiB)",
+           "cache %zu bytes, expected %zu", llc, expected);
+    Model m;
+    char err[256];
+    if (model_load(&m, "models/stories.bin", err, sizeof err)) { report(0, "models/stories.bin", "%s", err); return; }
+    int from_memory = weights_from_memory(weight_bytes_per_token(&m)), same = 1;
+    for (int l = 0; l < m.config.n_layers; l++) {
+        const LayerWeights *w = &m.weights.layers[l];
+        const Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            same &= mats[i]->kernel == kernel_for(mats[i]->type, isa_available(), from_memory);
+    }
+    same &= m.weights.classifier.kernel == kernel_for(m.weights.classifier.type, isa_available(), from_memory);
+    report(same, "models/stories.bin: every matrix's kernel is the one for its weights' place", "a kernel differs");
+    model_free(&m);
 }
 
 /* kernels.h's buffers, of each size class (calloc's, mapped, on large
@@ -1453,6 +1503,7 @@ int main(void) {
     test_activations_quantize();
     test_matmul_kernels();
     test_kernel_vendor();
+    test_weights_place();
     test_buffers();
     test_packed_rows();
     test_quantizers();
