@@ -177,7 +177,8 @@ typedef struct {
     Isa isa;        /* what the CPU needs for it */
     const char *name;
     MatmulKernel run;
-    Vendor vendor;  /* VENDOR_ANY, or the maker whose CPUs it is chosen on */
+    Vendor vendor;   /* VENDOR_ANY, or the maker whose CPUs it is chosen on */
+    int family;      /* 0, or the only CPU family (cpu_family) of that maker it is chosen on */
     int from_memory; /* 1: chosen only for weights that come from memory (weights_from_memory) */
 } KernelEntry;
 
@@ -187,6 +188,10 @@ const char *vendor_name(Vendor vendor);
  * environment variable QKV_VENDOR (intel, amd, any) instead, so that one
  * maker's choice can be measured on the other's CPU. */
 Vendor cpu_vendor(void);
+/* This CPU's family (CPUID leaf 1's base family, plus its extended family
+ * where the base is 15: AMD's Zen 3 and Zen 4 are 25, Zen 5 is 26; Intel's
+ * cores 6), or the environment variable QKV_FAMILY (a number) instead. */
+int cpu_family(void);
 /* The best instruction set this CPU and OS support, capped by the
  * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
  * tests and CI can force each path. */
@@ -194,7 +199,7 @@ Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
 /* The fastest kernel for a type within an instruction set, on this CPU's
- * maker (cpu_vendor), for a model whose weights come from memory
+ * maker and family (cpu_vendor, cpu_family), for a model whose weights come from memory
  * (from_memory) or stay in the caches; kernel_best asks isa_available()
  * for cached weights (the CPU is probed once a process; QKV_ISA and
  * QKV_VENDOR read each time). */
@@ -622,6 +627,14 @@ static Isa probe_cpu(void) {
     return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
 
+/* CPUID leaf 1's family: EAX bits 8-11, plus bits 20-27 where those are 15 */
+static int probe_family(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int base = (int)((a >> 8) & 0xf);
+    return base == 15 ? base + (int)((a >> 20) & 0xff) : base;
+}
+
 /* CPUID leaf 0's maker string, 12 bytes in EBX, EDX, ECX: "GenuineIntel",
  * "AuthenticAMD" (and Hygon's "HygonGenuine", AMD's Zen cores). */
 static Vendor probe_vendor(void) {
@@ -636,21 +649,24 @@ static Vendor probe_vendor(void) {
 #else
 static Isa probe_cpu(void) { return ISA_PORTABLE; }
 static Vendor probe_vendor(void) { return VENDOR_ANY; }
+static int probe_family(void) { return 0; }
 #endif
 
-/* probe_cpu and probe_vendor, asked once, as one value (the instruction
- * set in the low byte, the maker above it): CPUID is slow in a virtual
- * machine (a trap to the host), and a prompt quantizes its activations
- * hundreds of times. Two threads that both ask store the same answer. */
+/* probe_cpu, probe_vendor and probe_family, asked once, as one value (the
+ * instruction set in the low byte, the maker in the next, the family
+ * above): CPUID is slow in a virtual machine (a trap to the host), and a
+ * prompt quantizes its activations hundreds of times. Two threads that
+ * both ask store the same answer. */
 static int cpu_of_this_machine(void) {
     static _Atomic int known = -1;
     int cpu = known;
-    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8;
+    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8 | (probe_family() & 0xfff) << 16;
     return cpu;
 }
 
 static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
-static Vendor vendor_of_cpu(void) { return (Vendor)(cpu_of_this_machine() >> 8); }
+static Vendor vendor_of_cpu(void) { return (Vendor)((cpu_of_this_machine() >> 8) & 0xff); }
+static int family_of_cpu(void) { return cpu_of_this_machine() >> 16; }
 
 #include "kernels_float.h" /* the float32 and float16 kernels (kernels_float.c) */
 #include "kernels_rows.h"  /* float rows as stored: the KV cache's keys */
@@ -696,47 +712,52 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 /* The table                                                                 */
 
 /* The float decode's own requests for its lines (prefetch_column in
- * kernels_float.c) were added on an Intel Xeon, into L1. On an AMD EPYC
+ * kernels_float.c) were added on an Intel Xeon, into L1. On AMD EPYCs
  * (README, "The same on an AMD EPYC"):
  * - float32's AVX-512 kernel decodes faster without them (the hardware
- *   prefetchers keep its four streams fed): 5-17% on a Zen 5, 10-20%
- *   on a Zen 4 (family 25), where requests into L2 fall between;
- * - the other float kernels are fastest with requests into L2 only: on
- *   the Zen 4, 1 thread, 42M float16 297-322 tok/s against 235-241 into
- *   L1 and 270-294 without; 15M float16 (31 MB) 1,489-1,502 against
- *   633-840 and 541-703; AVX2 float16 and float32 ahead too;
- * - the int8 and 4-bit VNNI kernels, which make no requests, decode
- *   weights from memory 25-60% faster with requests into L2 (42M Q8_0
- *   and Q4_0), but cached ones 5-9% slower (15M Q8_0 and Q4_0, the
- *   stories model's): their AMD entries are taken only for weights from
- *   memory (weights_from_memory).
- * So those kernels have second entries, chosen on AMD. */
+ *   prefetchers keep its four streams fed): 5-17% on a Zen 5 (family
+ *   26), 10-20% on a Zen 4 (family 25), where requests into L2 fall
+ *   between. Its entry without them is taken on every AMD.
+ * - On the Zen 4 the other float kernels are fastest with requests into
+ *   L2 only: 1 thread, 42M float16 297-322 tok/s against 235-241 into L1
+ *   and 270-294 without; 15M float16 (31 MB) 1,489-1,502 against 633-840
+ *   and 541-703; AVX2's float16 and float32 ahead too. On the Zen 5 the
+ *   same requests into L2 were 14-20% slower than into L1 (float16), so
+ *   these entries are the Zen 4's family's (25, with Zen 3, which has no
+ *   AVX-512 and was not measured).
+ * - The int8 and 4-bit VNNI kernels, which make no requests, decode
+ *   weights from memory 25-60% faster on the Zen 4 with requests into L2
+ *   (42M Q8_0 and Q4_0), but cached ones 5-9% slower (15M Q8_0 and Q4_0,
+ *   the stories model's): those entries are taken only for weights from
+ *   memory (weights_from_memory). On the Zen 5, requests made no
+ *   difference beyond the noise.
+ */
 static const KernelEntry KERNELS[] = {
-    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY, 0 },
-    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY, 0 },
-    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY, 0 },
-    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0 },
+    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0, 0 },
 #ifdef QKV_HAVE_X86_KERNELS
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0 },
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 0 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 0 },
-    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0 },
-    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0 },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0 },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0 },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0 },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512 l2-prefetch", matmul_f16_avx512_l2, VENDOR_AMD, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY, 0 },
-    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni l2-prefetch", matmul_q8_vnni_l2, VENDOR_AMD, 1 },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY, 0 },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni l2-prefetch", matmul_q4_vnni_l2, VENDOR_AMD, 1 },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 25, 0 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 25, 0 },
+    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0, 0 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512 l2-prefetch", matmul_f16_avx512_l2, VENDOR_AMD, 25, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni l2-prefetch", matmul_q8_vnni_l2, VENDOR_AMD, 25, 1 },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni l2-prefetch", matmul_q4_vnni_l2, VENDOR_AMD, 25, 1 },
 #endif
 #ifdef QKV_HAVE_AMX
-    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY, 0 },
-    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY, 0 },
+    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY, 0, 0 },
 #endif
 };
 
@@ -773,24 +794,30 @@ Vendor cpu_vendor(void) {
     return vendor_of_cpu();
 }
 
+int cpu_family(void) {
+    const char *name = getenv("QKV_FAMILY");
+    return name ? atoi(name) : family_of_cpu();
+}
+
 /* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
  * 33-34 GB/s with the hardware prefetchers alone, 28-29 with requests 1 to
  * 8 KiB ahead. */
 int kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD; }
 
-/* How closely an entry is made for where it runs: for a maker, and for
- * weights from memory too */
-static int entry_fit(const KernelEntry *e) { return (e->vendor != VENDOR_ANY) + e->from_memory; }
+/* How closely an entry is made for where it runs: for a maker, a family
+ * of its CPUs, weights from memory */
+static int entry_fit(const KernelEntry *e) { return (e->vendor != VENDOR_ANY) + (e->family != 0) + e->from_memory; }
 
 /* The widest instruction set's kernel for type; between two of the same
  * set, the one made most closely for this CPU's maker and the weights. */
 const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory) {
     const KernelEntry *best = NULL;
     Vendor vendor = cpu_vendor();
+    int family = cpu_family();
     for (int i = 0; i < kernel_count(); i++) {
         const KernelEntry *e = &KERNELS[i];
         if (e->type != type || e->isa > isa || (e->vendor != VENDOR_ANY && e->vendor != vendor)) continue;
-        if (e->from_memory && !from_memory) continue;
+        if ((e->family && e->family != family) || (e->from_memory && !from_memory)) continue;
         if (!best || e->isa > best->isa || (e->isa == best->isa && entry_fit(e) > entry_fit(best))) best = e;
     }
     return best;

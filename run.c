@@ -638,7 +638,8 @@ static void info(const Model *m, const char *path, int ctx) {
            c->shared_classifier ? " (tied to the embedding)" : "");
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms)\n", positions, biases);
     printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
-    printf("kernels           %s (%s; QKV_ISA, QKV_VENDOR)\n", isa_name(isa_available()), model_kernel_name(m));
+    printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
+    printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();
     printf("weights a step    %zu bytes: %s (half the last-level cache: %zu bytes)\n", step,
            weights_from_memory(step) ? "from memory" : "cached", llc / 2);

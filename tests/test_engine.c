@@ -411,13 +411,15 @@ static void test_matmul_kernels(void) {
     }
 }
 
-/* The AMD entry kernel_for should give for a type, set and the weights'
- * place (see KERNELS), or NULL where the entry for all makers stands:
- * float32 with AVX-512 makes no requests; float32 with AVX2 and float16
- * request lines into L2; int8 and 4-bit with VNNI (not AMX's tiles) too,
- * for weights from memory only. */
-static const char *amd_entry(WeightType type, Isa isa, int from_memory, int amx_built) {
+/* The AMD entry kernel_for should give for a type, set, CPU family and
+ * the weights' place (see KERNELS), or NULL where the entry for all makers
+ * stands: float32 with AVX-512 makes no requests on every family; on
+ * family 25 (Zen 3 and 4) float32 with AVX2 and float16 request lines
+ * into L2, and int8 and 4-bit with VNNI (not AMX's tiles) too, for
+ * weights from memory only. */
+static const char *amd_entry(WeightType type, Isa isa, int family, int from_memory, int amx_built) {
     if (type == WEIGHT_F32 && isa >= ISA_AVX512) return "f32 avx512 hw-prefetch";
+    if (family != 25) return NULL;
     if (type == WEIGHT_F32 && isa == ISA_AVX2) return "f32 avx2 l2-prefetch";
     if (type == WEIGHT_F16 && isa >= ISA_AVX512) return "f16 avx512 l2-prefetch";
     if (type == WEIGHT_F16 && isa == ISA_AVX2) return "f16 avx2+f16c l2-prefetch";
@@ -427,8 +429,31 @@ static const char *amd_entry(WeightType type, Isa isa, int from_memory, int amx_
     return NULL;
 }
 
-/* The kernel chosen per CPU maker (QKV_VENDOR stands in for CPUID) and
- * for weights from memory or cached: on AMD the entries amd_entry names;
+/* Every type's, set's and place's kernel under maker v and a family (set
+ * in QKV_VENDOR and QKV_FAMILY) is the one amd_entry names on AMD, the
+ * entry for all makers elsewhere. */
+static int kernel_choice_ok(Vendor v, int family, int x86, int amx) {
+    char number[16];
+    snprintf(number, sizeof number, "%d", family);
+    setenv("QKV_VENDOR", vendor_name(v), 1);
+    setenv("QKV_FAMILY", number, 1);
+    int ok = cpu_vendor() == v && cpu_family() == family;
+    for (int type = 0; type < WEIGHT_TYPE_COUNT; type++)
+        for (int isa = 0; isa < ISA_COUNT; isa++)
+            for (int from_memory = 0; from_memory < 2; from_memory++) {
+                const KernelEntry *e = kernel_for((WeightType)type, (Isa)isa, from_memory);
+                const char *amd =
+                    x86 && v == VENDOR_AMD ? amd_entry((WeightType)type, (Isa)isa, family, from_memory, amx) : NULL;
+                if (!e || e->vendor != (amd ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
+                if (e && amd && strcmp(e->name, amd) != 0) ok = 0;
+                if (e && e->from_memory && !from_memory) ok = 0;
+            }
+    return ok;
+}
+
+/* The kernel chosen per CPU maker and family (QKV_VENDOR and QKV_FAMILY
+ * stand in for CPUID) and for weights from memory or cached: on AMD the
+ * entries amd_entry names;
  * on Intel, and for every other type and set, the one entry for all. The
  * KV cache's kernels request rows ahead on every maker but AMD, and a
  * cache made under each maker says so; with x86 kernels the float keys'
@@ -437,22 +462,15 @@ static void test_kernel_vendor(void) {
     int ok = 1, fetch_ok = 1, x86 = 0, amx = 0; /* x86: the build has the x86 kernels (AVX2 entries) */
     for (int k = 0; k < kernel_count(); k++) x86 |= kernel_at(k)->isa == ISA_AVX2;
     for (int k = 0; k < kernel_count(); k++) amx |= kernel_at(k)->isa == ISA_AMX;
-    const char *was = getenv("QKV_VENDOR"); /* CI's run with the other maker's kernels sets it */
-    char saved[16] = "";
+    const char *was = getenv("QKV_VENDOR"), *was_family = getenv("QKV_FAMILY"); /* CI's runs set them */
+    char saved[16] = "", saved_family[16] = "";
     if (was) snprintf(saved, sizeof saved, "%s", was);
+    if (was_family) snprintf(saved_family, sizeof saved_family, "%s", was_family);
+    static const int families[] = { 6, 25, 26 };
+    for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
+        for (int f = 0; f < 3; f++) ok &= kernel_choice_ok((Vendor)v, families[f], x86, amx);
     for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++) {
         setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
-        if (cpu_vendor() != (Vendor)v) ok = 0;
-        for (int type = 0; type < WEIGHT_TYPE_COUNT; type++)
-            for (int isa = 0; isa < ISA_COUNT; isa++)
-                for (int from_memory = 0; from_memory < 2; from_memory++) {
-                    const KernelEntry *e = kernel_for((WeightType)type, (Isa)isa, from_memory);
-                    const char *amd = x86 && v == VENDOR_AMD ? amd_entry((WeightType)type, (Isa)isa, from_memory, amx)
-                                                             : NULL;
-                    if (!e || e->vendor != (amd ? VENDOR_AMD : VENDOR_ANY) || e->type != type || e->isa > isa) ok = 0;
-                    if (e && amd && strcmp(e->name, amd) != 0) ok = 0;
-                    if (e && e->from_memory && !from_memory) ok = 0;
-                }
         KVCache kv;
         if (kv_cache_init(&kv, KV_F16, 1, 1, 16, 8) == 0) {
             if (kv.fetch_ahead != (v != VENDOR_AMD) || kv_fetch_ahead() != kv.fetch_ahead) fetch_ok = 0;
@@ -468,8 +486,11 @@ static void test_kernel_vendor(void) {
         }
     if (was) setenv("QKV_VENDOR", saved, 1);
     else unsetenv("QKV_VENDOR");
-    report(ok, "kernel choice per CPU maker and weights' place: AMD's entries on AMD only, its int8 ones for "
-           "weights from memory only (QKV_VENDOR any, intel, amd)",
+    if (was_family) setenv("QKV_FAMILY", saved_family, 1);
+    else unsetenv("QKV_FAMILY");
+    report(ok, "kernel choice per CPU maker, family and weights' place: AMD's entries on AMD only, its family 25 "
+           "ones there only, its int8 ones for weights from memory only (QKV_VENDOR any, intel, amd; QKV_FAMILY "
+           "6, 25, 26)",
            "a kernel chosen for the wrong maker or place");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker: none on AMD, on any other (QKV_VENDOR any, "
            "intel, amd); the float keys' row kernels with and without them",
