@@ -432,11 +432,17 @@ static int attention_spans(const KVCache *kv, int layer, int n_heads, int n_keys
 }
 
 /* A phase of the spans from *next on (n of them), in part part, its lines
- * requested ahead with fetch */
-static ReadPhase phase_of(ReadSpan **next, int n, int part, int fetch) {
+ * requested ahead as fetch says */
+static ReadPhase phase_of(ReadSpan **next, int n, int part, Fetch fetch) {
     ReadPhase phase = { *next, n, part, fetch };
     *next += n;
     return phase;
+}
+
+/* How w's kernel requests a decode step's lines */
+static Fetch matrix_fetch(const Matrix *w) {
+    const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
+    return k ? k->fetch : FETCH_NONE;
 }
 
 ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases) {
@@ -454,17 +460,18 @@ ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadS
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
         next[0] = matrix_span(&w->wq), next[1] = matrix_span(&w->wk), next[2] = matrix_span(&w->wv);
-        phases[k++] = phase_of(&next, 3, 0, 1);
-        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1, kv->fetch_ahead);
+        phases[k++] = phase_of(&next, 3, 0, matrix_fetch(&w->wq));
+        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1,
+                               kv->fetch_ahead ? FETCH_L1 : FETCH_NONE);
         next[0] = matrix_span(&w->wo);
-        phases[k++] = phase_of(&next, 1, 0, 1);
+        phases[k++] = phase_of(&next, 1, 0, matrix_fetch(&w->wo));
         next[0] = matrix_span(&w->w1), next[1] = matrix_span(&w->w3); /* GPT-2: no w3, 0 bytes */
-        phases[k++] = phase_of(&next, 2, 0, 1);
+        phases[k++] = phase_of(&next, 2, 0, matrix_fetch(&w->w1));
         next[0] = matrix_span(&w->w2);
-        phases[k++] = phase_of(&next, 1, 0, 1);
+        phases[k++] = phase_of(&next, 1, 0, matrix_fetch(&w->w2));
     }
     next[0] = matrix_span(&m->weights.classifier);
-    phases[k++] = phase_of(&next, 1, 0, 1);
+    phases[k++] = phase_of(&next, 1, 0, matrix_fetch(&m->weights.classifier));
     *n_phases = k;
     return phases;
 }

@@ -172,6 +172,12 @@ void activations_quantize(Activations *a, Isa isa);
  * same instructions (their prefetchers differ: see KERNELS). */
 typedef enum { VENDOR_ANY = 0, VENDOR_INTEL = 1, VENDOR_AMD = 2, VENDOR_COUNT } Vendor;
 
+/* How a decode step's kernel requests its lines ahead of its reads: not
+ * at all (the hardware prefetchers alone), into L1 (prefetcht0), or into
+ * L2 only (prefetcht1). Which pays differs between CPU makers and
+ * kernels (KERNELS, below). */
+typedef enum { FETCH_NONE = 0, FETCH_L1 = 1, FETCH_L2 = 2 } Fetch;
+
 typedef struct {
     WeightType type;
     Isa isa;        /* what the CPU needs for it */
@@ -180,6 +186,7 @@ typedef struct {
     Vendor vendor;   /* VENDOR_ANY, or the maker whose CPUs it is chosen on */
     int family;      /* 0, or the only CPU family (cpu_family) of that maker it is chosen on */
     int from_memory; /* 1: chosen only for weights that come from memory (weights_from_memory) */
+    Fetch fetch;     /* how its decode step requests the weights' lines (the bench's in-order read does the same) */
 } KernelEntry;
 
 const char *isa_name(Isa isa);
@@ -733,31 +740,31 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
  *   difference beyond the noise.
  */
 static const KernelEntry KERNELS[] = {
-    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0, 0 },
+    { WEIGHT_F32, ISA_PORTABLE, "f32 portable", matmul_f32_portable, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_F16, ISA_PORTABLE, "f16 portable", matmul_f16_portable, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q8_0, ISA_PORTABLE, "q8_0 portable", matmul_q8_portable, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0, 0, FETCH_NONE },
 #ifdef QKV_HAVE_X86_KERNELS
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 25, 0 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 25, 0 },
-    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0, 0 },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0, 0 },
-    { WEIGHT_F16, ISA_AVX512, "f16 avx512 l2-prefetch", matmul_f16_avx512_l2, VENDOR_AMD, 25, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni l2-prefetch", matmul_q8_vnni_l2, VENDOR_AMD, 25, 1 },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni l2-prefetch", matmul_q4_vnni_l2, VENDOR_AMD, 25, 1 },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 25, 0, FETCH_L2 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 25, 0, FETCH_L2 },
+    { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0, 0, FETCH_NONE },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_F16, ISA_AVX512, "f16 avx512 l2-prefetch", matmul_f16_avx512_l2, VENDOR_AMD, 25, 0, FETCH_L2 },
+    { WEIGHT_Q8_0, ISA_AVX512, "q8_0 avx512bw", matmul_q8_avx512, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q4_0, ISA_AVX512, "q4_0 avx512bw", matmul_q4_avx512, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni", matmul_q8_vnni, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q8_0, ISA_AVX512_VNNI, "q8_0 avx512vnni l2-prefetch", matmul_q8_vnni_l2, VENDOR_AMD, 25, 1, FETCH_L2 },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni", matmul_q4_vnni, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q4_0, ISA_AVX512_VNNI, "q4_0 avx512vnni l2-prefetch", matmul_q4_vnni_l2, VENDOR_AMD, 25, 1, FETCH_L2 },
 #endif
 #ifdef QKV_HAVE_AMX
-    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY, 0, 0 },
-    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY, 0, 0 },
+    { WEIGHT_Q8_0, ISA_AMX, "q8_0 amx-int8", matmul_q8_amx, VENDOR_ANY, 0, 0, FETCH_NONE },
+    { WEIGHT_Q4_0, ISA_AMX, "q4_0 amx-int8", matmul_q4_amx, VENDOR_ANY, 0, 0, FETCH_NONE },
 #endif
 };
 

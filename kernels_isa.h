@@ -81,13 +81,8 @@ static inline float dot_f32(const float *w, const float *x, int n) {
 long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
 #endif
 
-/* How a decode step's kernel requests its weights' lines ahead of its
- * reads: not at all (the hardware prefetchers alone), into L1
- * (prefetcht0), or into L2 only (prefetcht1). Which pays differs between
- * CPU makers and kernels (KERNELS in kernels.h). */
-typedef enum { FETCH_NONE = 0, FETCH_L1 = 1, FETCH_L2 = 2 } Fetch;
-
-/* A request for the line at p, into L1 or L2 (fetch is not FETCH_NONE) */
+/* A request for the line at p, into L1 or L2 (fetch: kernels.h's Fetch,
+ * not FETCH_NONE) */
 INLINE void fetch_line(const void *p, Fetch fetch) {
     if (fetch == FETCH_L2) _mm_prefetch((const char *)p, _MM_HINT_T1);
     else _mm_prefetch((const char *)p, _MM_HINT_T0);

@@ -116,7 +116,8 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 
 #ifdef PROBE_X86
 /* With fetch (a phase's: roofline.h), lines QKV_KV_AHEAD bytes ahead are
- * requested, as most weight kernels do, and the KV cache's where its
+ * requested into L1 or L2, as the weights' kernel requests its own
+ * (KernelEntry.fetch), and into L1 for the KV cache's where its
  * fetch_ahead says so (every maker but AMD: kernels.h): there the hardware
  * prefetcher alone leaves a plain read of rows from memory slower than
  * attention's own */
@@ -127,16 +128,22 @@ static size_t to_line(const unsigned char *p, size_t n) {
     return head < n ? head : n;
 }
 
+/* A request for the line at p, into L1 or L2 (fetch is not FETCH_NONE) */
+static inline void request_line(const unsigned char *p, Fetch fetch) {
+    if (fetch == FETCH_L2) _mm_prefetch((const char *)p, _MM_HINT_T1);
+    else _mm_prefetch((const char *)p, _MM_HINT_T0);
+}
+
 __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(const unsigned char *p, size_t n,
-                                                                              int fetch) {
+                                                                              Fetch fetch) {
     size_t head = to_line(p, n), i = 0;
     uint64_t s = bytes_sum_portable(p, head);
     p += head, n -= head;
     __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
     for (; i + 128 <= n; i += 128) {
         if (fetch) {
-            _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + i + QKV_KV_AHEAD + 64, _MM_HINT_T0);
+            request_line(p + i + QKV_KV_AHEAD, fetch);
+            request_line(p + i + QKV_KV_AHEAD + 64, fetch);
         }
         s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
         s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
@@ -145,13 +152,13 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(con
     return s + (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(s0, s1)) + bytes_sum_portable(p + i, n - i);
 }
 
-__attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned char *p, size_t n, int fetch) {
+__attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned char *p, size_t n, Fetch fetch) {
     size_t head = to_line(p, n), i = 0;
     uint64_t s = bytes_sum_portable(p, head), lanes[4];
     p += head, n -= head;
     __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
     for (; i + 64 <= n; i += 64) {
-        if (fetch) _mm_prefetch((const char *)p + i + QKV_KV_AHEAD, _MM_HINT_T0);
+        if (fetch) request_line(p + i + QKV_KV_AHEAD, fetch);
         s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
         s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
     }
@@ -160,7 +167,7 @@ __attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned ch
 }
 #endif
 
-static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n, int fetch) {
+static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n, Fetch fetch) {
 #ifdef PROBE_X86
     if (isa >= ISA_AVX512) return bytes_sum_avx512(p, n, fetch);
     if (isa >= ISA_AVX2) return bytes_sum_avx2(p, n, fetch);

@@ -4,6 +4,7 @@
 #define QKV_ROOFLINE_H
 
 #include <stddef.h>
+#include "kernels.h" /* Fetch */
 
 typedef struct {
     int threads;
@@ -27,13 +28,14 @@ typedef struct {
 /* What a step reads between two meetings of its threads (one matrix
  * product, or one layer's attention), in order. part: whose time it is
  * (0 the weights, 1 the keys and values). fetch: its lines are requested
- * QKV_KV_AHEAD bytes ahead, as its kernels request theirs (the KV cache's
- * where its fetch_ahead says so). */
+ * QKV_KV_AHEAD bytes ahead into L1 or L2, or not at all, as its kernels
+ * request theirs (the weights' kernel's KernelEntry.fetch; the KV cache's
+ * into L1 where its fetch_ahead says so). */
 typedef struct {
     const ReadSpan *spans;
     int n_spans;
     int part;
-    int fetch;
+    Fetch fetch;
 } ReadPhase;
 
 /* The in-order read: the phases one after another, each cut into threads

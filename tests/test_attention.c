@@ -498,11 +498,14 @@ static int spans_cover(const KVCache *kv, const ReadPhase *phases, int n_phases,
     return ok;
 }
 
-/* 1 when the weights' phases request their lines ahead and the keys' and
- * values' do where the cache's kernels do (kv_fetch_ahead) */
-static int fetch_as_kernels(const KVCache *kv, const ReadPhase *phases, int n_phases) {
+/* 1 when the weights' phases request their lines as their kernel does
+ * (every matrix of the test model has one type, so one kernel) and the
+ * keys' and values' into L1 where the cache's kernels request theirs
+ * (kv_fetch_ahead) */
+static int fetch_as_kernels(const Model *m, const KVCache *kv, const ReadPhase *phases, int n_phases) {
     int ok = 1;
-    for (int k = 0; k < n_phases; k++) ok &= phases[k].fetch == (phases[k].part == 1 ? kv->fetch_ahead : 1);
+    Fetch weights = m->weights.layers[0].wq.kernel->fetch, keys = kv->fetch_ahead ? FETCH_L1 : FETCH_NONE;
+    for (int k = 0; k < n_phases; k++) ok &= phases[k].fetch == (phases[k].part == 1 ? keys : weights);
     return ok;
 }
 
@@ -580,7 +583,7 @@ static void test_step_reads(void) {
         int key_slots = type == KV_Q8 ? (KEYS + 15) / 16 * 16 : KEYS; /* int8 keys: panels of 16 */
         report(phases && spans_cover(&s.kv_cache, phases, n_phases, KEYS, key_slots, HEADS / KV_HEADS) &&
                    heads_in_order(&s.kv_cache, phases, HEADS, KEYS) &&
-                   fetch_as_kernels(&s.kv_cache, phases, n_phases),
+                   fetch_as_kernels(&m, &s.kv_cache, phases, n_phases),
                name, "a span outside, or out of order, or requested otherwise, or out of memory");
         free(phases);
         free(spans);
