@@ -63,7 +63,9 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
  * EPYC (Zen 5) the requests slow the reads down instead, and the kernels
  * make none there (kv_fetch_ahead): the same attention, 1 thread, fastest
  * of 30 steps, 3 rounds interleaved, float32 8.4-8.9 -> 7.7-8.2 ms,
- * float16 4.0-4.3 -> 3.6-3.7, int8 2.6-3.1 -> 2.3-2.7 (README). */
+ * float16 4.0-4.3 -> 3.6-3.7, int8 2.6-3.1 -> 2.3-2.7 (README); on a
+ * Zen 4 (family 25) 8.7-11.4 -> 7.9-8.1, 4.2 -> 3.6-3.7, 2.6-2.8 ->
+ * 2.3-2.5, and requests into L2 no better. */
 #ifndef QKV_KV_AHEAD
 #define QKV_KV_AHEAD 2048
 #endif
@@ -225,7 +227,7 @@ MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
 /* 1 when the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead
  * on this CPU's maker (cpu_vendor): on every maker but AMD (and Hygon),
  * whose hardware prefetchers alone read a long context's rows faster
- * (measured on Zen 5 only; kv_cache_init records it, with every
+ * (measured on a Zen 5 and a Zen 4; kv_cache_init records it, with every
  * instruction set). */
 int kv_fetch_ahead(void);
 
