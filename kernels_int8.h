@@ -241,9 +241,8 @@ TARGET_AVX2 INLINE void store_rows_avx2(float *out, int os, int t, int row0, int
  * blocks ahead helped less, 16 and 32 no more. A prompt reads each panel
  * for many positions: with the requests too its prefill was 4-8% slower.
  * The AVX-512 kernels read their panels as fast without on the Xeon; on an
- * AMD EPYC their requests into L2 pay when the weights come from memory
- * (KERNELS in kernels.h), where 2 KiB ahead of Q4_0 (8 blocks) was slower
- * than none. */
+ * AMD EPYC (Zen 4) their requests into L2 pay when the weights come from
+ * memory (KERNELS in kernels.h), 4 KiB ahead faster than 2 (42M Q8_0). */
 #define PANEL_AHEAD_BYTES 4096
 
 /* The lines of the block PANEL_AHEAD_BYTES past block b of a panel of
