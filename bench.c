@@ -439,7 +439,9 @@ static ReadPhase phase_of(ReadSpan **next, int n, int part, Fetch fetch) {
     return phase;
 }
 
-/* How w's kernel requests a decode step's lines */
+/* How w's kernel requests a decode step's lines (a phase of several
+ * matrices takes its first's: a file whose q, k and v, or w1 and w3, differ
+ * in type is read as if all were the first's) */
 static Fetch matrix_fetch(const Matrix *w) {
     const KernelEntry *k = w->kernel ? w->kernel : kernel_best(w->type);
     return k ? k->fetch : FETCH_NONE;

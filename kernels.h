@@ -198,8 +198,9 @@ const char *vendor_name(Vendor vendor);
  * maker's choice can be measured on the other's CPU. */
 Vendor cpu_vendor(void);
 /* This CPU's family (CPUID leaf 1's base family, plus its extended family
- * where the base is 15: AMD's Zen 3 and Zen 4 are 25, Zen 5 is 26; Intel's
- * cores 6), or the environment variable QKV_FAMILY (a number) instead. */
+ * where the base is 15: AMD's Zen 3 and Zen 4 are 25 (19h), Zen 5 is 26;
+ * Intel's cores 6), or the environment variable QKV_FAMILY instead (25, or
+ * 0x19: a C integer). */
 int cpu_family(void);
 /* The best instruction set this CPU and OS support, capped by the
  * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
@@ -210,12 +211,13 @@ const KernelEntry *kernel_at(int i);
 /* The fastest kernel for a type within an instruction set, on this CPU's
  * maker and family (cpu_vendor, cpu_family), for a model whose weights come from memory
  * (from_memory) or stay in the caches; kernel_best asks isa_available()
- * for cached weights (the CPU is probed once a process; QKV_ISA and
- * QKV_VENDOR read each time). */
+ * for cached weights (the CPU is probed once a process; QKV_ISA,
+ * QKV_VENDOR and QKV_FAMILY read each time). */
 const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory);
 const KernelEntry *kernel_best(WeightType type);
-/* The last-level cache's bytes (Linux's sysfs; 32 MiB where it does not
- * say), and whether a decode step's bytes_per_token of weights come from
+/* The last-level cache's bytes (the environment variable QKV_CACHE_BYTES,
+ * else the largest cache Linux's sysfs lists for CPU 0, else 32 MiB), and
+ * whether a decode step's bytes_per_token of weights come from
  * memory: more than half of it (the other cores, or a virtual machine's
  * neighbours, share it: measured on an AMD EPYC's 32 MiB, 16.6 MB of
  * weights decoded as if cached, 23.5 MB as if from memory). */
@@ -728,12 +730,13 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
  *   26), 10-20% on a Zen 4 (family 25), where requests into L2 fall
  *   between. Its entry without them is taken on every AMD.
  * - On the Zen 4 the other float kernels are fastest with requests into
- *   L2 only: 1 thread, 42M float16 297-322 tok/s against 235-241 into L1
- *   and 270-294 without; 15M float16 (31 MB) 1,489-1,502 against 633-840
- *   and 541-703; AVX2's float16 and float32 ahead too. On the Zen 5 the
- *   same requests into L2 were 14-20% slower than into L1 (float16), so
- *   these entries are the Zen 4's family's (25, with Zen 3, which has no
- *   AVX-512 and was not measured).
+ *   L2 only: 1 thread, 42M float16 298-322 tok/s against 235-241 into L1
+ *   and 293-294 without; 15M float16 (31 MB) 1,489-1,502 against 633-840
+ *   and 698-703. On the Zen 5 the same requests into L2 were 14-20%
+ *   slower than into L1 (float16), so these entries are family 25's. With
+ *   AVX2 (QKV_ISA=avx2) requests into L2 were ahead too, but an AVX2-only
+ *   CPU of family 25 is a Zen 3, which was not measured: the AVX2 kernels
+ *   keep their requests into L1.
  * - The int8 and 4-bit VNNI kernels, which make no requests, decode
  *   weights from memory 25-60% faster on the Zen 4 with requests into L2
  *   (42M Q8_0 and Q4_0), but cached ones 5-9% slower (15M Q8_0 and Q4_0,
@@ -748,9 +751,7 @@ static const KernelEntry KERNELS[] = {
     { WEIGHT_Q4_0, ISA_PORTABLE, "q4_0 portable", matmul_q4_portable, VENDOR_ANY, 0, 0, FETCH_NONE },
 #ifdef QKV_HAVE_X86_KERNELS
     { WEIGHT_F32, ISA_AVX2, "f32 avx2", matmul_f32_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
-    { WEIGHT_F32, ISA_AVX2, "f32 avx2 l2-prefetch", matmul_f32_avx2_l2, VENDOR_AMD, 25, 0, FETCH_L2 },
     { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
-    { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c l2-prefetch", matmul_f16_avx2_l2, VENDOR_AMD, 25, 0, FETCH_L2 },
     { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0, 0, FETCH_L1 },
@@ -805,7 +806,7 @@ Vendor cpu_vendor(void) {
 
 int cpu_family(void) {
     const char *name = getenv("QKV_FAMILY");
-    return name ? atoi(name) : family_of_cpu();
+    return name ? (int)strtol(name, NULL, 0) : family_of_cpu();
 }
 
 /* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
@@ -852,6 +853,8 @@ static size_t sysfs_largest_cache(void) {
 }
 
 size_t last_level_cache_bytes(void) {
+    const char *set = getenv("QKV_CACHE_BYTES");
+    if (set && strtoull(set, NULL, 0) > 0) return (size_t)strtoull(set, NULL, 0);
     size_t bytes = sysfs_largest_cache();
     return bytes ? bytes : (size_t)32 << 20;
 }

@@ -158,13 +158,13 @@ INLINE int panels_left(int row0, int end, int max) {
 /* A tile: R panels from row0 times positions t..t+P-1 (the R and P an
  * instruction set's kernel supports: see matmul_float_panels). */
 typedef void (*FloatTile)(float *out, int os, const Activations *a, const unsigned char *panel, size_t panel_bytes,
-                          int cols, int row0, int begin, int end, int t, int R, int P, int half, int prefetch);
+                          int cols, int row0, int begin, int end, int t, int R, int P, int half, Fetch prefetch);
 
 /* A decode step's product (a->n == 1): rows [begin, end) of a float
  * matrix's panels, up to QKV_DECODE_PANELS panels a tile, the panels in
  * tiles as equal as can be (9 as 3 + 3 + 3, not 4 + 4 + 1). */
 INLINE void decode_float_panels(FloatTile tile, float *out, int os, const Activations *a, const void *w, int cols,
-                                int begin, int end, int half, int prefetch) {
+                                int begin, int end, int half, Fetch prefetch) {
     size_t panel_bytes = (size_t)QKV_PANEL * (size_t)cols * (half ? 2 : 4);
     int first = begin - begin % QKV_PANEL;
     const unsigned char *panels = (const unsigned char *)w + (size_t)(first / QKV_PANEL) * panel_bytes;
@@ -184,7 +184,7 @@ INLINE void decode_float_panels(FloatTile tile, float *out, int os, const Activa
  * the pointer, the tile's loop kept fewer addresses in registers: a
  * 200-token prompt 3-7% slower). */
 INLINE void matmul_float_panels(FloatTile tile, int R, int P, float *out, int os, const Activations *a, const void *w,
-                                int cols, int begin, int end, int half, int prefetch) {
+                                int cols, int begin, int end, int half, Fetch prefetch) {
     if (a->n == 1) {
         decode_float_panels(tile, out, os, a, w, cols, begin, end, half, prefetch);
         return;
@@ -222,7 +222,7 @@ TARGET_AVX2 INLINE __m256 column_avx2(const unsigned char *panel, int j, int h, 
  * prompt 1 x 6, twelve of the sixteen registers; a decode step 4 x 1). */
 TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *a, const unsigned char *panel,
                                          size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R,
-                                         int P, int half, int prefetch) {
+                                         int P, int half, Fetch prefetch) {
     const float *x[6];
     __m256 acc[8][6];
 #pragma GCC unroll 6
@@ -257,7 +257,7 @@ TARGET_AVX2 INLINE void tile_panels_avx2(float *out, int os, const Activations *
  * one panel times 1-6 positions. */
 TARGET_AVX2 INLINE void tile_avx2(float *out, int os, const Activations *a, const unsigned char *panel,
                                   size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R, int P,
-                                  int half, int prefetch) {
+                                  int half, Fetch prefetch) {
 #define TILE(RR, PP) tile_panels_avx2(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half, prefetch)
     switch (P == 1 ? R : 10 + P) {
     case 4: TILE(4, 1); break;
@@ -283,17 +283,6 @@ TARGET_AVX2 void matmul_f16_avx2(float *out, int os, const Activations *a, const
     matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, FETCH_L1);
 }
 
-/* The same with a decode step's requests into L2 only (chosen on AMD:
- * KERNELS in kernels.h). Requests change no arithmetic: the same sums. */
-TARGET_AVX2 void matmul_f32_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
-                                    int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 0, FETCH_L2);
-}
-
-TARGET_AVX2 void matmul_f16_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin,
-                                    int end) {
-    matmul_float_panels(tile_avx2, 1, 6, out, os, a, w, cols, begin, end, 1, FETCH_L2);
-}
 
 /* ---- AVX-512 (16 floats a vector: a panel's column is one) ---- */
 
@@ -324,7 +313,7 @@ TARGET_AVX512 INLINE void step_512(__m512 acc[4][8], const unsigned char *panel,
  * 3 x 8 and 2 x 14 189-197 GFLOP/s, 2 x 12 172. */
 TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations *a, const unsigned char *panel,
                                           size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R,
-                                          int P, int half, int prefetch) {
+                                          int P, int half, Fetch prefetch) {
     const float *x[8];
     __m512 acc[4][8];
 #pragma GCC unroll 8
@@ -357,7 +346,7 @@ TARGET_AVX512 INLINE void tile_panels_512(float *out, int os, const Activations 
  * prompt's 1-3 panels times 1-8 positions. */
 TARGET_AVX512 INLINE void tile_512(float *out, int os, const Activations *a, const unsigned char *panel,
                                    size_t panel_bytes, int cols, int row0, int begin, int end, int t, int R, int P,
-                                   int half, int prefetch) {
+                                   int half, Fetch prefetch) {
 #define TILE(RR, PP) tile_panels_512(out, os, a, panel, panel_bytes, cols, row0, begin, end, t, RR, PP, half, prefetch)
 #define TILE_P(RR)                                                                                          \
     switch (P) {                                                                                            \
@@ -399,7 +388,8 @@ TARGET_AVX512 void matmul_f16_avx512(float *out, int os, const Activations *a, c
     matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, FETCH_L1);
 }
 
-/* The same with a decode step's requests into L2 only (chosen on AMD) */
+/* The same with a decode step's requests into L2 only (chosen on AMD:
+ * KERNELS in kernels.h). Requests change no arithmetic: the same sums. */
 TARGET_AVX512 void matmul_f16_avx512_l2(float *out, int os, const Activations *a, const void *w, int cols,
                                         int begin, int end) {
     matmul_float_panels(tile_512, 3, 8, out, os, a, w, cols, begin, end, 1, FETCH_L2);

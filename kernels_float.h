@@ -21,8 +21,6 @@ void matmul_f16_portable(float *out, int os, const Activations *a, const void *w
 #ifdef QKV_HAVE_X86_KERNELS
 void matmul_f32_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f16_avx2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
-void matmul_f32_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
-void matmul_f16_avx2_l2(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f32_avx512(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f32_avx512_hw(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
 void matmul_f16_avx512(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end);
