@@ -641,7 +641,7 @@ static void info(const Model *m, const char *path, int ctx) {
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
     printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();
-    printf("weights a step    %zu bytes: %s (half the last-level cache: %zu bytes)\n", step,
+    printf("weights a step    %zu bytes: %s (half the last-level cache: %zu bytes; QKV_CACHE_BYTES)\n", step,
            weights_from_memory(step) ? "from memory" : "cached", llc / 2);
     size_t kv = kv_cache_bytes_per_token(c);
     printf("KV cache          %zu bytes per token, %zu bytes for the full context of %d\n",
