@@ -463,8 +463,7 @@ ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadS
         const LayerWeights *w = &m->weights.layers[l];
         next[0] = matrix_span(&w->wq), next[1] = matrix_span(&w->wk), next[2] = matrix_span(&w->wv);
         phases[k++] = phase_of(&next, 3, 0, matrix_fetch(&w->wq));
-        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1,
-                               kv->fetch_ahead ? FETCH_L1 : FETCH_NONE);
+        phases[k++] = phase_of(&next, attention_spans(kv, l, c->n_heads, n_keys, next), 1, kv->fetch_ahead);
         next[0] = matrix_span(&w->wo);
         phases[k++] = phase_of(&next, 1, 0, matrix_fetch(&w->wo));
         next[0] = matrix_span(&w->w1), next[1] = matrix_span(&w->w3); /* GPT-2: no w3, 0 bytes */

@@ -226,12 +226,12 @@ int weights_from_memory(size_t bytes_per_token);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
  * kernel within an instruction set (kernels_rows.h). */
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
-/* 1 when the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead
- * on this CPU's maker (cpu_vendor): on every maker but AMD (and Hygon),
+/* How the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead on
+ * this CPU's maker (cpu_vendor): into L1 on every maker but AMD (and Hygon),
  * whose hardware prefetchers alone read a long context's rows faster
  * (measured on a Zen 5 and a Zen 4; kv_cache_init records it, with every
  * instruction set). */
-int kv_fetch_ahead(void);
+Fetch kv_fetch_ahead(void);
 
 #endif /* QKV_KERNELS_H */
 
@@ -812,7 +812,7 @@ int cpu_family(void) {
 /* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
  * 33-34 GB/s with the hardware prefetchers alone, 28-29 with requests 1 to
  * 8 KiB ahead. */
-int kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD; }
+Fetch kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD ? FETCH_L1 : FETCH_NONE; }
 
 /* How closely an entry is made for where it runs: for a maker, a family
  * of its CPUs, weights from memory */

@@ -3,8 +3,9 @@
  * accessors of a product's input and output.
  *
  * Included by kernels.h's implementation (with the kernels it includes,
- * the KV cache's and the elementwise passes) and by kernels_float.c, the
- * float kernels' own translation unit. Internal: not part of the
+ * the KV cache's and the elementwise passes), by kernels_float.c, the
+ * float kernels' own translation unit, and by the bench's roofline.c (its
+ * in-order read requests lines as the kernels do). Internal: not part of the
  * engine's interface. */
 #ifndef QKV_KERNELS_ISA_H
 #define QKV_KERNELS_ISA_H

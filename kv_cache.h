@@ -50,7 +50,7 @@ typedef struct {
     float *key_scales;    /* int8: [n_layers, n_kv_heads, stride] the key rows' scales */
     float *value_scales;  /* int8: the value rows' */
     Isa isa;              /* the kernels' instruction set (float keys' scores: kernels_rows.h) */
-    int fetch_ahead;      /* the kernels request the rows ahead (kv_fetch_ahead: this CPU's maker's choice) */
+    Fetch fetch_ahead;    /* FETCH_L1: the kernels request the rows ahead (kv_fetch_ahead: the CPU maker's choice) */
 } KVCache;
 
 /* Returns 0, or -1 when out of memory (or the size overflows). */

@@ -6,6 +6,7 @@
  * kernels (kernels.h picks the same instruction set). */
 #include "roofline.h"
 #include "kernels.h"
+#include "kernels_isa.h" /* fetch_line: the kernels' own requests for lines */
 #include "team.h"
 
 #include <stdint.h>
@@ -117,8 +118,7 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 #ifdef PROBE_X86
 /* With fetch (a phase's: roofline.h), lines QKV_KV_AHEAD bytes ahead are
  * requested into L1 or L2, as the weights' kernel requests its own
- * (KernelEntry.fetch), and into L1 for the KV cache's where its
- * fetch_ahead says so (every maker but AMD: kernels.h): there the hardware
+ * (KernelEntry.fetch), and the KV cache's as its fetch_ahead says (every maker but AMD: kernels.h): there the hardware
  * prefetcher alone leaves a plain read of rows from memory slower than
  * attention's own */
 
@@ -126,12 +126,6 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 static size_t to_line(const unsigned char *p, size_t n) {
     size_t head = (64 - (uintptr_t)p % 64) % 64;
     return head < n ? head : n;
-}
-
-/* A request for the line at p, into L1 or L2 (fetch is not FETCH_NONE) */
-static inline void request_line(const unsigned char *p, Fetch fetch) {
-    if (fetch == FETCH_L2) _mm_prefetch((const char *)p, _MM_HINT_T1);
-    else _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
 
 __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(const unsigned char *p, size_t n,
@@ -142,8 +136,8 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(con
     __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
     for (; i + 128 <= n; i += 128) {
         if (fetch) {
-            request_line(p + i + QKV_KV_AHEAD, fetch);
-            request_line(p + i + QKV_KV_AHEAD + 64, fetch);
+            fetch_line(p + i + QKV_KV_AHEAD, fetch);
+            fetch_line(p + i + QKV_KV_AHEAD + 64, fetch);
         }
         s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
         s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
@@ -158,7 +152,7 @@ __attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned ch
     p += head, n -= head;
     __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
     for (; i + 64 <= n; i += 64) {
-        if (fetch) request_line(p + i + QKV_KV_AHEAD, fetch);
+        if (fetch) fetch_line(p + i + QKV_KV_AHEAD, fetch);
         s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
         s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
     }

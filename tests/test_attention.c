@@ -265,7 +265,7 @@ static void test_fetch_ahead(KVType type, Isa isa) {
     int same = 1;
     for (int n = 1; n <= 8; n += 7) {
         for (int fetch = 0; fetch < 2; fetch++) {
-            f.kv.fetch_ahead = fetch;
+            f.kv.fetch_ahead = fetch ? FETCH_L1 : FETCH_NONE;
             run_rows(&f, 0, n, KEYS - n, out[fetch], NULL, NULL);
         }
         same = same && memcmp(out[0], out[1], sizeof(float) * n * HEADS * HS) == 0;
@@ -504,8 +504,8 @@ static int spans_cover(const KVCache *kv, const ReadPhase *phases, int n_phases,
  * (kv_fetch_ahead) */
 static int fetch_as_kernels(const Model *m, const KVCache *kv, const ReadPhase *phases, int n_phases) {
     int ok = 1;
-    Fetch weights = m->weights.layers[0].wq.kernel->fetch, keys = kv->fetch_ahead ? FETCH_L1 : FETCH_NONE;
-    for (int k = 0; k < n_phases; k++) ok &= phases[k].fetch == (phases[k].part == 1 ? keys : weights);
+    Fetch weights = m->weights.layers[0].wq.kernel->fetch;
+    for (int k = 0; k < n_phases; k++) ok &= phases[k].fetch == (phases[k].part == 1 ? kv->fetch_ahead : weights);
     return ok;
 }
 

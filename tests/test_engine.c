@@ -494,7 +494,8 @@ static void test_kernel_vendor(void) {
         setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
         KVCache kv;
         if (kv_cache_init(&kv, KV_F16, 1, 1, 16, 8) == 0) {
-            if (kv.fetch_ahead != (v != VENDOR_AMD) || kv_fetch_ahead() != kv.fetch_ahead) fetch_ok = 0;
+            if (kv.fetch_ahead != (v != VENDOR_AMD ? FETCH_L1 : FETCH_NONE) || kv_fetch_ahead() != kv.fetch_ahead)
+                fetch_ok = 0;
             kv_cache_free(&kv);
         } else {
             fetch_ok = 0;
