@@ -12,7 +12,7 @@
  * values: x = q · scale, scale = max|x| / 127 (one scale per key or value
  * row of each head), the scales kept apart from the values, which are laid
  * out for the integer products (kv_int8.h: keys in panels, values in
- * pairs). */
+ * quads). */
 #ifndef QKV_KV_CACHE_H
 #define QKV_KV_CACHE_H
 
@@ -24,8 +24,10 @@
 typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2, KV_TYPE_COUNT } KVType;
 
 /* int8 keys are stored in panels of KV_Q8_PANEL rows (kv_int8.h), and read
- * a whole panel at a time */
+ * a whole panel at a time; a row's elements, and the value rows, in quads */
 #define KV_Q8_PANEL 16
+#define KV_Q8_QUAD 4
+#define KV_Q8_ROUND(n) (((n) + KV_Q8_QUAD - 1) / KV_Q8_QUAD * KV_Q8_QUAD)
 
 const char *kv_type_name(KVType type);
 /* "f32", "f16", "q8"; -1 if none */
@@ -86,7 +88,8 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
                float *scores, int scores_stride);
 
 /* out[head_size] = Σ_t weights[t] · values[t] over t < n_visible, values
- * from an even row of a head (int8 rows are in pairs). fetch:
+ * from a row of a head that is a multiple of 4 (int8 rows are in quads;
+ * attention's blocks start at multiples of 256). fetch:
  * request the rows ahead while summing, where the cache's fetch_ahead says
  * so (a decode row reads them from memory; the other rows of a prompt's
  * group find them in cache, and the requests only cost them time). The
@@ -134,7 +137,7 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->head_size = head_size;
     int q8 = type == KV_Q8;
     if (capacity > INT32_MAX - KV_Q8_PANEL) return -1;
-    kv->row_bytes = q8 ? (size_t)(head_size + head_size % 2) : kv_row_bytes(type, head_size);
+    kv->row_bytes = q8 ? (size_t)KV_Q8_ROUND(head_size) : kv_row_bytes(type, head_size);
     kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
     kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
@@ -302,11 +305,11 @@ static void kv_store_row(KVCache *kv, int key, int layer, int kv_head, int slot,
     if (key) {
         kv->key_scales[row] = scale;
         unsigned char *panel = (unsigned char *)q8_keys_of(kv, row, &t).panels;
-        for (int i = 0; i < hs; i++) panel[(size_t)(i / 2) * 2 * KV_Q8_PANEL + (size_t)t * 2 + i % 2] = q8_byte(x[i], inverse);
+        for (int i = 0; i < hs; i++) panel[q8_key_at(t, i)] = q8_key_byte(x[i], inverse);
     } else {
         kv->value_scales[row] = scale;
-        unsigned char *pair = (unsigned char *)q8_values_of(kv, row, &t).pairs;
-        for (int i = 0; i < hs; i++) pair[2 * (size_t)i + t] = q8_byte(x[i], inverse);
+        unsigned char *quad = (unsigned char *)q8_values_of(kv, row, &t).quads;
+        for (int i = 0; i < hs; i++) quad[q8_value_at(hs, t, i)] = q8_byte(x[i], inverse);
     }
 }
 

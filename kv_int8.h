@@ -1,6 +1,6 @@
 /* kv_int8.h — the KV cache's int8 rows: how they are laid out for whole-
- * vector integer products (keys in panels of 16 positions, values in pairs,
- * the scales apart), and the two products attention makes of them, scores
+ * vector integer products (keys in panels of 16 positions, values in quads
+ * of positions, the scales apart), and the two products attention makes of them, scores
  * and weighted sums, as exact int32 sums of int16 products: the portable C,
  * AVX2, AVX-512 and AVX-512 VNNI kernels, and the choice among them.
  *
@@ -30,46 +30,60 @@ static float q8_scale(const float *x, int n, float *inverse) {
 /* An element of an int8 row: round(x / scale) */
 static inline unsigned char q8_byte(float x, float inverse) { return (unsigned char)(int8_t)kv_round(x * inverse); }
 
+/* A key's element is stored as the unsigned byte round(x / scale) + 128
+ * (1..255): the VNNI multiply-add of bytes takes one unsigned operand */
+static inline unsigned char q8_key_byte(float x, float inverse) { return (unsigned char)(kv_round(x * inverse) + 128); }
+
 /* int8 keys, in panels: the rows of slots 16j..16j+15 of a head together,
- * two elements of each row after the other's, so that widened to int16 a
- * vector holds two elements of each of the panel's 16 keys, and one
- * multiply-add of int16 pairs adds a pair of q's products to each key's
- * score. Element i of key t (t from a panel's first row) is at
- *     (t - t % 16) · row_bytes + (i / 2) · 32 + (t % 16) · 2 + i % 2
- * (row_bytes: the head size rounded up to a pair). scales[t]: its scale. */
+ * four elements of each row after the other's, so that 64 bytes hold a
+ * quad of elements of each of the panel's 16 keys: one VNNI multiply-add
+ * of bytes (vpdpbusd) adds four of q's products to each key's score, and,
+ * widened to int16, one multiply-add of int16 pairs adds two. Each element
+ * is stored plus 128, as an unsigned byte (q8_key_byte). Element i of
+ * key t (t from a panel's first row) is at
+ *     (t - t % 16) · row_bytes + (i / 4) · 64 + (t % 16) · 4 + i % 4
+ * (row_bytes: the head size rounded up to a quad). scales[t]: its scale. */
 typedef struct {
     const unsigned char *panels;
     const float *scales;
     int hs;
 } Q8Keys;
 
-/* The bytes of a panel: 16 keys of the head size rounded up to a pair */
-static inline size_t q8_panel_bytes(int hs) { return (size_t)KV_Q8_PANEL * (size_t)(hs + hs % 2); }
+/* The bytes of a panel: 16 keys of the head size rounded up to a quad */
+static inline size_t q8_panel_bytes(int hs) { return (size_t)KV_Q8_PANEL * (size_t)KV_Q8_ROUND(hs); }
 
-static inline int q8_key(Q8Keys k, int t, int i) {
-    size_t panel = (size_t)(t / KV_Q8_PANEL) * q8_panel_bytes(k.hs);
-    return (int8_t)k.panels[panel + (size_t)(i / 2) * 2 * KV_Q8_PANEL + (size_t)(t % KV_Q8_PANEL) * 2 + i % 2];
+/* Where element i of key t (from a panel's first row) is in its panel */
+static inline size_t q8_key_at(int t, int i) {
+    return (size_t)(i / KV_Q8_QUAD) * KV_Q8_QUAD * KV_Q8_PANEL + (size_t)(t % KV_Q8_PANEL) * KV_Q8_QUAD + i % KV_Q8_QUAD;
 }
 
-/* int8 values, in pairs (slots 2j and 2j+1 of a head): v_2j[0], v_2j+1[0],
- * v_2j[1], v_2j+1[1], ..., so that widened to int16 each 32-bit lane holds
- * one element of both rows (the weighted sums below). Element i of value t
- * (t from an even row) is at (t - t % 2) · hs + 2i + t % 2. */
+static inline int q8_key(Q8Keys k, int t, int i) {
+    return (int)k.panels[(size_t)(t / KV_Q8_PANEL) * q8_panel_bytes(k.hs) + q8_key_at(t, i)] - 128;
+}
+
+/* int8 values, in quads (slots 4j..4j+3 of a head): v_4j[0], v_4j+1[0],
+ * v_4j+2[0], v_4j+3[0], v_4j[1], ..., so that each 32-bit lane holds one
+ * element of all four rows (the weighted sums below). Element i of value
+ * t (t from a row that is a multiple of 4) is at
+ *     (t - t % 4) · hs + 4i + t % 4 */
 typedef struct {
-    const unsigned char *pairs;
+    const unsigned char *quads;
     const float *scales;
     int hs;
 } Q8Values;
 
 static Q8Values q8_values_at(Q8Values v, int t) {
-    return (Q8Values){ v.pairs + (size_t)t * v.hs, v.scales + t, v.hs };
+    return (Q8Values){ v.quads + (size_t)t * v.hs, v.scales + t, v.hs };
 }
 
-static inline int q8_value(Q8Values v, int t, int i) {
-    return (int8_t)v.pairs[(size_t)(t - t % 2) * v.hs + 2 * (size_t)i + t % 2];
+/* Where element i of value t (from a quad's first row) is */
+static inline size_t q8_value_at(int hs, int t, int i) {
+    return (size_t)(t - t % KV_Q8_QUAD) * hs + (size_t)KV_Q8_QUAD * i + t % KV_Q8_QUAD;
 }
 
-/* The int8 keys (values) from row `row` of the cache on: the panel (pair)
+static inline int q8_value(Q8Values v, int t, int i) { return (int8_t)v.quads[q8_value_at(v.hs, t, i)]; }
+
+/* The int8 keys (values) from row `row` of the cache on: the panel (quad)
  * it is in, and its place there */
 static Q8Keys q8_keys_of(const KVCache *kv, size_t row, int *skip) {
     *skip = (int)(row % KV_Q8_PANEL);
@@ -78,7 +92,7 @@ static Q8Keys q8_keys_of(const KVCache *kv, size_t row, int *skip) {
 }
 
 static Q8Values q8_values_of(const KVCache *kv, size_t row, int *skip) {
-    *skip = (int)(row % 2);
+    *skip = (int)(row % KV_Q8_QUAD);
     row -= (size_t)*skip;
     return (Q8Values){ kv->values + row * kv->value_bytes, kv->value_scales + row, kv->head_size };
 }
@@ -89,12 +103,19 @@ static Q8Values q8_values_of(const KVCache *kv, size_t row, int *skip) {
  * int8 converted, then an FMA) took longer than the key's 52 bytes take to
  * arrive (7 cycles a key of 48 with the rows in cache, 1 thread, Xeon), so
  * q is rounded to int16 once a call, q_i ≈ p_i · q_scale, and each key's
- * Σ p_i k_i is an exact int32 (pmaddwd, 32 or 16 products a step). Every
- * instruction set gets the same integer, so the same score:
+ * Σ p_i k_i is an exact int32. The keys are stored plus 128 (x_i = k_i +
+ * 128), so the products are Σ p_i x_i − 128 Σ p_i, the second term once a
+ * call: VNNI multiplies the unsigned x_i by p_i's two signed bytes, p_i =
+ * 128 · high_i + low_i (two multiply-adds of 64 bytes), the others widen
+ * x_i to int16 (pmaddwd); int32's wrapping arithmetic gives the exact sum
+ * whenever it fits, so every instruction set gets the same integer, and
+ * the same score:
  *     score = (float)Σ p_i k_i · (scale_k · q_scale)
- * |p_i| ≤ p_max, with head_size · 127 · p_max < 2^31: 32767 for head sizes
- * up to 516. The rounding moves a score by at most q_scale / 2 · scale_k ·
- * Σ |k_i| (tested), a relative 1.5e-5 of max|q| · Σ |k_i| · scale_k. */
+ * |p_i| ≤ p_max, with head_size · 127 · p_max < 2^31 and high_i a signed
+ * byte: 16383 for head sizes up to 1032. The rounding moves a score by at
+ * most q_scale / 2 · scale_k · Σ |k_i| (tested), a relative 3e-5 of
+ * max|q| · Σ |k_i| · scale_k. */
+#define KV_Q8_QUERY_MAX 16383
 #define KV_Q8_COLUMNS 256 /* q's columns rounded at a time (a multiple of 32) */
 
 typedef struct {
@@ -103,7 +124,7 @@ typedef struct {
 
 /* amax = max |q_i|, NaN when a q_i is not finite (then every score is NaN) */
 static QueryScale query_scale(float amax, int hs) {
-    int p_max = hs <= INT32_MAX / 127 / 32767 ? 32767 : INT32_MAX / 127 / hs;
+    int p_max = hs <= INT32_MAX / 127 / KV_Q8_QUERY_MAX ? KV_Q8_QUERY_MAX : INT32_MAX / 127 / hs;
     if (!(amax <= 3.4e38f)) return (QueryScale){ NAN, 0.0f };
     if (amax == 0.0f) return (QueryScale){ 0.0f, 0.0f };
     return (QueryScale){ amax / (float)p_max, (float)p_max / amax };
@@ -128,40 +149,40 @@ static void q8_store_lanes(float *scores, int at, int n, const float *lanes, int
         if (at + j >= 0 && at + j < n) scores[at + j] = lanes[j];
 }
 
-/* query_int16 of count columns into p, and each pair of them repeated
- * across a panel's 16 keys: wide[c][2r + j] = p[2c + j] */
-static void q8_query_panel(const float *q, int count, float inverse, int16_t *p,
-                           int16_t wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL]) {
-    query_int16(q, count, inverse, p);
-    for (int c = 0; c < (count + 1) / 2; c++)
-        for (int r = 0; r < KV_Q8_PANEL; r++) {
-            wide[c][2 * r] = p[2 * c];
-            wide[c][2 * r + 1] = p[2 * c + 1];
-        }
+/* Σ_j c[j] · (int8)x[j], j < 4: a chunk's int16 weights of four value
+ * rows times their element */
+static inline int32_t quad_dot(const int16_t *c, const unsigned char *x) {
+    return (int32_t)c[0] * (int8_t)x[0] + (int32_t)c[1] * (int8_t)x[1] + (int32_t)c[2] * (int8_t)x[2] +
+           (int32_t)c[3] * (int8_t)x[3];
+}
+
+/* Σ_j p[j] · k_j, j < 4: a quad of q's int16 columns times a quad of a
+ * key's elements as stored (x_j = k_j + 128) */
+static inline int32_t key_quad_dot(const int16_t *p, const unsigned char *x) {
+    return (int32_t)p[0] * ((int)x[0] - 128) + (int32_t)p[1] * ((int)x[1] - 128) +
+           (int32_t)p[2] * ((int)x[2] - 128) + (int32_t)p[3] * ((int)x[3] - 128);
 }
 
 /* scores[r] = the score of key skip + r of the panels k, r < n: a panel
- * at a time, its 16 keys' sums side by side (as the vector kernels)
- * (the int16 products, which the compiler vectorizes, with q's columns
- * repeated across the keys) */
+ * at a time, its 16 keys' sums side by side (as the vector kernels) */
 static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
     (void)fetch;
     QueryScale qs = query_scale(abs_max(q, k.hs), k.hs);
-    int16_t p[KV_Q8_COLUMNS], wide[KV_Q8_COLUMNS / 2][2 * KV_Q8_PANEL];
-    if (k.hs <= KV_Q8_COLUMNS) q8_query_panel(q, k.hs, qs.inverse, p, wide);
+    int16_t p[KV_Q8_COLUMNS];
+    if (k.hs <= KV_Q8_COLUMNS) query_int16(q, k.hs, qs.inverse, p);
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
-        int32_t dot[2 * KV_Q8_PANEL] = { 0 }; /* key r's: dot[2r] + dot[2r + 1] */
+        int32_t dot[KV_Q8_PANEL] = { 0 };
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
-            if (k.hs > KV_Q8_COLUMNS) q8_query_panel(q + from, count, qs.inverse, p, wide);
-            for (int c = 0; c < (count + 1) / 2; c++, x += 2 * KV_Q8_PANEL)
-                for (int j = 0; j < 2 * KV_Q8_PANEL; j++) dot[j] += (int32_t)wide[c][j] * (int16_t)(int8_t)x[j];
+            if (k.hs > KV_Q8_COLUMNS) query_int16(q + from, count, qs.inverse, p);
+            for (int c = 0; c < KV_Q8_ROUND(count); c += KV_Q8_QUAD, x += KV_Q8_QUAD * KV_Q8_PANEL)
+                for (int r = 0; r < KV_Q8_PANEL; r++) dot[r] += key_quad_dot(p + c, x + KV_Q8_QUAD * r);
         }
         float lanes[KV_Q8_PANEL];
-        for (int r = 0; r < KV_Q8_PANEL; r++) lanes[r] = (float)(dot[2 * r] + dot[2 * r + 1]) * (k.scales[first + r] * qs.scale);
+        for (int r = 0; r < KV_Q8_PANEL; r++) lanes[r] = (float)dot[r] * (k.scales[first + r] * qs.scale);
         q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
     }
 }
@@ -171,9 +192,10 @@ static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float 
  * sum), a row of 48 took 4.8 cycles with the rows in cache, longer than its
  * 52 bytes take to arrive from memory (1 thread, Xeon). So the weights are
  * rounded to int16 and the sums are exact int32, as the scores' are. The
- * rows are stored in pairs (kv_cache_store): widened to int16, each 32-bit
- * lane holds one element of both rows, and one multiply-add of int16 pairs
- * (vpdpwssd, pmaddwd) adds both rows' products with the pair's weights.
+ * rows are stored in quads (kv_cache_store): each 32-bit lane holds one
+ * element of four rows, so one VNNI multiply-add of bytes (vpdpbusd) adds
+ * four rows' products (c_t split into two bytes), and one of int16 pairs
+ * (pmaddwd, the rows widened) two.
  * Their scales lie apart, in order, so the weights of a chunk are one
  * product of two short vectors. Per chunk of at most KV_Q8_CHUNK rows:
  *     w_t · scale_t ≈ c_t · step,  step = max_t |w_t · scale_t| / 32767
@@ -210,22 +232,16 @@ static void q8_chunk_float(Q8Values v, const float *w, int n, float *out) {
 }
 
 /* out[i] = fma((float)Σ_t c[t] · v_t[i], step, out[i]) for from <= i < to,
- * t < n: a pair of rows at a time, into the sums of up to 256 elements */
+ * t < n: a quad of rows at a time (c is 0 past n) */
 static void q8_add_sums_portable(Q8Values v, const Q8Weights *q, int n, int from, int to, float *out) {
     for (int i0 = from; i0 < to; i0 += 256) {
         int count = to - i0 < 256 ? to - i0 : 256;
-        int32_t sums[2 * 256] = { 0 }; /* element i's: sums[2i] + sums[2i + 1] */
-        int16_t pair[2 * 256];
-        for (int t = 0; t < n; t += 2) {
-            const unsigned char *x = v.pairs + (size_t)t * v.hs + 2 * (size_t)i0;
-            int16_t c0 = q->c[t], c1 = t + 1 < n ? q->c[t + 1] : 0;
-            for (int i = 0; i < count; i++) { /* int16 products, vectorized */
-                pair[2 * i] = c0;
-                pair[2 * i + 1] = c1;
-            }
-            for (int j = 0; j < 2 * count; j++) sums[j] += (int32_t)pair[j] * (int16_t)(int8_t)x[j];
+        int32_t sums[256] = { 0 };
+        for (int t = 0; t < n; t += KV_Q8_QUAD) {
+            const unsigned char *x = v.quads + (size_t)t * v.hs + (size_t)KV_Q8_QUAD * i0;
+            for (int i = 0; i < count; i++) sums[i] += quad_dot(q->c + t, x + KV_Q8_QUAD * i);
         }
-        for (int i = 0; i < count; i++) out[i0 + i] = fmaf((float)(sums[2 * i] + sums[2 * i + 1]), q->step, out[i0 + i]);
+        for (int i = 0; i < count; i++) out[i0 + i] = fmaf((float)sums[i], q->step, out[i0 + i]);
     }
 }
 
@@ -244,27 +260,40 @@ static void q8_sums_portable(Q8Values v, const Q8Weights *q, int n, float *out, 
     q8_add_sums_portable(v, q, n, 0, v.hs, out);
 }
 
-/* c[2p] and c[2p + 1] as one 32-bit lane (the first in its low half) */
-static inline int32_t pair_weights(const int16_t *c, int p) {
+/* c[4j..4j+3] (q's int16 columns or a chunk's int16 weights) as one 64-bit
+ * lane, the first in its low quarter */
+static inline int64_t quad_weights(const int16_t *c, int j) {
+    int64_t lane;
+    memcpy(&lane, c + KV_Q8_QUAD * j, sizeof lane);
+    return lane;
+}
+
+/* Four bytes as one 32-bit lane */
+static inline int32_t bytes_lane(const unsigned char *x) {
     int32_t lane;
-    memcpy(&lane, c + 2 * p, sizeof lane);
+    memcpy(&lane, x, sizeof lane);
     return lane;
 }
 
 #ifdef QKV_HAVE_X86_KERNELS
-/* ---- int8 rows: a panel of keys, a pair of values at a time ----
+/* ---- int8 rows: a panel of keys, a quad of value rows at a time ----
  * An int8 row is short (48 bytes for llama2.c's head size of 48), so work
  * done once a row is not amortized: each key's dot product reduced across
  * its vector's lanes, each value row's weight multiplied in alone. The
  * panels put 16 keys' elements side by side, so a vector of products is 16
- * keys' and no lane is reduced; the pairs put two value rows' elements
- * side by side, so one multiply-add is two rows'. Measured, rows in cache
- * (256 of the 15M shape's, head size 48), 1 thread, Xeon, ns a row, before
- * (rows with their scales: 16 keys' sums then a transposing tree, values
- * in float) and now: VNNI scores 1.64 -> 0.75, values 1.57 -> 0.80;
- * AVX-512 0.91 and 0.93 (from 1.88, 1.57); AVX2 1.27 and 1.33 (2.04). */
+ * keys' and no lane is reduced; the quads put four value rows' elements
+ * side by side, so one multiply-add is four rows' (VNNI) or two.
+ * With VNNI the bytes are multiplied as they are stored (vpdpbusd: unsigned
+ * bytes times signed ones, four products a lane), q's int16 columns and
+ * the int16 weights split into two unsigned bytes each; without it the
+ * rows are widened to int16 (pmaddwd), and each key's (each element's) sum
+ * is two lanes, added once a panel (once a chunk). Every path adds the
+ * same int32s. Measured before quads (pairs, every path widening), rows in
+ * cache (256 of the 15M shape's, head size 48), 1 thread, Xeon, ns a row:
+ * VNNI scores 0.75, values 0.80; AVX-512 0.91 and 0.93; AVX2 1.27 and
+ * 1.33. The quads' bytes: README, "The int8 kernels". */
 
-/* Bytes ahead of an int8 panel or pair whose lines are requested: as far
+/* Bytes ahead of an int8 panel or quad whose lines are requested: as far
  * as for the float rows (kernels.h). The rows come from memory at long
  * contexts, and a decode step reads them once: 8 rows ahead (416 bytes)
  * left the core waiting on the loads; 1 to 2 KiB ran fastest, 4 and 8 KiB
@@ -272,6 +301,19 @@ static inline int32_t pair_weights(const int16_t *c, int p) {
 #ifndef KV_Q8_PREFETCH_BYTES
 #define KV_Q8_PREFETCH_BYTES QKV_KV_AHEAD
 #endif
+
+/* 128 · Σ p[i], i < count: what the keys' offset adds to a score's sum */
+static int32_t query_offset(const int16_t *p, int count) {
+    int32_t sum = 0;
+    for (int i = 0; i < count; i++) sum += p[i];
+    return (int32_t)((uint32_t)sum * 128u);
+}
+
+/* The offset of q's columns from..from+count-1 (p) added to that of the
+ * columns before them (none when from is 0), in int32's wrapping sums */
+static int32_t query_offset_after(int32_t before, int from, const int16_t *p, int count) {
+    return (int32_t)((from ? (uint32_t)before : 0u) + (uint32_t)query_offset(p, count));
+}
 
 /* query_int16 with vectors of 16 (count rounded up to 32: masked lanes 0) */
 TARGET_AVX512 INLINE void query_int16_512(const float *q, int count, float inverse, int16_t *p) {
@@ -293,50 +335,166 @@ TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
 }
 
 
-#define Q8_STEP_BW(acc, k, p) _mm512_add_epi32(acc, _mm512_madd_epi16(k, p))
-/* Column pair c of a panel's 16 keys (from x, its first column) as int16 */
-#define Q8_PANEL_PAIR(x, c) _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)((x) + 32 * (size_t)(c))))
+/* 16 sums in order from two int32 lanes each: sums 0-7's in low, 8-15's in
+ * high, sum j's in lanes 2j and 2j + 1 (int16 pairs' products over quads) */
+TARGET_AVX512 INLINE __m512i add_lane_pairs_512(__m512i low, __m512i high) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(low, even, high), _mm512_permutex2var_epi32(low, odd, high));
+}
+
+/* A panel's 16 scores, key first + r's = dots[r] · (scale_k · q_scale) */
+TARGET_AVX512 INLINE void q8_panel_scores_512(__m512i dots, Q8Keys k, int first, float q_scale, int skip, int n,
+                                              float *scores) {
+    __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(k.scales + first), _mm512_set1_ps(q_scale));
+    float lanes[KV_Q8_PANEL];
+    _mm512_storeu_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));
+    q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
+}
+
+/* Column quad c of a panel (x: its first column) widened to int16 (the
+ * stored k + 128), times q's quad c (p): keys 0-7's products into low,
+ * keys 8-15's into high */
+#define Q8_QUAD_512(x, p, c, low, high)                                                                           \
+    do {                                                                                                          \
+        __m512i pc = _mm512_set1_epi64(quad_weights(p, c));                                                       \
+        const __m256i *column = (const __m256i *)((x) + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)(c));                  \
+        low = _mm512_add_epi32(low, _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(column)), pc));     \
+        high = _mm512_add_epi32(high, _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(column + 1)), pc)); \
+    } while (0)
 
 /* scores[r] = the score of key skip + r of the panels k, r < n: a panel a
- * step, pairs of q's int16 columns broadcast against the panel's 16 keys,
- * in four sums (each multiply-add waits for the last into its sum); with
- * fetch, each panel's bytes KV_Q8_PREFETCH_BYTES ahead requested.
- * STEP(acc, k, p) adds the pairwise products of int16 lanes: AVX-512BW's
- * multiply-add and add, or VNNI's one vpdpwssd (the same exact integer
- * sums in fewer steps). */
-#define Q8_SCORES_512(NAME, TARGET, STEP)                                                                      \
-    TARGET static void NAME(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {             \
-        QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);                                               \
-        int16_t p[KV_Q8_COLUMNS];                                                                              \
-        if (k.hs <= KV_Q8_COLUMNS) query_int16_512(q, k.hs, qs.inverse, p);                                    \
-        __m512 q_scale = _mm512_set1_ps(qs.scale);                                                             \
-        size_t panel_bytes = q8_panel_bytes(k.hs);                                                             \
-        for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {                                          \
-            const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;               \
-            __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;                      \
-            if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);                                 \
-            for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {                                           \
-                int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;                  \
-                const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;                                   \
-                if (k.hs > KV_Q8_COLUMNS) query_int16_512(q + from, count, qs.inverse, p);                     \
-                for (; c + 4 <= (count + 1) / 2; c += 4) {                                                     \
-                    acc0 = STEP(acc0, Q8_PANEL_PAIR(x, c), _mm512_set1_epi32(pair_weights(p, c)));             \
-                    acc1 = STEP(acc1, Q8_PANEL_PAIR(x, c + 1), _mm512_set1_epi32(pair_weights(p, c + 1)));     \
-                    acc2 = STEP(acc2, Q8_PANEL_PAIR(x, c + 2), _mm512_set1_epi32(pair_weights(p, c + 2)));     \
-                    acc3 = STEP(acc3, Q8_PANEL_PAIR(x, c + 3), _mm512_set1_epi32(pair_weights(p, c + 3)));     \
-                }                                                                                              \
-                for (; c < (count + 1) / 2; c++)                                                               \
-                    acc0 = STEP(acc0, Q8_PANEL_PAIR(x, c), _mm512_set1_epi32(pair_weights(p, c)));             \
-            }                                                                                                  \
-            __m512i dots = _mm512_add_epi32(_mm512_add_epi32(acc0, acc1), _mm512_add_epi32(acc2, acc3));       \
-            __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(k.scales + first), q_scale);                          \
-            float lanes[KV_Q8_PANEL];                                                                          \
-            _mm512_storeu_ps(lanes, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));                           \
-            q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);                                       \
-        }                                                                                                      \
+ * step, q's int16 quads broadcast against the panel's 16 keys, in two sets
+ * of sums (each multiply-add waits for the last into its sum); with fetch,
+ * each panel's bytes KV_Q8_PREFETCH_BYTES ahead requested. */
+TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+    QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);
+    int16_t p[KV_Q8_COLUMNS];
+    int32_t offset = 0;
+    if (k.hs <= KV_Q8_COLUMNS) {
+        query_int16_512(q, k.hs, qs.inverse, p);
+        offset = query_offset(p, k.hs);
     }
-Q8_SCORES_512(q8_scores_avx512, TARGET_AVX512, Q8_STEP_BW)
-Q8_SCORES_512(q8_scores_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
+    size_t panel_bytes = q8_panel_bytes(k.hs);
+    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
+        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        __m512i low0 = _mm512_setzero_si512(), high0 = low0, low1 = low0, high1 = low0;
+        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
+        for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
+            int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;
+            int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
+            const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
+            if (k.hs > KV_Q8_COLUMNS) {
+                query_int16_512(q + from, count, qs.inverse, p);
+                offset = query_offset_after(offset, from, p, count);
+            }
+            for (; c + 2 <= quads; c += 2) {
+                Q8_QUAD_512(x, p, c, low0, high0);
+                Q8_QUAD_512(x, p, c + 1, low1, high1);
+            }
+            if (c < quads) Q8_QUAD_512(x, p, c, low0, high0);
+        }
+        __m512i sums = add_lane_pairs_512(_mm512_add_epi32(low0, low1), _mm512_add_epi32(high0, high1));
+        q8_panel_scores_512(_mm512_sub_epi32(sums, _mm512_set1_epi32(offset)), k, first, qs.scale, skip, n, scores);
+    }
+}
+
+/* q's int16 columns as two signed bytes each, p = 128 · high + low
+ * (|p| ≤ 16383; count rounded up to 32) */
+TARGET_VNNI INLINE void query_bytes_512(const int16_t *p, int count, unsigned char *high, unsigned char *low) {
+    for (int i = 0; i < (count + 31) / 32 * 32; i += 32) {
+        __m512i columns = _mm512_loadu_si512(p + i);
+        _mm256_storeu_si256((__m256i *)(high + i), _mm512_cvtepi16_epi8(_mm512_srai_epi16(columns, 7)));
+        _mm256_storeu_si256((__m256i *)(low + i), _mm512_cvtepi16_epi8(_mm512_and_si512(columns, _mm512_set1_epi16(127))));
+    }
+}
+
+/* Column quad c of a panel (x) as it is stored, times q's high and low
+ * bytes (the asm keeps the load apart: folded into both multiply-adds,
+ * it was made twice, and the scores ran slower) */
+#define Q8_QUAD_VNNI(x, c, hsum, lsum)                                                                       \
+    do {                                                                                                     \
+        __m512i keys = _mm512_loadu_si512((x) + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)(c));                     \
+        __asm__("" : "+v"(keys));                                                                            \
+        hsum = _mm512_dpbusd_epi32(hsum, keys, _mm512_set1_epi32(bytes_lane(high + KV_Q8_QUAD * (c))));       \
+        lsum = _mm512_dpbusd_epi32(lsum, keys, _mm512_set1_epi32(bytes_lane(low + KV_Q8_QUAD * (c))));        \
+    } while (0)
+
+/* Head sizes up to 64 (16 quads, llama2.c's 48 among them): q's bytes
+ * broadcast once a call and kept in registers, the quads unrolled (the
+ * general loop below broadcast them again for every panel: at 16,384
+ * positions, 15M shape, 1 thread, AMD EPYC Zen 4, its decode scores took
+ * about a fifth longer) */
+#define Q8_VNNI_QUADS 16
+
+TARGET_VNNI static void q8_scores_vnni_short(Q8Keys k, int skip, const unsigned char *high, const unsigned char *low,
+                                             int32_t offset, float q_scale, int n, float *scores, int fetch) {
+    __m512i high_quads[Q8_VNNI_QUADS], low_quads[Q8_VNNI_QUADS];
+    int quads = KV_Q8_ROUND(k.hs) / KV_Q8_QUAD;
+    for (int c = 0; c < quads; c++) {
+        high_quads[c] = _mm512_set1_epi32(bytes_lane(high + KV_Q8_QUAD * c));
+        low_quads[c] = _mm512_set1_epi32(bytes_lane(low + KV_Q8_QUAD * c));
+    }
+    size_t panel_bytes = q8_panel_bytes(k.hs);
+    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
+        const unsigned char *x = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
+        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, panel_bytes);
+        for (int c = 0; c < Q8_VNNI_QUADS && c < quads; c += 2) {
+            __m512i keys = _mm512_loadu_si512(x + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)c);
+            h0 = _mm512_dpbusd_epi32(h0, keys, high_quads[c]);
+            l0 = _mm512_dpbusd_epi32(l0, keys, low_quads[c]);
+            if (c + 1 == quads) break;
+            keys = _mm512_loadu_si512(x + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)(c + 1));
+            h1 = _mm512_dpbusd_epi32(h1, keys, high_quads[c + 1]);
+            l1 = _mm512_dpbusd_epi32(l1, keys, low_quads[c + 1]);
+        }
+        __m512i sums = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+        q8_panel_scores_512(_mm512_sub_epi32(sums, _mm512_set1_epi32(offset)), k, first, q_scale, skip, n, scores);
+    }
+}
+
+/* q8_scores_avx512 on the bytes as stored: Σ p_i x_i = 128 Σ high_i x_i +
+ * Σ low_i x_i, two multiply-adds a 64 bytes where widening takes two
+ * conversions and two multiply-adds a 32 */
+TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+    QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);
+    int16_t p[KV_Q8_COLUMNS];
+    unsigned char high[KV_Q8_COLUMNS], low[KV_Q8_COLUMNS];
+    int32_t offset = 0;
+    if (k.hs <= KV_Q8_COLUMNS) {
+        query_int16_512(q, k.hs, qs.inverse, p);
+        query_bytes_512(p, k.hs, high, low);
+        offset = query_offset(p, k.hs);
+        if (k.hs <= KV_Q8_QUAD * Q8_VNNI_QUADS) {
+            q8_scores_vnni_short(k, skip, high, low, offset, qs.scale, n, scores, fetch);
+            return;
+        }
+    }
+    size_t panel_bytes = q8_panel_bytes(k.hs);
+    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
+        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
+        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
+        for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
+            int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;
+            int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
+            const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
+            if (k.hs > KV_Q8_COLUMNS) {
+                query_int16_512(q + from, count, qs.inverse, p);
+                query_bytes_512(p, count, high, low);
+                offset = query_offset_after(offset, from, p, count);
+            }
+            for (; c + 2 <= quads; c += 2) {
+                Q8_QUAD_VNNI(x, c, h0, l0);
+                Q8_QUAD_VNNI(x, c + 1, h1, l1);
+            }
+            if (c < quads) Q8_QUAD_VNNI(x, c, h0, l0);
+        }
+        __m512i sums = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+        q8_panel_scores_512(_mm512_sub_epi32(sums, _mm512_set1_epi32(offset)), k, first, qs.scale, skip, n, scores);
+    }
+}
 
 /* A chunk's int16 weights (Q8Weights) from w and the rows' scales */
 TARGET_AVX512 static void q8_weights_512(Q8Values v, const float *w, int n, Q8Weights *q) {
@@ -350,66 +508,108 @@ TARGET_AVX512 static void q8_weights_512(Q8Values v, const float *w, int n, Q8We
     if (q->step != 0.0f) query_int16_512(wt, n, 32767.0f / amax, q->c);
 }
 
-/* out[d..d+16V) (the last vector's first rest elements) =
- * fma((float)Σ_t c_t · v_t, step, out), t < n: the even pairs' and the odd
- * pairs' products in two sets of V sums (each multiply-add waits for the
- * last into its sum). With fetch, the pairs ahead are requested. STEP(acc,
- * v, c): the int16 pairs' multiply-add, as for the scores. */
-#define Q8_PAIRS_512(NAME, TARGET, STEP)                                                                         \
-    TARGET INLINE void NAME(Q8Values v, const Q8Weights *q, int n, int d, int V, int rest, int fetch,           \
-                            float *out) {                                                                        \
-        __m512i even[KV_SLICE_512], odd[KV_SLICE_512];                                                           \
-        __mmask32 last = rest >= 16 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (2 * rest)) - 1);              \
-        size_t pair_bytes = 2 * (size_t)v.hs;                                                                    \
-        const unsigned char *x = v.pairs + 2 * d;                                                                \
-        const int16_t *c = q->c; /* c_2p and c_2p+1: one lane */                                                \
-        int n_pairs = (n + 1) / 2, p = 0;                                                                        \
-        for (int j = 0; j < V; j++) even[j] = odd[j] = _mm512_setzero_si512();                                   \
-        for (; p + 2 <= n_pairs; p += 2, x += 2 * pair_bytes) {                                                  \
-            if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, 2 * pair_bytes);                                    \
-            __m512i w0 = _mm512_set1_epi32(pair_weights(c, p)), w1 = _mm512_set1_epi32(pair_weights(c, p + 1));    \
-            for (int j = 0; j < V; j++) {                                                                        \
-                __mmask32 m = j + 1 < V ? (__mmask32)0xffffffffu : last;                                         \
-                even[j] = STEP(even[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + 32 * j)), w0);       \
-                odd[j] = STEP(odd[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + pair_bytes + 32 * j)), \
-                              w1);                                                                               \
-            }                                                                                                    \
-        }                                                                                                        \
-        if (p < n_pairs) {                                                                                       \
-            __m512i w0 = _mm512_set1_epi32(pair_weights(c, p));                                                   \
-            for (int j = 0; j < V; j++) {                                                                        \
-                __mmask32 m = j + 1 < V ? (__mmask32)0xffffffffu : last;                                         \
-                even[j] = STEP(even[j], _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, x + 32 * j)), w0);       \
-            }                                                                                                    \
-        }                                                                                                        \
-        __m512 step = _mm512_set1_ps(q->step);                                                                   \
-        for (int j = 0; j < V; j++) {                                                                            \
-            __mmask16 m = j + 1 < V ? (__mmask16)0xffff : kv_mask(0, rest);                                      \
-            float *o = out + d + 16 * j;                                                                         \
-            __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(even[j], odd[j]));                                  \
-            _mm512_mask_storeu_ps(o, m, _mm512_fmadd_ps(sum, step, _mm512_maskz_loadu_ps(m, o)));                \
-        }                                                                                                        \
+/* A chunk's weights as VNNI's unsigned bytes, c = 128 · high + low (count
+ * rounded up to 32); 0 if a weight is negative (then the bytes are not) */
+TARGET_VNNI INLINE int weight_bytes_512(const int16_t *c, int count, unsigned char *high, unsigned char *low) {
+    __mmask32 negative = 0;
+    for (int i = 0; i < (count + 31) / 32 * 32; i += 32) {
+        __m512i w = _mm512_loadu_si512(c + i);
+        negative |= _mm512_movepi16_mask(w);
+        _mm256_storeu_si256((__m256i *)(high + i), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w, 7)));
+        _mm256_storeu_si256((__m256i *)(low + i), _mm512_cvtepi16_epi8(_mm512_and_si512(w, _mm512_set1_epi16(127))));
     }
-Q8_PAIRS_512(q8_pairs_512, TARGET_AVX512, Q8_STEP_BW)
-Q8_PAIRS_512(q8_pairs_vnni, TARGET_VNNI, _mm512_dpwssd_epi32)
+    return negative == 0;
+}
+
+/* out[d..d+16V) (the last vector's first rest elements) =
+ * fma((float)Σ_t c_t · v_t, step, out), t < n, a quad of rows a step. With
+ * fetch, the quads ahead are requested. Widened (AVX-512BW): each vector of
+ * 16 elements in two halves, elements 0-7 and 8-15 (two lanes each). */
+TARGET_AVX512 INLINE void q8_quads_512(Q8Values v, const Q8Weights *q, const unsigned char *high,
+                                       const unsigned char *low, int n, int d, int V, int rest, int fetch,
+                                       float *out) {
+    (void)high, (void)low;
+    __m512i first_half[KV_SLICE_512], second_half[KV_SLICE_512];
+    int bytes0 = KV_Q8_QUAD * (rest < 8 ? rest : 8), bytes1 = KV_Q8_QUAD * rest - bytes0;
+    __mmask32 last0 = bytes0 >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << bytes0) - 1);
+    __mmask32 last1 = bytes1 >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << bytes1) - 1);
+    size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
+    const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
+    for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm512_setzero_si512();
+    for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
+        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes);
+        __m512i w = _mm512_set1_epi64(quad_weights(q->c, t / KV_Q8_QUAD));
+        for (int j = 0; j < V; j++) {
+            __mmask32 m0 = j + 1 < V ? (__mmask32)0xffffffffu : last0, m1 = j + 1 < V ? (__mmask32)0xffffffffu : last1;
+            __m512i rows0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m0, x + 64 * j));
+            __m512i rows1 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m1, x + 64 * j + 32));
+            first_half[j] = _mm512_add_epi32(first_half[j], _mm512_madd_epi16(rows0, w));
+            second_half[j] = _mm512_add_epi32(second_half[j], _mm512_madd_epi16(rows1, w));
+        }
+    }
+    __m512 step = _mm512_set1_ps(q->step);
+    for (int j = 0; j < V; j++) {
+        __mmask16 m = j + 1 < V ? (__mmask16)0xffff : kv_mask(0, rest);
+        float *o = out + d + 16 * j;
+        __m512 sum = _mm512_cvtepi32_ps(add_lane_pairs_512(first_half[j], second_half[j]));
+        _mm512_mask_storeu_ps(o, m, _mm512_fmadd_ps(sum, step, _mm512_maskz_loadu_ps(m, o)));
+    }
+}
+
+/* q8_quads_512 on the rows as stored (VNNI): the weights' high and low
+ * bytes (weight_bytes_512) times the quads, Σ c v = 128 Σ high·v + Σ low·v */
+TARGET_VNNI INLINE void q8_quads_vnni(Q8Values v, const Q8Weights *q, const unsigned char *high,
+                                      const unsigned char *low, int n, int d, int V, int rest, int fetch,
+                                      float *out) {
+    __m512i hsum[KV_SLICE_512], lsum[KV_SLICE_512];
+    __mmask64 last = rest >= 16 ? ~(__mmask64)0 : (((__mmask64)1 << (KV_Q8_QUAD * rest)) - 1);
+    size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
+    const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
+    for (int j = 0; j < V; j++) hsum[j] = lsum[j] = _mm512_setzero_si512();
+    for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
+        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes);
+        __m512i hw = _mm512_set1_epi32(bytes_lane(high + t)), lw = _mm512_set1_epi32(bytes_lane(low + t));
+        for (int j = 0; j < V; j++) {
+            __m512i rows = _mm512_maskz_loadu_epi8(j + 1 < V ? ~(__mmask64)0 : last, x + 64 * j);
+            hsum[j] = _mm512_dpbusd_epi32(hsum[j], hw, rows);
+            lsum[j] = _mm512_dpbusd_epi32(lsum[j], lw, rows);
+        }
+    }
+    __m512 step = _mm512_set1_ps(q->step);
+    for (int j = 0; j < V; j++) {
+        __mmask16 m = j + 1 < V ? (__mmask16)0xffff : kv_mask(0, rest);
+        float *o = out + d + 16 * j;
+        __m512 sum = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(hsum[j], 7), lsum[j]));
+        _mm512_mask_storeu_ps(o, m, _mm512_fmadd_ps(sum, step, _mm512_maskz_loadu_ps(m, o)));
+    }
+}
 
 /* out += a chunk's products, in slices of KV_SLICE_512 vectors (a constant
  * V in each call, so the sums stay in registers) */
-#define Q8_SUMS_512(NAME, TARGET, PAIRS)                                                                         \
-    TARGET static void NAME(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {                     \
-        for (int d = 0; d < v.hs; d += 16 * KV_SLICE_512) {                                                      \
-            int V = (v.hs - d + 15) / 16 < KV_SLICE_512 ? (v.hs - d + 15) / 16 : KV_SLICE_512;                   \
-            int rest = v.hs - d - 16 * (V - 1), f = d == 0 && fetch;                                             \
-            switch (V) {                                                                                         \
-            case 1: PAIRS(v, q, n, d, 1, rest, f, out); break;                                                   \
-            case 2: PAIRS(v, q, n, d, 2, rest, f, out); break;                                                   \
-            case 3: PAIRS(v, q, n, d, 3, rest, f, out); break;                                                   \
-            default: PAIRS(v, q, n, d, KV_SLICE_512, rest, f, out); break;                                       \
-            }                                                                                                    \
-        }                                                                                                        \
+#define Q8_SLICES_512(QUADS, v, q, high, low, n, out, fetch)                                                   \
+    for (int d = 0; d < (v).hs; d += 16 * KV_SLICE_512) {                                                      \
+        int V = ((v).hs - d + 15) / 16 < KV_SLICE_512 ? ((v).hs - d + 15) / 16 : KV_SLICE_512;                 \
+        int rest = (v).hs - d - 16 * (V - 1), f = d == 0 && (fetch);                                           \
+        switch (V) {                                                                                           \
+        case 1: QUADS(v, q, high, low, n, d, 1, rest, f, out); break;                                          \
+        case 2: QUADS(v, q, high, low, n, d, 2, rest, f, out); break;                                          \
+        case 3: QUADS(v, q, high, low, n, d, 3, rest, f, out); break;                                          \
+        default: QUADS(v, q, high, low, n, d, KV_SLICE_512, rest, f, out); break;                              \
+        }                                                                                                      \
     }
-Q8_SUMS_512(q8_sums_avx512, TARGET_AVX512, q8_pairs_512)
-Q8_SUMS_512(q8_sums_vnni, TARGET_VNNI, q8_pairs_vnni)
+
+TARGET_AVX512 static void q8_sums_avx512(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+    Q8_SLICES_512(q8_quads_512, v, q, NULL, NULL, n, out, fetch)
+}
+
+TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+    unsigned char high[KV_Q8_CHUNK], low[KV_Q8_CHUNK];
+    if (!weight_bytes_512(q->c, n, high, low)) {
+        q8_sums_avx512(v, q, n, out, fetch);
+        return;
+    }
+    Q8_SLICES_512(q8_quads_vnni, v, q, high, low, n, out, fetch)
+}
 
 /* query_int16 and abs_max with vectors of 8 */
 TARGET_AVX2 INLINE void query_int16_256(const float *q, int count, float inverse, int16_t *p) {
@@ -437,44 +637,54 @@ TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
 }
 
 
-/* Column pair c of a panel (from x) times q's pair c (p): the first 8
- * keys' products into low, the last 8 keys' into high */
-#define Q8_HALF_STEPS(x, p, c, low, high)                                                                     \
-    do {                                                                                                      \
-        __m256i pc = _mm256_set1_epi32(pair_weights(p, c));                                                   \
-        const __m128i *column = (const __m128i *)((x) + 32 * (size_t)(c));                                    \
-        low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(column)), pc));    \
-        high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(column + 1)), pc)); \
+/* 8 sums in order from two int32 lanes each: sums 0-3's in low, 4-7's in
+ * high (add_lane_pairs_512's; hadd adds within 128-bit halves) */
+TARGET_AVX2 INLINE __m256i add_lane_pairs_256(__m256i low, __m256i high) {
+    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(low, high), 0xD8);
+}
+
+/* Column quad c of a panel (x) widened to int16 (the stored k + 128),
+ * times q's quad c (p): keys 0-3, 4-7, 8-11 and 12-15's into sums[0..3] */
+#define Q8_QUAD_256(x, p, c, sums)                                                                           \
+    do {                                                                                                     \
+        __m256i pc = _mm256_set1_epi64x(quad_weights(p, c));                                                 \
+        const __m128i *column = (const __m128i *)((x) + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)(c));             \
+        for (int g = 0; g < 4; g++)                                                                          \
+            sums[g] = _mm256_add_epi32(sums[g], _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(column + g)), pc)); \
     } while (0)
 
-/* q8_scores_avx512 with vectors of 8: each panel in two halves of 8 keys
- * (pmaddwd, then an add), two sums each */
+/* q8_scores_avx512 with vectors of 8: each panel in four groups of 4 keys */
 TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
     QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
-    if (k.hs <= KV_Q8_COLUMNS) query_int16_256(q, k.hs, qs.inverse, p);
+    int32_t offset = 0;
+    if (k.hs <= KV_Q8_COLUMNS) {
+        query_int16_256(q, k.hs, qs.inverse, p);
+        offset = query_offset(p, k.hs);
+    }
     __m256 q_scale = _mm256_set1_ps(qs.scale);
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
-        __m256i low0 = _mm256_setzero_si256(), low1 = low0, high0 = low0, high1 = low0;
+        __m256i sums[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
         if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes);
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
-            if (k.hs > KV_Q8_COLUMNS) query_int16_256(q + from, count, qs.inverse, p);
-            int c = 0;
-            for (; c + 2 <= (count + 1) / 2; c += 2) {
-                Q8_HALF_STEPS(x, p, c, low0, high0);
-                Q8_HALF_STEPS(x, p, c + 1, low1, high1);
+            if (k.hs > KV_Q8_COLUMNS) {
+                query_int16_256(q + from, count, qs.inverse, p);
+                offset = query_offset_after(offset, from, p, count);
             }
-            if (c < (count + 1) / 2) Q8_HALF_STEPS(x, p, c, low0, high0);
+            for (int c = 0; c < KV_Q8_ROUND(count) / KV_Q8_QUAD; c++) Q8_QUAD_256(x, p, c, sums);
         }
+        __m256i offsets = _mm256_set1_epi32(offset);
         __m256 scale0 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale);
         __m256 scale1 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale);
         float lanes[KV_Q8_PANEL];
-        _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(low0, low1)), scale0));
-        _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(high0, high1)), scale1));
+        __m256i dots0 = _mm256_sub_epi32(add_lane_pairs_256(sums[0], sums[1]), offsets);
+        __m256i dots1 = _mm256_sub_epi32(add_lane_pairs_256(sums[2], sums[3]), offsets);
+        _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(dots0), scale0));
+        _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(dots1), scale1));
         q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
     }
 }
@@ -491,34 +701,26 @@ TARGET_AVX2 static void q8_weights_256(Q8Values v, const float *w, int n, Q8Weig
     if (q->step != 0.0f) query_int16_256(wt, n, 32767.0f / amax, q->c);
 }
 
-/* q8_pairs_512 with V whole vectors of 8 (pmaddwd, then an add) */
-TARGET_AVX2 INLINE void q8_pairs_256(Q8Values v, const Q8Weights *q, int n, int d, int V, int fetch, float *out) {
-    __m256i even[KV_SLICE_256], odd[KV_SLICE_256];
-    size_t pair_bytes = 2 * (size_t)v.hs;
-    const unsigned char *x = v.pairs + 2 * d;
-    const int16_t *c = q->c;
-    int n_pairs = (n + 1) / 2, p = 0;
-    for (int j = 0; j < V; j++) even[j] = odd[j] = _mm256_setzero_si256();
-    for (; p + 2 <= n_pairs; p += 2, x += 2 * pair_bytes) {
-        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, 2 * pair_bytes);
-        __m256i w0 = _mm256_set1_epi32(pair_weights(c, p)), w1 = _mm256_set1_epi32(pair_weights(c, p + 1));
+/* q8_quads_512 with V whole vectors of 8, each in two halves of 4 elements */
+TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int d, int V, int fetch, float *out) {
+    __m256i first_half[KV_SLICE_256], second_half[KV_SLICE_256];
+    size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
+    const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
+    for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm256_setzero_si256();
+    for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
+        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes);
+        __m256i w = _mm256_set1_epi64x(quad_weights(q->c, t / KV_Q8_QUAD));
         for (int j = 0; j < V; j++) {
-            __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 16 * j)));
-            __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + pair_bytes + 16 * j)));
-            even[j] = _mm256_add_epi32(even[j], _mm256_madd_epi16(x0, w0));
-            odd[j] = _mm256_add_epi32(odd[j], _mm256_madd_epi16(x1, w1));
+            __m256i rows0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j)));
+            __m256i rows1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j + 16)));
+            first_half[j] = _mm256_add_epi32(first_half[j], _mm256_madd_epi16(rows0, w));
+            second_half[j] = _mm256_add_epi32(second_half[j], _mm256_madd_epi16(rows1, w));
         }
-    }
-    if (p < n_pairs) {
-        __m256i w0 = _mm256_set1_epi32(pair_weights(c, p));
-        for (int j = 0; j < V; j++)
-            even[j] = _mm256_add_epi32(
-                even[j], _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 16 * j))), w0));
     }
     __m256 step = _mm256_set1_ps(q->step);
     for (int j = 0; j < V; j++) {
         float *o = out + d + 8 * j;
-        __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(even[j], odd[j]));
+        __m256 sum = _mm256_cvtepi32_ps(add_lane_pairs_256(first_half[j], second_half[j]));
         _mm256_storeu_ps(o, _mm256_fmadd_ps(sum, step, _mm256_loadu_ps(o)));
     }
 }
@@ -532,10 +734,10 @@ TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, floa
         int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
         int f = d == 0 && fetch;
         switch (V) {
-        case 1: q8_pairs_256(v, q, n, d, 1, f, out); break;
-        case 2: q8_pairs_256(v, q, n, d, 2, f, out); break;
-        case 3: q8_pairs_256(v, q, n, d, 3, f, out); break;
-        default: q8_pairs_256(v, q, n, d, KV_SLICE_256, f, out); break;
+        case 1: q8_quads_256(v, q, n, d, 1, f, out); break;
+        case 2: q8_quads_256(v, q, n, d, 2, f, out); break;
+        case 3: q8_quads_256(v, q, n, d, 3, f, out); break;
+        default: q8_quads_256(v, q, n, d, KV_SLICE_256, f, out); break;
         }
     }
     if (whole < v.hs) q8_add_sums_portable(v, q, n, whole, v.hs, out);
@@ -573,12 +775,12 @@ static void q8_scores(const KVCache *kv, const unsigned char *keys, const float 
     q8_kernels(kv->isa).scores(k, skip, q, n, scores, kv->fetch_ahead);
 }
 
-/* out = Σ_t w[t] · values[t] over t < n, int8 values from an even row:
+/* out = Σ_t w[t] · values[t] over t < n, int8 values from a quad's first row:
  * chunk by chunk, each's weights rounded to int16 and its products added */
 static void q8_weighted_sum(const KVCache *kv, const unsigned char *values, const float *w, int n, float *out,
                             int fetch) {
-    int odd;
-    Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &odd); /* odd is 0 */
+    int skip;
+    Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &skip); /* skip is 0 */
     Q8Kernels k = q8_kernels(kv->isa);
     for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
     for (int first = 0; first < n; first += KV_Q8_CHUNK) {

@@ -335,12 +335,16 @@ static void test_prompt_rows(KVType type, Isa isa) {
 /* ------------------------------------------------------------------------ */
 /* The int8 kernels alone                                                    */
 
-/* The int8 kernels work on panels of 16 keys and pairs of value rows, on
- * vectors of 32 or 16 columns and chunks of 256 value rows, so head sizes
- * with partial vectors, an odd row count and partial panels and chunks
- * (531 rows: two chunks and 19 rows). Each score within 1e-6 of float64
+/* The int8 kernels work on panels of 16 keys and quads of value rows, on
+ * quads of columns, vectors of 32 or 16 columns and chunks of 256 value
+ * rows, so head sizes with partial quads and vectors (37, 42, 258: a second
+ * chunk of q's columns with a partial quad), a row count not a multiple of
+ * 4 and partial panels and chunks (531 rows: two chunks and 19 rows).
+ * Attention's weights are never negative, but kv_weighted_sum takes any:
+ * every third head size has weights of both signs (VNNI multiplies
+ * unsigned bytes of the weights; it widens the rows for those). Each score within 1e-6 of float64
  * over the stored rows beyond what q's rounding to int16 can move it (half
- * a step of max|q| / 32767 times Σ|k_i|: kv_int8.h), each weighted sum
+ * a step of max|q| / 16383 times Σ|k_i|: kv_int8.h), each weighted sum
  * beyond what the weights' rounding can (half a step of each chunk's max
  * w_t · scale_t / 32767 times Σ_t |v_t,i| / scale_t); relative to
  * Σ|products|. Both are exact integers times scales, so they have the same
@@ -351,7 +355,7 @@ static void test_prompt_rows(KVType type, Isa isa) {
  * NaN weight makes the sums NaN, and a q with a NaN gives NaN scores. */
 static void test_q8_kernels(Isa isa) {
     enum { ROWS_Q8 = 531, MAX_HS = 300 };
-    static const int sizes[] = { 8, 20, 40, 48, 64, 72, 136, 300 };
+    static const int sizes[] = { 8, 20, 37, 40, 42, 48, 64, 72, 136, 258, 300 };
     double worst_score = 0, worst_sum = 0;
     int placed = 1, same_bits = 1, nan_scores = 1, nan_sums = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
@@ -368,7 +372,7 @@ static void test_q8_kernels(Isa isa) {
                 v[i] = uniform(-range, range);
             }
             kv_cache_store(&kv, 0, t, k, v);
-            w[t] = t >= 256 && t < 512 && s % 2 ? 0.0f : uniform(0, 1); /* a chunk of zeros, every other size */
+            w[t] = t >= 256 && t < 512 && s % 2 ? 0.0f : uniform(s % 3 == 2 ? -1 : 0, 1); /* a chunk of zeros, every other size */
         }
         for (int i = 0; i < hs; i++) q[i] = uniform(-1, 1);
         const unsigned char *keys = kv_keys(&kv, 0, 0), *values = kv_values(&kv, 0, 0);
@@ -386,7 +390,7 @@ static void test_q8_kernels(Isa isa) {
             double dot = 0, size = 0, k_sum = 0, scale = kv.value_scales[t];
             kv_key_to_float(&kv, keys, t, k);
             kv_value_to_float(&kv, values, t, v);
-            step = fmax(step, w[t] * scale / 32767);
+            step = fmax(step, fabs(w[t]) * scale / 32767);
             for (int i = 0; i < hs; i++) {
                 dot += (double)q[i] * k[i];
                 size += fabs((double)q[i] * k[i]);
@@ -401,7 +405,7 @@ static void test_q8_kernels(Isa isa) {
                     chunk[i] = 0;
                 }
             if (t % 256 == 255) step = 0;
-            worst_score = fmax(worst_score, (fabs(all[t] - dot) - q_max / 32767 / 2 * 1.0001 * k_sum) / size);
+            worst_score = fmax(worst_score, (fabs(all[t] - dot) - q_max / 16383 / 2 * 1.0001 * k_sum) / size);
             if (t % 7 && t > 40) continue; /* the places: the first 41 and every 7th */
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, ROWS_Q8 - t, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
@@ -419,7 +423,7 @@ static void test_q8_kernels(Isa isa) {
     }
     char name[400];
     snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows (beyond q's and the weights' "
-             "rounding to int16), head sizes 8 to 300, within %g of float64; the portable path's bits; a key's score "
+             "rounding to int16; weights of both signs), head sizes 8 to 300, within %g of float64; the portable path's bits; a key's score "
              "the same alone, first in a call or anywhere in one; NaN from a NaN in q or in the weights",
              isa_name(isa), ROWS_Q8, STORED_TOLERANCE);
     report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed && same_bits && nan_scores &&

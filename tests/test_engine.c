@@ -865,7 +865,7 @@ static void test_chunks_equal_steps(const char *path) {
  * came from (float16: 2^-11 relative; int8: scale / 2), and the scores and
  * output within 1e-5 of float64 sums over the stored rows. An int8 key's
  * score also rounds q to int16 (kv_int8.h), q_i to within half a step of
- * max|q| / 32767: that moves the score by at most the half-step times
+ * max|q| / 16383: that moves the score by at most the half-step times
  * Σ|k_i|, and the output by at most 2 · that / √HS · max|v| (a softmax
  * weight's change is w_t (Δx_t − Σ w Δx)). The int8 values' sum rounds each
  * w_t · scale_t to int16, to within half a step of their max / 32767: that
@@ -914,7 +914,7 @@ static void test_kv_types(void) {
         kv_weighted_sum(&kv, kv_values(&kv, 0, 0), weights, N, out, 1);
         double s64[N], m = -1e300, sum = 0, worst = 0, q_max = 0, v_max = 0, moved = 0;
         for (int i = 0; i < HS; i++) q_max = fmax(q_max, fabs(q[i]));
-        double q_half_step = type == KV_Q8 ? q_max / 32767 / 2 * 1.0001 : 0;
+        double q_half_step = type == KV_Q8 ? q_max / 16383 / 2 * 1.0001 : 0;
         for (int t = 0; t < N; t++) {
             double k_sum = 0;
             s64[t] = 0;
