@@ -423,8 +423,9 @@ static int attention_spans(const KVCache *kv, int layer, int n_heads, int n_keys
             for (int first = run; first < run + rows; first += QKV_KEY_BLOCK) {
                 int block = run + rows - first < QKV_KEY_BLOCK ? run + rows - first : QKV_KEY_BLOCK;
                 if (q8) out[n++] = (ReadSpan){ kv->value_scales + scales + first, block * sizeof(float) };
+                int value_rows = q8 ? KV_Q8_ROUND(block) : block; /* int8: whole quads, as the kernels read them */
                 out[n++] = (ReadSpan){ kv_values(kv, layer, kvh) + (size_t)first * kv->value_bytes,
-                                       block * kv->value_bytes };
+                                       value_rows * kv->value_bytes };
             }
         }
     }

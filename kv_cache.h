@@ -44,7 +44,8 @@ typedef struct {
     int n_layers, n_kv_heads, capacity, head_size;
     int sinks;            /* positions that are never evicted (kv_window.h) */
     float *sink_keys;     /* [n_layers, n_kv_heads, sinks, head_size] their keys, float32, and scratch (kv_window.h) */
-    size_t row_bytes;     /* one key row of one head, as stored (int8: its values; the scale apart) */
+    size_t row_bytes;     /* one key row of one head, as stored (int8: its values, the head size rounded
+                             up to a quad; the scale apart) */
     size_t value_bytes;   /* one value row's */
     int stride;           /* rows from one head's to the next: int8, the capacity rounded up to a panel */
     unsigned char *keys;  /* [n_layers, n_kv_heads, capacity] rows */

@@ -27,7 +27,7 @@ static float q8_scale(const float *x, int n, float *inverse) {
     return NAN;
 }
 
-/* An element of an int8 row: round(x / scale) */
+/* An element of an int8 value row: round(x / scale) */
 static inline unsigned char q8_byte(float x, float inverse) { return (unsigned char)(int8_t)kv_round(x * inverse); }
 
 /* A key's element is stored as the unsigned byte round(x / scale) + 128
@@ -112,7 +112,9 @@ static Q8Values q8_values_of(const KVCache *kv, size_t row, int *skip) {
  * the same score:
  *     score = (float)Σ p_i k_i · (scale_k · q_scale)
  * |p_i| ≤ p_max, with head_size · 127 · p_max < 2^31 and high_i a signed
- * byte: 16383 for head sizes up to 1032. The rounding moves a score by at
+ * byte: 16383 for head sizes up to 1032. (A panel's rows not yet written
+ * are zero bytes, k = −128 past that bound: their sums wrap, in every path
+ * the portable one too, and are thrown away.) The rounding moves a score by at
  * most q_scale / 2 · scale_k · Σ |k_i| (tested), a relative 3e-5 of
  * max|q| · Σ |k_i| · scale_k. */
 #define KV_Q8_QUERY_MAX 16383
@@ -173,16 +175,16 @@ static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float 
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
-        int32_t dot[KV_Q8_PANEL] = { 0 };
+        uint32_t dot[KV_Q8_PANEL] = { 0 }; /* wrapping, as the vector sums */
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
             if (k.hs > KV_Q8_COLUMNS) query_int16(q + from, count, qs.inverse, p);
             for (int c = 0; c < KV_Q8_ROUND(count); c += KV_Q8_QUAD, x += KV_Q8_QUAD * KV_Q8_PANEL)
-                for (int r = 0; r < KV_Q8_PANEL; r++) dot[r] += key_quad_dot(p + c, x + KV_Q8_QUAD * r);
+                for (int r = 0; r < KV_Q8_PANEL; r++) dot[r] += (uint32_t)key_quad_dot(p + c, x + KV_Q8_QUAD * r);
         }
         float lanes[KV_Q8_PANEL];
-        for (int r = 0; r < KV_Q8_PANEL; r++) lanes[r] = (float)dot[r] * (k.scales[first + r] * qs.scale);
+        for (int r = 0; r < KV_Q8_PANEL; r++) lanes[r] = (float)(int32_t)dot[r] * (k.scales[first + r] * qs.scale);
         q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
     }
 }

@@ -353,11 +353,44 @@ static void test_prompt_rows(KVType type, Isa isa) {
  * 0 puts it (the prompt's blocks and a decode step's may place it
  * differently). A chunk of zero weights (summed in float) adds nothing, a
  * NaN weight makes the sums NaN, and a q with a NaN gives NaN scores. */
+enum { Q8_MAX_HS = 300 };
+
+/* How far int8 values' weighted sum out[] of rows 0..n-1 is from float64's
+ * over the rows as stored, beyond what rounding the weights can move it:
+ * each chunk of 256 rows (from row 0) rounds w_t · scale_t to a step of
+ * their max |w_t · scale_t| / 32767, which moves element i by at most half
+ * the step times Σ_t |v_t,i| / scale_t; relative to Σ_t |w_t v_t,i|. */
+static double q8_sum_error(const KVCache *kv, const float *w, int n, const float *out) {
+    int hs = kv->head_size;
+    double ref[Q8_MAX_HS] = { 0 }, magnitude[Q8_MAX_HS] = { 0 }, rounding[Q8_MAX_HS] = { 0 }, chunk[Q8_MAX_HS] = { 0 };
+    double step = 0, worst = 0;
+    float v[Q8_MAX_HS];
+    for (int t = 0; t < n; t++) {
+        double scale = kv->value_scales[t];
+        kv_value_to_float(kv, kv_values(kv, 0, 0), t, v);
+        step = fmax(step, fabs(w[t]) * scale / 32767);
+        for (int i = 0; i < hs; i++) {
+            ref[i] += (double)w[t] * v[i];
+            magnitude[i] += fabs((double)w[t] * v[i]);
+            chunk[i] += fabs(v[i]) / scale;
+        }
+        if (t % 256 == 255 || t == n - 1) { /* a chunk's end: its rounding */
+            for (int i = 0; i < hs; i++) {
+                rounding[i] += step / 2 * 1.0001 * chunk[i];
+                chunk[i] = 0;
+            }
+            step = 0;
+        }
+    }
+    for (int i = 0; i < hs; i++) worst = fmax(worst, (fabs(out[i] - ref[i]) - rounding[i]) / magnitude[i]);
+    return worst;
+}
+
 static void test_q8_kernels(Isa isa) {
-    enum { ROWS_Q8 = 531, MAX_HS = 300 };
+    enum { ROWS_Q8 = 531, MAX_HS = Q8_MAX_HS };
     static const int sizes[] = { 8, 20, 37, 40, 42, 48, 64, 72, 136, 258, 300 };
     double worst_score = 0, worst_sum = 0;
-    int placed = 1, same_bits = 1, nan_scores = 1, nan_sums = 1;
+    int placed = 1, same_bits = 1, nan_scores = 1, nan_sums = 1, padding_ignored = 1;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int hs = sizes[s];
         KVCache kv;
@@ -383,28 +416,35 @@ static void test_q8_kernels(Isa isa) {
         kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, all, ROWS_Q8);
         kv_weighted_sum(&kv, values, w, ROWS_Q8, out, 1);
         same_bits &= memcmp(portable, all, sizeof all) == 0 && memcmp(portable_out, out, sizeof(float) * hs) == 0;
-        double ref[MAX_HS] = { 0 }, magnitude[MAX_HS] = { 0 }, rounding[MAX_HS] = { 0 }, chunk[MAX_HS] = { 0 };
-        double q_max = 0, step = 0;
+        worst_sum = fmax(worst_sum, q8_sum_error(&kv, w, ROWS_Q8, out));
+        /* sums that end inside a quad of written rows (the rows past n weigh 0) */
+        for (int end = ROWS_Q8 - 2; end < ROWS_Q8; end++) {
+            kv.isa = ISA_PORTABLE;
+            kv_weighted_sum(&kv, values, w, end, portable_out, 0);
+            kv.isa = isa;
+            kv_weighted_sum(&kv, values, w, end, out, 1);
+            same_bits &= memcmp(portable_out, out, sizeof(float) * hs) == 0;
+            worst_sum = fmax(worst_sum, q8_sum_error(&kv, w, end, out));
+        }
+        /* a key's padding to a quad of elements (never written) does not count */
+        if (hs % 4) {
+            unsigned char *stored = (unsigned char *)keys;
+            for (int t = 0; t < ROWS_Q8; t++)
+                for (int i = hs; i % 4; i++)
+                    stored[(size_t)(t - t % 16) * kv.row_bytes + (size_t)(i / 4) * 64 + (size_t)(t % 16) * 4 + i % 4] = 0xff;
+            kv_scores(&kv, keys, q, 1, hs, ROWS_Q8, from, ROWS_Q8);
+            padding_ignored &= memcmp(from, all, sizeof all) == 0;
+        }
+        double q_max = 0;
         for (int i = 0; i < hs; i++) q_max = fmax(q_max, fabs(q[i]));
         for (int t = 0; t < ROWS_Q8; t++) {
-            double dot = 0, size = 0, k_sum = 0, scale = kv.value_scales[t];
+            double dot = 0, size = 0, k_sum = 0;
             kv_key_to_float(&kv, keys, t, k);
-            kv_value_to_float(&kv, values, t, v);
-            step = fmax(step, fabs(w[t]) * scale / 32767);
             for (int i = 0; i < hs; i++) {
                 dot += (double)q[i] * k[i];
                 size += fabs((double)q[i] * k[i]);
                 k_sum += fabs(k[i]);
-                ref[i] += (double)w[t] * v[i];
-                magnitude[i] += fabs((double)w[t] * v[i]);
-                chunk[i] += fabs(v[i]) / scale;
             }
-            if (t % 256 == 255 || t == ROWS_Q8 - 1) /* a chunk's end: its rounding */
-                for (int i = 0; i < hs; i++) {
-                    rounding[i] += step / 2 * 1.0001 * chunk[i];
-                    chunk[i] = 0;
-                }
-            if (t % 256 == 255) step = 0;
             worst_score = fmax(worst_score, (fabs(all[t] - dot) - q_max / 16383 / 2 * 1.0001 * k_sum) / size);
             if (t % 7 && t > 40) continue; /* the places: the first 41 and every 7th */
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, ROWS_Q8 - t, from, ROWS_Q8);
@@ -412,7 +452,6 @@ static void test_q8_kernels(Isa isa) {
             kv_scores(&kv, keys + t * kv.row_bytes, q, 1, hs, 1, from, ROWS_Q8);
             placed &= memcmp(&from[0], &all[t], sizeof(float)) == 0;
         }
-        for (int i = 0; i < hs; i++) worst_sum = fmax(worst_sum, (fabs(out[i] - ref[i]) - rounding[i]) / magnitude[i]);
         w[300] = NAN;
         kv_weighted_sum(&kv, values, w, ROWS_Q8, out, 1);
         for (int i = 0; i < hs; i++) nan_sums &= isnan(out[i]);
@@ -422,15 +461,16 @@ static void test_q8_kernels(Isa isa) {
         kv_cache_free(&kv);
     }
     char name[400];
-    snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows (beyond q's and the weights' "
-             "rounding to int16; weights of both signs), head sizes 8 to 300, within %g of float64; the portable path's bits; a key's score "
-             "the same alone, first in a call or anywhere in one; NaN from a NaN in q or in the weights",
-             isa_name(isa), ROWS_Q8, STORED_TOLERANCE);
+    snprintf(name, sizeof name, "int8 KV rows, %s: scores and weighted sums of %d rows (and sums of %d and %d: "
+             "ending inside a quad; beyond q's and the weights' rounding to int16; weights of both signs), head "
+             "sizes 8 to 300, within %g of float64; the portable path's bits; a key's score the same alone, first in a "
+             "call or anywhere in one; keys' padding bytes ignored; NaN from a NaN in q or in the weights",
+             isa_name(isa), ROWS_Q8, ROWS_Q8 - 2, ROWS_Q8 - 1, STORED_TOLERANCE);
     report(worst_score <= STORED_TOLERANCE && worst_sum <= STORED_TOLERANCE && placed && same_bits && nan_scores &&
-               nan_sums,
-           name, "score error %.3g, sum error %.3g, scores %s, %s the portable path's, scores %s, sums %s", worst_score,
-           worst_sum, placed ? "agree" : "depend on place", same_bits ? "equal to" : "differ from",
-           nan_scores ? "NaN from NaN" : "a NaN lost", nan_sums ? "NaN from NaN" : "a NaN lost");
+               nan_sums && padding_ignored,
+           name, "score error %.3g, sum error %.3g, scores %s, %s the portable path's, padding %s, scores %s, sums %s",
+           worst_score, worst_sum, placed ? "agree" : "depend on place", same_bits ? "equal to" : "differ from",
+           padding_ignored ? "ignored" : "counted", nan_scores ? "NaN from NaN" : "a NaN lost", nan_sums ? "NaN from NaN" : "a NaN lost");
 }
 
 /* ------------------------------------------------------------------------ */
