@@ -422,12 +422,13 @@ TARGET_VNNI INLINE void query_bytes_512(const int16_t *p, int count, unsigned ch
         lsum = _mm512_dpbusd_epi32(lsum, keys, _mm512_set1_epi32(bytes_lane(low + KV_Q8_QUAD * (c))));        \
     } while (0)
 
-/* Head sizes up to 64 (16 quads, llama2.c's 48 among them): q's bytes
- * broadcast once a call and kept in registers, the quads unrolled (the
- * general loop below broadcast them again for every panel: at 16,384
+/* Head sizes up to 48 (12 quads, llama2.c's 15M shape's): q's bytes
+ * broadcast once a call and kept in 24 registers, the quads unrolled (the
+ * general loop below broadcasts them again for every panel: at 16,384
  * positions, 15M shape, 1 thread, AMD EPYC Zen 4, its decode scores took
- * about a fifth longer) */
-#define Q8_VNNI_QUADS 16
+ * about a fifth longer). At 64 (the 42M shape's) the 32 registers this
+ * takes are all there are: the general loop was 2-3% faster there. */
+#define Q8_VNNI_QUADS 12
 
 TARGET_VNNI static void q8_scores_vnni_short(Q8Keys k, int skip, const unsigned char *high, const unsigned char *low,
                                              int32_t offset, float q_scale, int n, float *scores, int fetch) {
