@@ -311,9 +311,12 @@ static int32_t query_offset(const int16_t *p, int count) {
     return (int32_t)((uint32_t)sum * 128u);
 }
 
-/* The offset of q's columns from..from+count-1 (p) added to that of the
- * columns before them (none when from is 0), in int32's wrapping sums */
-static int32_t query_offset_after(int32_t before, int from, const int16_t *p, int count) {
+/* q's columns from..from+count-1 rounded into p (round: an instruction
+ * set's query_int16), and their offset added to that of the columns
+ * before them (before; none when from is 0), in int32's wrapping sums */
+INLINE int32_t query_columns(void (*round)(const float *, int, float, int16_t *), const float *q, int from,
+                             int count, float inverse, int16_t *p, int32_t before) {
+    round(q + from, count, inverse, p);
     return (int32_t)((from ? (uint32_t)before : 0u) + (uint32_t)query_offset(p, count));
 }
 
@@ -372,11 +375,7 @@ TARGET_AVX512 INLINE void q8_panel_scores_512(__m512i dots, Q8Keys k, int first,
 TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
     QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
-    int32_t offset = 0;
-    if (k.hs <= KV_Q8_COLUMNS) {
-        query_int16_512(q, k.hs, qs.inverse, p);
-        offset = query_offset(p, k.hs);
-    }
+    int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_512, q, 0, k.hs, qs.inverse, p, 0) : 0;
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
@@ -386,10 +385,7 @@ TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, i
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;
             int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
-            if (k.hs > KV_Q8_COLUMNS) {
-                query_int16_512(q + from, count, qs.inverse, p);
-                offset = query_offset_after(offset, from, p, count);
-            }
+            if (k.hs > KV_Q8_COLUMNS) offset = query_columns(query_int16_512, q, from, count, qs.inverse, p, offset);
             for (; c + 2 <= quads; c += 2) {
                 Q8_QUAD_512(x, p, c, low0, high0);
                 Q8_QUAD_512(x, p, c + 1, low1, high1);
@@ -466,9 +462,8 @@ TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n
     unsigned char high[KV_Q8_COLUMNS], low[KV_Q8_COLUMNS];
     int32_t offset = 0;
     if (k.hs <= KV_Q8_COLUMNS) {
-        query_int16_512(q, k.hs, qs.inverse, p);
+        offset = query_columns(query_int16_512, q, 0, k.hs, qs.inverse, p, 0);
         query_bytes_512(p, k.hs, high, low);
-        offset = query_offset(p, k.hs);
         if (k.hs <= KV_Q8_QUAD * Q8_VNNI_QUADS) {
             q8_scores_vnni_short(k, skip, high, low, offset, qs.scale, n, scores, fetch);
             return;
@@ -484,9 +479,8 @@ TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n
             int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
             if (k.hs > KV_Q8_COLUMNS) {
-                query_int16_512(q + from, count, qs.inverse, p);
+                offset = query_columns(query_int16_512, q, from, count, qs.inverse, p, offset);
                 query_bytes_512(p, count, high, low);
-                offset = query_offset_after(offset, from, p, count);
             }
             for (; c + 2 <= quads; c += 2) {
                 Q8_QUAD_VNNI(x, c, h0, l0);
@@ -528,10 +522,8 @@ TARGET_VNNI INLINE int weight_bytes_512(const int16_t *c, int count, unsigned ch
  * fma((float)Σ_t c_t · v_t, step, out), t < n, a quad of rows a step. With
  * fetch, the quads ahead are requested. Widened (AVX-512BW): each vector of
  * 16 elements in two halves, elements 0-7 and 8-15 (two lanes each). */
-TARGET_AVX512 INLINE void q8_quads_512(Q8Values v, const Q8Weights *q, const unsigned char *high,
-                                       const unsigned char *low, int n, int d, int V, int rest, int fetch,
+TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, int fetch, Q8Values v, const Q8Weights *q, int n,
                                        float *out) {
-    (void)high, (void)low;
     __m512i first_half[KV_SLICE_512], second_half[KV_SLICE_512];
     int bytes0 = KV_Q8_QUAD * (rest < 8 ? rest : 8), bytes1 = KV_Q8_QUAD * rest - bytes0;
     __mmask32 last0 = bytes0 >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << bytes0) - 1);
@@ -561,9 +553,8 @@ TARGET_AVX512 INLINE void q8_quads_512(Q8Values v, const Q8Weights *q, const uns
 
 /* q8_quads_512 on the rows as stored (VNNI): the weights' high and low
  * bytes (weight_bytes_512) times the quads, Σ c v = 128 Σ high·v + Σ low·v */
-TARGET_VNNI INLINE void q8_quads_vnni(Q8Values v, const Q8Weights *q, const unsigned char *high,
-                                      const unsigned char *low, int n, int d, int V, int rest, int fetch,
-                                      float *out) {
+TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Values v, const Q8Weights *q, int n,
+                                      float *out, const unsigned char *high, const unsigned char *low) {
     __m512i hsum[KV_SLICE_512], lsum[KV_SLICE_512];
     __mmask64 last = rest >= 16 ? ~(__mmask64)0 : (((__mmask64)1 << (KV_Q8_QUAD * rest)) - 1);
     size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
@@ -588,21 +579,22 @@ TARGET_VNNI INLINE void q8_quads_vnni(Q8Values v, const Q8Weights *q, const unsi
 }
 
 /* out += a chunk's products, in slices of KV_SLICE_512 vectors (a constant
- * V in each call, so the sums stay in registers) */
-#define Q8_SLICES_512(QUADS, v, q, high, low, n, out, fetch)                                                   \
-    for (int d = 0; d < (v).hs; d += 16 * KV_SLICE_512) {                                                      \
-        int V = ((v).hs - d + 15) / 16 < KV_SLICE_512 ? ((v).hs - d + 15) / 16 : KV_SLICE_512;                 \
-        int rest = (v).hs - d - 16 * (V - 1), f = d == 0 && (fetch);                                           \
+ * V in each call, so the sums stay in registers): QUADS(d, V, rest, fetch,
+ * its own arguments...) for each slice */
+#define Q8_SLICES_512(QUADS, hs, fetch, ...)                                                                   \
+    for (int d = 0; d < (hs); d += 16 * KV_SLICE_512) {                                                        \
+        int V = ((hs) - d + 15) / 16 < KV_SLICE_512 ? ((hs) - d + 15) / 16 : KV_SLICE_512;                     \
+        int rest = (hs) - d - 16 * (V - 1), f = d == 0 && (fetch);                                             \
         switch (V) {                                                                                           \
-        case 1: QUADS(v, q, high, low, n, d, 1, rest, f, out); break;                                          \
-        case 2: QUADS(v, q, high, low, n, d, 2, rest, f, out); break;                                          \
-        case 3: QUADS(v, q, high, low, n, d, 3, rest, f, out); break;                                          \
-        default: QUADS(v, q, high, low, n, d, KV_SLICE_512, rest, f, out); break;                              \
+        case 1: QUADS(d, 1, rest, f, __VA_ARGS__); break;                                                      \
+        case 2: QUADS(d, 2, rest, f, __VA_ARGS__); break;                                                      \
+        case 3: QUADS(d, 3, rest, f, __VA_ARGS__); break;                                                      \
+        default: QUADS(d, KV_SLICE_512, rest, f, __VA_ARGS__); break;                                          \
         }                                                                                                      \
     }
 
 TARGET_AVX512 static void q8_sums_avx512(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
-    Q8_SLICES_512(q8_quads_512, v, q, NULL, NULL, n, out, fetch)
+    Q8_SLICES_512(q8_quads_512, v.hs, fetch, v, q, n, out)
 }
 
 TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
@@ -611,7 +603,7 @@ TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, floa
         q8_sums_avx512(v, q, n, out, fetch);
         return;
     }
-    Q8_SLICES_512(q8_quads_vnni, v, q, high, low, n, out, fetch)
+    Q8_SLICES_512(q8_quads_vnni, v.hs, fetch, v, q, n, out, high, low)
 }
 
 /* query_int16 and abs_max with vectors of 8 */
@@ -660,11 +652,7 @@ TARGET_AVX2 INLINE __m256i add_lane_pairs_256(__m256i low, __m256i high) {
 TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
     QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
-    int32_t offset = 0;
-    if (k.hs <= KV_Q8_COLUMNS) {
-        query_int16_256(q, k.hs, qs.inverse, p);
-        offset = query_offset(p, k.hs);
-    }
+    int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_256, q, 0, k.hs, qs.inverse, p, 0) : 0;
     __m256 q_scale = _mm256_set1_ps(qs.scale);
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
@@ -674,10 +662,7 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
-            if (k.hs > KV_Q8_COLUMNS) {
-                query_int16_256(q + from, count, qs.inverse, p);
-                offset = query_offset_after(offset, from, p, count);
-            }
+            if (k.hs > KV_Q8_COLUMNS) offset = query_columns(query_int16_256, q, from, count, qs.inverse, p, offset);
             for (int c = 0; c < KV_Q8_ROUND(count) / KV_Q8_QUAD; c++) Q8_QUAD_256(x, p, c, sums);
         }
         __m256i offsets = _mm256_set1_epi32(offset);
