@@ -225,13 +225,15 @@ size_t last_level_cache_bytes(void);
 int weights_from_memory(size_t bytes_per_token);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
  * kernel within an instruction set (kernels_rows.h). */
-MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch);
+MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch);
 /* How the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead on
- * this CPU's maker (cpu_vendor): into L1 on every maker but AMD (and Hygon),
- * whose hardware prefetchers alone read a long context's rows faster
- * (measured on a Zen 5 and a Zen 4; kv_cache_init records it, with every
- * instruction set). */
-Fetch kv_fetch_ahead(void);
+ * this CPU (cpu_vendor, cpu_family), for float32 rows (float32) or the
+ * others: into L1 on every maker but AMD (and Hygon), whose hardware
+ * prefetchers alone read a long context's float16 and int8 rows faster
+ * (measured on a Zen 5 and a Zen 4); its family 25 (Zen 3, Zen 4) reads
+ * float32 rows faster with requests into L2 (measured on a Zen 4).
+ * kv_cache_init records it, with every instruction set. */
+Fetch kv_fetch_ahead(int float32);
 
 #endif /* QKV_KERNELS_H */
 
@@ -811,8 +813,18 @@ int cpu_family(void) {
 
 /* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
  * 33-34 GB/s with the hardware prefetchers alone, 28-29 with requests 1 to
- * 8 KiB ahead. */
-Fetch kv_fetch_ahead(void) { return cpu_vendor() != VENDOR_AMD ? FETCH_L1 : FETCH_NONE; }
+ * 8 KiB ahead into L1. Attention over float32 rows is another matter on a
+ * Zen 4: its value sums are the lightest work a byte of any kernel (one
+ * multiply-add a 64 bytes), and requests into L2 kept more lines in flight
+ * than the prefetchers alone: the 42M shape (head size 64) at 8,192
+ * positions, 1 thread, fastest of 60 steps, two rounds interleaved,
+ * attention 10.4-11.3 -> 7.9-8.7 ms, the 15M shape (48) 3.7-3.9 -> 3.4-3.5;
+ * float16 rows the same or 5-25% slower with them (more work a byte: the
+ * requests take the load slots the conversions need), int8 slower. */
+Fetch kv_fetch_ahead(int float32) {
+    if (cpu_vendor() != VENDOR_AMD) return FETCH_L1;
+    return float32 && cpu_family() == 25 ? FETCH_L2 : FETCH_NONE;
+}
 
 /* How closely an entry is made for where it runs: for a maker, a family
  * of its CPUs, weights from memory */

@@ -48,12 +48,12 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * accumulators are summed across lanes together at the end. TILE_ROWS is
  * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
 #define TILE_ROWS 4
-/* Software prefetch (the kernels with fetch; not the _hw ones, which
- * kv_fetch_ahead chooses on AMD): while a tile streams its rows, the bytes
- * QKV_KV_AHEAD (kernels.h) further on are requested, so the memory system
- * always has several rows in flight. A prefetch never faults, so past the
+/* Software prefetch (the kernels with fetch, into L1 or into L2 (_l2); not
+ * the _hw ones: kv_fetch_ahead chooses): while a tile streams its rows, the
+ * bytes QKV_KV_AHEAD (kernels.h) further on are requested, so the memory
+ * system always has several rows in flight. A prefetch never faults, so past the
  * last row it is harmless. */
-#define PREFETCH(row, offset) _mm_prefetch((const char *)(row) + QKV_KV_AHEAD + (offset), _MM_HINT_T0)
+#define PREFETCH(row, offset, fetch) fetch_line((const char *)(row) + QKV_KV_AHEAD + (offset), (Fetch)(fetch))
 
 /* The R rows of a tile: past the matrix's end, repeat the first row
  * (computed and thrown away, so the loops have no special case). */
@@ -116,7 +116,7 @@ TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **r
     for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-        if (fetch && j % 16 == 0) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
+        if (fetch && j % 16 == 0) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4), fetch);
         __m256 wv;
         if (!whole) wv = load8_w(rows[r], j, cols, half);
         else if (half) wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(rows[r] + 2 * (size_t)j)));
@@ -153,8 +153,8 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
 }
 
 /* An AVX2 kernel: a float16 decode step eight rows a tile; otherwise four
- * rows, positions three at a time, then the last one or two. FETCH: request
- * the rows ahead (kv_fetch_ahead). */
+ * rows, positions three at a time, then the last one or two. FETCH: the
+ * requests for the rows ahead (a Fetch: kv_fetch_ahead). */
 #define AVX2_MATMUL(NAME, TILE, TYPE, FLAG, FETCH)                                                             \
     TARGET_AVX2 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin,  \
                                  int end) {                                                                    \
@@ -173,10 +173,12 @@ TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a
         }                                                                                                      \
     }
 
-AVX2_MATMUL(rows_f32_avx2, tile_float_avx2, WEIGHT_F32, 0, 1)
-AVX2_MATMUL(rows_f16_avx2, tile_float_avx2, WEIGHT_F16, 1, 1)
-AVX2_MATMUL(rows_f32_avx2_hw, tile_float_avx2, WEIGHT_F32, 0, 0)
-AVX2_MATMUL(rows_f16_avx2_hw, tile_float_avx2, WEIGHT_F16, 1, 0)
+AVX2_MATMUL(rows_f32_avx2, tile_float_avx2, WEIGHT_F32, 0, FETCH_L1)
+AVX2_MATMUL(rows_f16_avx2, tile_float_avx2, WEIGHT_F16, 1, FETCH_L1)
+AVX2_MATMUL(rows_f32_avx2_l2, tile_float_avx2, WEIGHT_F32, 0, FETCH_L2)
+AVX2_MATMUL(rows_f16_avx2_l2, tile_float_avx2, WEIGHT_F16, 1, FETCH_L2)
+AVX2_MATMUL(rows_f32_avx2_hw, tile_float_avx2, WEIGHT_F32, 0, FETCH_NONE)
+AVX2_MATMUL(rows_f16_avx2_hw, tile_float_avx2, WEIGHT_F16, 1, FETCH_NONE)
 
 TARGET_AVX512 INLINE __m128 reduce4_512(__m512 a, __m512 b, __m512 c, __m512 d) {
 #define HALVES(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))
@@ -200,7 +202,7 @@ TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char *
     for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, x_rows[p] + j);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (fetch) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4));
+        if (fetch) PREFETCH(rows[r], (size_t)j * (half ? 2 : 4), fetch);
         __m512 wv = load16_w(rows[r], j, m, half);
 #pragma GCC unroll 6
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_fmadd_ps(wv, x[p], acc[r][p]);
@@ -230,7 +232,7 @@ TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *
         for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps();
     int j = 0;
     if (fetch)
-        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 1);
+        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, fetch);
     else
         for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 0);
     if (j < cols) step_float_512(acc, rows, x_rows, R, P, j, tail_mask(j, cols), row_bytes, half, fetch);
@@ -267,9 +269,9 @@ TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *
         int last = first + block < end ? first + block : end;
         for (int t = 0; t < whole; t += 6)
             for (int i = first; i < last; i += 4)
-                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, fetch && t == 0);
+                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0 ? fetch : 0);
         /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
-        int tail_fetch = fetch && whole == 0;
+        int tail_fetch = whole == 0 ? fetch : 0;
         for (int i = first; i < last; i += 4) switch (a->n - whole) {
             case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, tail_fetch); break;
             case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, tail_fetch); break;
@@ -280,29 +282,32 @@ TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *
     }
 }
 
-/* float32 and float16; _hw: no requests ahead (kv_fetch_ahead) */
+/* float32 and float16; _l2: the requests into L2, _hw: none (kv_fetch_ahead) */
 #define AVX512_ROWS(NAME, HALF, FETCH)                                                                          \
     TARGET_AVX512 static void NAME(float *out, int os, const Activations *a, const void *w, int cols, int begin, \
                                    int end) {                                                                   \
         rows_float_512(out, os, a, w, cols, begin, end, HALF, FETCH);                                           \
     }
-AVX512_ROWS(rows_f32_avx512, 0, 1)
-AVX512_ROWS(rows_f16_avx512, 1, 1)
-AVX512_ROWS(rows_f32_avx512_hw, 0, 0)
-AVX512_ROWS(rows_f16_avx512_hw, 1, 0)
+AVX512_ROWS(rows_f32_avx512, 0, FETCH_L1)
+AVX512_ROWS(rows_f16_avx512, 1, FETCH_L1)
+AVX512_ROWS(rows_f32_avx512_l2, 0, FETCH_L2)
+AVX512_ROWS(rows_f16_avx512_l2, 1, FETCH_L2)
+AVX512_ROWS(rows_f32_avx512_hw, 0, FETCH_NONE)
+AVX512_ROWS(rows_f16_avx512_hw, 1, FETCH_NONE)
 
 #endif /* QKV_HAVE_X86_KERNELS */
 
 /* The row kernel for float32 or float16 rows within an instruction set,
- * requesting the rows ahead with fetch (kv_fetch_ahead). */
-MatmulKernel rows_kernel_for(WeightType type, Isa isa, int fetch) {
+ * requesting the rows ahead as fetch says (kv_fetch_ahead). */
+MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch) {
     int half = type == WEIGHT_F16;
 #ifdef QKV_HAVE_X86_KERNELS
-    static const MatmulKernel kernels[2][2][2] = { /* [avx512][half][fetch] */
-        { { rows_f32_avx2_hw, rows_f32_avx2 }, { rows_f16_avx2_hw, rows_f16_avx2 } },
-        { { rows_f32_avx512_hw, rows_f32_avx512 }, { rows_f16_avx512_hw, rows_f16_avx512 } },
+    static const MatmulKernel kernels[2][2][3] = { /* [avx512][half][fetch: none, L1, L2] */
+        { { rows_f32_avx2_hw, rows_f32_avx2, rows_f32_avx2_l2 }, { rows_f16_avx2_hw, rows_f16_avx2, rows_f16_avx2_l2 } },
+        { { rows_f32_avx512_hw, rows_f32_avx512, rows_f32_avx512_l2 },
+          { rows_f16_avx512_hw, rows_f16_avx512, rows_f16_avx512_l2 } },
     };
-    if (isa >= ISA_AVX2) return kernels[isa >= ISA_AVX512][half][fetch != 0];
+    if (isa >= ISA_AVX2) return kernels[isa >= ISA_AVX512][half][fetch == FETCH_L2 ? 2 : fetch != FETCH_NONE];
 #else
     (void)isa, (void)fetch;
 #endif

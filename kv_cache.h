@@ -53,7 +53,7 @@ typedef struct {
     float *key_scales;    /* int8: [n_layers, n_kv_heads, stride] the key rows' scales */
     float *value_scales;  /* int8: the value rows' */
     Isa isa;              /* the kernels' instruction set (float keys' scores: kernels_rows.h) */
-    Fetch fetch_ahead;    /* FETCH_L1: the kernels request the rows ahead (kv_fetch_ahead: the CPU maker's choice) */
+    Fetch fetch_ahead;    /* the kernels' requests for the rows ahead: none, into L1 or L2 (kv_fetch_ahead: the CPU's choice) */
 } KVCache;
 
 /* Returns 0, or -1 when out of memory (or the size overflows). */
@@ -142,7 +142,7 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
     kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
-    kv->fetch_ahead = kv_fetch_ahead();
+    kv->fetch_ahead = kv_fetch_ahead(type == KV_F32);
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)kv->stride, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))
@@ -259,18 +259,18 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
-/* bytes from from on, into L1 */
-INLINE void kv_prefetch(const unsigned char *from, size_t bytes) {
-    for (size_t at = 0; at < bytes; at += 64) _mm_prefetch((const char *)from + at, _MM_HINT_T0);
+/* bytes from from on, into L1 or L2 as fetch (a Fetch, not FETCH_NONE) says */
+INLINE void kv_prefetch(const unsigned char *from, size_t bytes, int fetch) {
+    for (size_t at = 0; at < bytes; at += 64) fetch_line(from + at, (Fetch)fetch);
 }
 
 /* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels.h,
  * as for the keys), where the cache's fetch_ahead says so: the value rows
  * of a long context come from memory, and on Intel the hardware prefetcher
  * alone leaves the core waiting at the start of each block (on AMD it
- * reads them faster alone) */
-INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows) {
-    kv_prefetch(row + QKV_KV_AHEAD, rows * row_bytes);
+ * reads them faster alone, but for float32 rows on a Zen 4: into L2) */
+INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows, int fetch) {
+    kv_prefetch(row + QKV_KV_AHEAD, rows * row_bytes, fetch);
 }
 
 TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {
@@ -373,7 +373,7 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
         int t = 0;
         for (; t + 2 <= n; t += 2) {
             const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
-            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2);
+            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
             __m512 w0 = _mm512_set1_ps(w[t]), w1 = _mm512_set1_ps(w[t + 1]);
             for (int v = 0; v < KV_SLICE_512; v++)
                 if (m[v]) {
@@ -404,7 +404,7 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
         int t = 0;
         for (; t + 2 <= n; t += 2) {
             const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
-            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2);
+            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
             __m256 w0 = _mm256_set1_ps(w[t]), w1 = _mm256_set1_ps(w[t + 1]);
             for (int v = 0; v < KV_FLOAT_SLICE_256; v++)
                 if (v < vectors) {
@@ -448,7 +448,7 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
 
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out, int fetch) {
-    fetch = fetch && kv->fetch_ahead;
+    fetch = fetch ? (int)kv->fetch_ahead : FETCH_NONE;
     if (kv->type == KV_Q8) {
         q8_weighted_sum(kv, values, weights, n_visible, out, fetch);
         return;

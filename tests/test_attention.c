@@ -255,24 +255,25 @@ static void test_split_equals_one_block(KVType type, Isa isa) {
     fixture_free(&f);
 }
 
-/* The kernels with and without their requests for the rows ahead
- * (kv_fetch_ahead: the CPU maker's choice) give the same bits: a decode
- * row, and a prompt of 8 rows. */
+/* The kernels with and without their requests for the rows ahead, into
+ * L1 or L2 (kv_fetch_ahead: the CPU's choice), give the same bits: a
+ * decode row, and a prompt of 8 rows. */
 static void test_fetch_ahead(KVType type, Isa isa) {
     Fixture f;
     fixture_init(&f, type, isa);
-    float out[2][8 * HEADS * HS];
+    float out[3][8 * HEADS * HS];
     int same = 1;
     for (int n = 1; n <= 8; n += 7) {
-        for (int fetch = 0; fetch < 2; fetch++) {
-            f.kv.fetch_ahead = fetch ? FETCH_L1 : FETCH_NONE;
+        for (int fetch = FETCH_NONE; fetch <= FETCH_L2; fetch++) {
+            f.kv.fetch_ahead = (Fetch)fetch;
             run_rows(&f, 0, n, KEYS - n, out[fetch], NULL, NULL);
         }
-        same = same && memcmp(out[0], out[1], sizeof(float) * n * HEADS * HS) == 0;
+        for (int fetch = FETCH_L1; fetch <= FETCH_L2; fetch++)
+            same = same && memcmp(out[FETCH_NONE], out[fetch], sizeof(float) * n * HEADS * HS) == 0;
     }
     char name[160];
     snprintf(name, sizeof name, "attention, %s KV cache, %s: the same bits with and without requests for the rows "
-             "ahead (decode row, 8-row prompt)", kv_type_name(type), isa_name(isa));
+             "ahead, into L1 or L2 (decode row, 8-row prompt)", kv_type_name(type), isa_name(isa));
     report(same, name, "outputs differ");
     fixture_free(&f);
 }

@@ -490,30 +490,38 @@ static void test_kernel_vendor(void) {
     static const int families[] = { 6, 25, 26 };
     for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
         for (int f = 0; f < 3; f++) ok &= kernel_choice_ok((Vendor)v, families[f], x86, amx);
-    for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++) {
-        setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
-        KVCache kv;
-        if (kv_cache_init(&kv, KV_F16, 1, 1, 16, 8) == 0) {
-            if (kv.fetch_ahead != (v != VENDOR_AMD ? FETCH_L1 : FETCH_NONE) || kv_fetch_ahead() != kv.fetch_ahead)
-                fetch_ok = 0;
-            kv_cache_free(&kv);
-        } else {
-            fetch_ok = 0;
-        }
-    }
+    for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
+        for (int f = 0; f < 3; f++)
+            for (int type = 0; type < KV_TYPE_COUNT; type++) {
+                setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
+                char family[8];
+                snprintf(family, sizeof family, "%d", families[f]);
+                setenv("QKV_FAMILY", family, 1);
+                Fetch want = v != VENDOR_AMD ? FETCH_L1 : type == KV_F32 && families[f] == 25 ? FETCH_L2 : FETCH_NONE;
+                KVCache kv;
+                if (kv_cache_init(&kv, (KVType)type, 1, 1, 16, 8) == 0) {
+                    fetch_ok &= kv.fetch_ahead == want && kv_fetch_ahead(type == KV_F32) == want;
+                    kv_cache_free(&kv);
+                } else {
+                    fetch_ok = 0;
+                }
+            }
     for (int isa = ISA_AVX2; x86 && isa <= ISA_AVX512; isa++)
         for (int half = 0; half < 2; half++) {
             WeightType type = half ? WEIGHT_F16 : WEIGHT_F32;
-            if (rows_kernel_for(type, (Isa)isa, 0) == rows_kernel_for(type, (Isa)isa, 1)) fetch_ok = 0;
+            MatmulKernel none = rows_kernel_for(type, (Isa)isa, FETCH_NONE), l1 = rows_kernel_for(type, (Isa)isa, FETCH_L1);
+            MatmulKernel l2 = rows_kernel_for(type, (Isa)isa, FETCH_L2);
+            if (none == l1 || none == l2 || l1 == l2) fetch_ok = 0;
         }
     for (int i = 0; i < 2; i++) env_restore(&saved[i]);
     report(ok, "kernel choice per CPU maker, family and weights' place: AMD's entries on AMD only, its family 25 "
            "ones there only, its int8 ones for weights from memory only (QKV_VENDOR any, intel, amd; QKV_FAMILY "
            "6, 25, 26)",
            "a kernel chosen for the wrong maker or place");
-    report(fetch_ok, "KV cache's requests for rows ahead per CPU maker: none on AMD, on any other (QKV_VENDOR any, "
-           "intel, amd); the float keys' row kernels with and without them",
-           "the wrong choice, or one kernel for both");
+    report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family and KV type: into L1 on any maker "
+           "but AMD; on AMD into L2 for float32 rows on family 25, else none (QKV_VENDOR any, intel, amd; "
+           "QKV_FAMILY 6, 25, 26; f32, f16, q8); the float keys' row kernels: three, one per choice",
+           "the wrong choice, or one kernel for two");
 }
 
 /* Where a decode step finds its weights: from memory past half the
