@@ -818,7 +818,7 @@ int cpu_family(void) {
  * multiply-add a 64 bytes), and requests into L2 kept more lines in flight
  * than the prefetchers alone: the 42M shape (head size 64) at 8,192
  * positions, 1 thread, fastest of 60 steps, two rounds interleaved,
- * attention 10.4-11.3 -> 7.9-8.7 ms, the 15M shape (48) 3.7-3.9 -> 3.4-3.5;
+ * attention 10.4-11.3 -> 7.9-8.7 ms, the 15M shape (48) 3.7-4.0 -> 3.4-3.5;
  * float16 rows the same or 5-25% slower with them (more work a byte: the
  * requests take the load slots the conversions need), int8 slower. */
 Fetch kv_fetch_ahead(int float32) {
