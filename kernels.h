@@ -228,12 +228,13 @@ int weights_from_memory(size_t bytes_per_token);
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch);
 /* How the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead on
  * this CPU (cpu_vendor, cpu_family), for float32 rows (float32) or the
- * others: into L1 on every maker but AMD (and Hygon), whose hardware
- * prefetchers alone read a long context's float16 and int8 rows faster
- * (measured on a Zen 5 and a Zen 4); its family 25 (Zen 3, Zen 4) reads
- * float32 rows faster with requests into L2 (measured on a Zen 4).
- * kv_cache_init records it, with every instruction set. */
-Fetch kv_fetch_ahead(int float32);
+ * others, with the kernels of isa: into L1 on every maker but AMD (and
+ * Hygon), whose hardware prefetchers alone read a long context's float16
+ * and int8 rows faster (measured on a Zen 5 and a Zen 4); its family 25
+ * reads float32 rows faster with requests into L2 with AVX-512 (measured
+ * on a Zen 4; its AVX2 kernels were slower with them). kv_cache_init
+ * records it. */
+Fetch kv_fetch_ahead(int float32, Isa isa);
 
 #endif /* QKV_KERNELS_H */
 
@@ -820,10 +821,12 @@ int cpu_family(void) {
  * positions, 1 thread, fastest of 60 steps, two rounds interleaved,
  * attention 10.4-11.3 -> 7.9-8.7 ms, the 15M shape (48) 3.7-4.0 -> 3.4-3.5;
  * float16 rows the same or 5-25% slower with them (more work a byte: the
- * requests take the load slots the conversions need), int8 slower. */
-Fetch kv_fetch_ahead(int float32) {
+ * requests take the load slots the conversions need), int8 slower, and
+ * float32 with the AVX2 kernels slower too (the 15M shape at 16,384
+ * positions, two rounds: 7.5-7.8 -> 7.8-9.1 ms). */
+Fetch kv_fetch_ahead(int float32, Isa isa) {
     if (cpu_vendor() != VENDOR_AMD) return FETCH_L1;
-    return float32 && cpu_family() == 25 ? FETCH_L2 : FETCH_NONE;
+    return float32 && isa >= ISA_AVX512 && cpu_family() == 25 ? FETCH_L2 : FETCH_NONE;
 }
 
 /* How closely an entry is made for where it runs: for a maker, a family

@@ -497,10 +497,14 @@ static void test_kernel_vendor(void) {
                 char family[8];
                 snprintf(family, sizeof family, "%d", families[f]);
                 setenv("QKV_FAMILY", family, 1);
-                Fetch want = v != VENDOR_AMD ? FETCH_L1 : type == KV_F32 && families[f] == 25 ? FETCH_L2 : FETCH_NONE;
+                for (int isa = ISA_PORTABLE; isa < ISA_COUNT; isa++) {
+                    int l2 = type == KV_F32 && families[f] == 25 && isa >= ISA_AVX512;
+                    Fetch want = v != VENDOR_AMD ? FETCH_L1 : l2 ? FETCH_L2 : FETCH_NONE;
+                    fetch_ok &= kv_fetch_ahead(type == KV_F32, (Isa)isa) == want;
+                }
                 KVCache kv;
                 if (kv_cache_init(&kv, (KVType)type, 1, 1, 16, 8) == 0) {
-                    fetch_ok &= kv.fetch_ahead == want && kv_fetch_ahead(type == KV_F32) == want;
+                    fetch_ok &= kv.fetch_ahead == kv_fetch_ahead(type == KV_F32, kv.isa);
                     kv_cache_free(&kv);
                 } else {
                     fetch_ok = 0;
@@ -518,9 +522,10 @@ static void test_kernel_vendor(void) {
            "ones there only, its int8 ones for weights from memory only (QKV_VENDOR any, intel, amd; QKV_FAMILY "
            "6, 25, 26)",
            "a kernel chosen for the wrong maker or place");
-    report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family and KV type: into L1 on any maker "
-           "but AMD; on AMD into L2 for float32 rows on family 25, else none (QKV_VENDOR any, intel, amd; "
-           "QKV_FAMILY 6, 25, 26; f32, f16, q8); the float keys' row kernels: three, one per choice",
+    report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family, KV type and instruction set: into "
+           "L1 on any maker but AMD; on AMD into L2 for float32 rows on family 25 with AVX-512, else none "
+           "(QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; f32, f16, q8; every instruction set); the cache "
+           "records its own; the float keys' row kernels: three, one per choice",
            "the wrong choice, or one kernel for two");
 }
 
