@@ -65,7 +65,8 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
  * of 30 steps, 3 rounds interleaved, float32 8.4-8.9 -> 7.7-8.2 ms,
  * float16 4.0-4.3 -> 3.6-3.7, int8 2.6-3.1 -> 2.3-2.7 (README); on a
  * Zen 4 (family 25) 8.7-11.4 -> 7.9-8.1, 4.2 -> 3.6-3.7, 2.6-2.8 ->
- * 2.3-2.5, and requests into L2 no better. */
+ * 2.3-2.5, and requests into L2 no better for float16 and int8; for
+ * float32 rows with AVX-512 into L2 is faster there (kv_fetch_ahead). */
 #ifndef QKV_KV_AHEAD
 #define QKV_KV_AHEAD 2048
 #endif
@@ -820,12 +821,13 @@ int cpu_family(void) {
  * than the prefetchers alone: the 42M shape (head size 64) at 8,192
  * positions, 1 thread, fastest of 60 steps, two rounds interleaved,
  * attention 10.4-11.3 -> 7.9-8.7 ms, the 15M shape (48) 3.7-4.0 -> 3.4-3.5;
- * float16 rows the same or 5-25% slower with them (more work a byte: the
+ * float16 rows the same or 5-30% slower with them (more work a byte: the
  * requests take the load slots the conversions need), int8 slower, and
  * float32 with the AVX2 kernels slower too (the 15M shape at 16,384
  * positions, two rounds: 7.5-7.8 -> 7.8-9.1 ms). */
 Fetch kv_fetch_ahead(int float32, Isa isa) {
     if (cpu_vendor() != VENDOR_AMD) return FETCH_L1;
+    /* family 25 with AVX-512: a Zen 4 (a Zen 3 has AVX2 only) */
     return float32 && isa >= ISA_AVX512 && cpu_family() == 25 ? FETCH_L2 : FETCH_NONE;
 }
 

@@ -259,9 +259,10 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
-/* bytes from from on, into L1 or L2 as fetch (a Fetch, not FETCH_NONE) says */
-INLINE void kv_prefetch(const unsigned char *from, size_t bytes, int fetch) {
-    for (size_t at = 0; at < bytes; at += 64) fetch_line(from + at, (Fetch)fetch);
+/* bytes from from on, into L1 or L2 as fetch says (callers test for
+ * FETCH_NONE: fetch_line takes it as L1) */
+INLINE void kv_prefetch(const unsigned char *from, size_t bytes, Fetch fetch) {
+    for (size_t at = 0; at < bytes; at += 64) fetch_line(from + at, fetch);
 }
 
 /* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels.h,
@@ -269,7 +270,7 @@ INLINE void kv_prefetch(const unsigned char *from, size_t bytes, int fetch) {
  * of a long context come from memory, and on Intel the hardware prefetcher
  * alone leaves the core waiting at the start of each block (on AMD it
  * reads them faster alone, but for float32 rows on a Zen 4: into L2) */
-INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows, int fetch) {
+INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows, Fetch fetch) {
     kv_prefetch(row + QKV_KV_AHEAD, rows * row_bytes, fetch);
 }
 

@@ -584,7 +584,7 @@ TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Value
 #define Q8_SLICES_512(QUADS, hs, fetch, ...)                                                                   \
     for (int d = 0; d < (hs); d += 16 * KV_SLICE_512) {                                                        \
         int V = ((hs) - d + 15) / 16 < KV_SLICE_512 ? ((hs) - d + 15) / 16 : KV_SLICE_512;                     \
-        int rest = (hs) - d - 16 * (V - 1), f = d == 0 && (fetch);                                             \
+        int rest = (hs) - d - 16 * (V - 1), f = d == 0 ? (fetch) : FETCH_NONE;                                 \
         switch (V) {                                                                                           \
         case 1: QUADS(d, 1, rest, f, __VA_ARGS__); break;                                                      \
         case 2: QUADS(d, 2, rest, f, __VA_ARGS__); break;                                                      \
@@ -720,7 +720,7 @@ TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, floa
     int whole = v.hs / 8 * 8;
     for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
         int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-        int f = d == 0 && fetch;
+        int f = d == 0 ? fetch : FETCH_NONE;
         switch (V) {
         case 1: q8_quads_256(v, q, n, d, 1, f, out); break;
         case 2: q8_quads_256(v, q, n, d, 2, f, out); break;

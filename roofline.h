@@ -30,7 +30,7 @@ typedef struct {
  * (0 the weights, 1 the keys and values). fetch: its lines are requested
  * QKV_KV_AHEAD bytes ahead into L1 or L2, or not at all, as its kernels
  * request theirs (the weights' kernel's KernelEntry.fetch; the KV cache's
- * into L1 where its fetch_ahead says so). */
+ * into L1 or L2 as its fetch_ahead says). */
 typedef struct {
     const ReadSpan *spans;
     int n_spans;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The KV cache's requests for rows ahead, as compiled (kv_fetch_ahead,
+# kernels.h): the instruction each kernel of build/engine.o issues, read
+# from its disassembly. The bits never depend on the requests, so a wrong
+# hint (an L2 request made as an L1 one) is visible only here: the float
+# keys' row kernels issue prefetcht0 only (into L1), their _l2 forms
+# prefetcht1 only (into L2), their _hw forms none; the value sums and the
+# int8 kernels take the choice at run time, so they hold both.
+# Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
+set -u
+cd "$(dirname "$0")/.."
+OBJ=build/engine.o
+name="KV cache kernels' prefetch hints in $OBJ: rows kernels prefetcht0, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
+if ! command -v objdump >/dev/null 2>&1; then echo "skip $name: no objdump"; exit 0; fi
+if [ ! -f $OBJ ]; then echo "FAIL $name: no $OBJ"; exit 0; fi
+dis=$(objdump -d --no-show-raw-insn $OBJ)
+# hints FUNCTION: "t0 t1", the counts of each hint in its body, or "absent"
+hints() {
+    printf '%s\n' "$dis" | awk -v f="<$1>:" '
+        $2 == f { on = 1; next }
+        on && /^$/ { exit }
+        on && /prefetcht0/ { t0++ }
+        on && /prefetcht1/ { t1++ }
+        END { if (!on) print "absent"; else printf "%d %d\n", t0, t1 }'
+}
+if [ "$(hints rows_f32_avx2)" = absent ]; then echo "skip $name: no x86 kernels in this build"; exit 0; fi
+bad=""
+# expect FUNCTION WANT: WANT is t0 (prefetcht0 only), t1 (prefetcht1 only), none, or both
+expect() {
+    local got t0 t1
+    got=$(hints "$1")
+    if [ "$got" = absent ]; then bad="$bad $1:absent"; return; fi
+    read -r t0 t1 <<<"$got"
+    case $2 in
+    t0) [ "$t0" -gt 0 ] && [ "$t1" -eq 0 ] ;;
+    t1) [ "$t0" -eq 0 ] && [ "$t1" -gt 0 ] ;;
+    none) [ "$t0" -eq 0 ] && [ "$t1" -eq 0 ] ;;
+    both) [ "$t0" -gt 0 ] && [ "$t1" -gt 0 ] ;;
+    esac || bad="$bad $1:t0=$t0,t1=$t1(want $2)"
+}
+for isa in avx2 avx512; do
+    for type in f32 f16; do
+        expect rows_${type}_$isa t0
+        expect rows_${type}_${isa}_l2 t1
+        expect rows_${type}_${isa}_hw none
+        expect weighted_sum_${type}_$isa both
+    done
+done
+for k in q8_sums_avx2 q8_sums_avx512 q8_sums_vnni q8_scores_avx2 q8_scores_avx512 q8_scores_vnni; do expect $k both; done
+if [ -z "$bad" ]; then echo "ok $name"; else echo "FAIL $name:$bad"; fi
