@@ -4,13 +4,15 @@
 # from its disassembly. The bits never depend on the requests, so a wrong
 # hint (an L2 request made as an L1 one) is visible only here: the float
 # keys' row kernels issue prefetcht0 only (into L1), their _l2 forms
-# prefetcht1 only (into L2), their _hw forms none; the value sums and the
-# int8 kernels take the choice at run time, so they hold both.
+# prefetcht1 (into L2), their _hw forms none; the value sums and the int8
+# kernels take the choice at run time, so they hold both. (An _l2 form
+# may also hold prefetcht0 where the compiler keeps fetch_line's untaken
+# branch: the sanitizers' -O1 build does; so its check is the prefetcht1.)
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 set -u
 cd "$(dirname "$0")/.."
 OBJ=build/engine.o
-name="KV cache kernels' prefetch hints in $OBJ: rows kernels prefetcht0, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
+name="KV cache kernels' prefetch hints in $OBJ: rows kernels prefetcht0 only, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
 if ! command -v objdump >/dev/null 2>&1; then echo "skip $name: no objdump"; exit 0; fi
 if [ ! -f $OBJ ]; then echo "FAIL $name: no $OBJ"; exit 0; fi
 dis=$(objdump -d --no-show-raw-insn $OBJ)
@@ -25,7 +27,7 @@ hints() {
 }
 if [ "$(hints rows_f32_avx2)" = absent ]; then echo "skip $name: no x86 kernels in this build"; exit 0; fi
 bad=""
-# expect FUNCTION WANT: WANT is t0 (prefetcht0 only), t1 (prefetcht1 only), none, or both
+# expect FUNCTION WANT: WANT is t0 (prefetcht0 only), t1 (prefetcht1, any prefetcht0), none, or both
 expect() {
     local got t0 t1
     got=$(hints "$1")
@@ -33,7 +35,7 @@ expect() {
     read -r t0 t1 <<<"$got"
     case $2 in
     t0) [ "$t0" -gt 0 ] && [ "$t1" -eq 0 ] ;;
-    t1) [ "$t0" -eq 0 ] && [ "$t1" -gt 0 ] ;;
+    t1) [ "$t1" -gt 0 ] ;;
     none) [ "$t0" -eq 0 ] && [ "$t1" -eq 0 ] ;;
     both) [ "$t0" -gt 0 ] && [ "$t1" -gt 0 ] ;;
     esac || bad="$bad $1:t0=$t0,t1=$t1(want $2)"
