@@ -307,7 +307,7 @@ MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch) {
         { { rows_f32_avx512_hw, rows_f32_avx512, rows_f32_avx512_l2 },
           { rows_f16_avx512_hw, rows_f16_avx512, rows_f16_avx512_l2 } },
     };
-    if (isa >= ISA_AVX2) return kernels[isa >= ISA_AVX512][half][fetch == FETCH_L2 ? 2 : fetch != FETCH_NONE];
+    if (isa >= ISA_AVX2) return kernels[isa >= ISA_AVX512][half][fetch];
 #else
     (void)isa, (void)fetch;
 #endif

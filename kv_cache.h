@@ -259,9 +259,9 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
-/* bytes from from on, into L1 or L2 as fetch says (callers test for
- * FETCH_NONE: fetch_line takes it as L1) */
+/* bytes from from on, into L1 or L2 as fetch says (FETCH_NONE: none) */
 INLINE void kv_prefetch(const unsigned char *from, size_t bytes, Fetch fetch) {
+    if (fetch == FETCH_NONE) return;
     for (size_t at = 0; at < bytes; at += 64) fetch_line(from + at, fetch);
 }
 
@@ -374,7 +374,7 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
         int t = 0;
         for (; t + 2 <= n; t += 2) {
             const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
-            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
+            if (d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
             __m512 w0 = _mm512_set1_ps(w[t]), w1 = _mm512_set1_ps(w[t + 1]);
             for (int v = 0; v < KV_SLICE_512; v++)
                 if (m[v]) {
@@ -405,7 +405,7 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
         int t = 0;
         for (; t + 2 <= n; t += 2) {
             const unsigned char *row = rows + (size_t)t * row_bytes, *next = row + row_bytes;
-            if (fetch && d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
+            if (d == 0) kv_prefetch_rows(row, row_bytes, 2, fetch);
             __m256 w0 = _mm256_set1_ps(w[t]), w1 = _mm256_set1_ps(w[t + 1]);
             for (int v = 0; v < KV_FLOAT_SLICE_256; v++)
                 if (v < vectors) {

@@ -304,6 +304,14 @@ static inline int32_t bytes_lane(const unsigned char *x) {
 #define KV_Q8_PREFETCH_BYTES QKV_KV_AHEAD
 #endif
 
+/* The panel of keys from key first on; its bytes KV_Q8_PREFETCH_BYTES
+ * ahead requested as fetch says */
+INLINE const unsigned char *q8_fetch_panel(Q8Keys k, int first, size_t panel_bytes, Fetch fetch) {
+    const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+    kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
+    return panel;
+}
+
 /* 128 · Σ p[i], i < count: what the keys' offset adds to a score's sum */
 static int32_t query_offset(const int16_t *p, int count) {
     int32_t sum = 0;
@@ -378,9 +386,8 @@ TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, i
     int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_512, q, 0, k.hs, qs.inverse, p, 0) : 0;
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
-        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);
         __m512i low0 = _mm512_setzero_si512(), high0 = low0, low1 = low0, high1 = low0;
-        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;
             int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
@@ -436,9 +443,8 @@ TARGET_VNNI static void q8_scores_vnni_short(Q8Keys k, int skip, const unsigned 
     }
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
-        const unsigned char *x = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        const unsigned char *x = q8_fetch_panel(k, first, panel_bytes, fetch);
         __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
-        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
         for (int c = 0; c < Q8_VNNI_QUADS && c < quads; c += 2) {
             __m512i keys = _mm512_loadu_si512(x + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)c);
             h0 = _mm512_dpbusd_epi32(h0, keys, high_quads[c]);
@@ -471,9 +477,8 @@ TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n
     }
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
-        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);
         __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
-        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS, c = 0;
             int quads = KV_Q8_ROUND(count) / KV_Q8_QUAD;
@@ -532,7 +537,7 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, int fetch, Q8Valu
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm512_setzero_si512();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m512i w = _mm512_set1_epi64(quad_weights(q->c, t / KV_Q8_QUAD));
         for (int j = 0; j < V; j++) {
             __mmask32 m0 = j + 1 < V ? (__mmask32)0xffffffffu : last0, m1 = j + 1 < V ? (__mmask32)0xffffffffu : last1;
@@ -561,7 +566,7 @@ TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Value
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) hsum[j] = lsum[j] = _mm512_setzero_si512();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m512i hw = _mm512_set1_epi32(bytes_lane(high + t)), lw = _mm512_set1_epi32(bytes_lane(low + t));
         for (int j = 0; j < V; j++) {
             __m512i rows = _mm512_maskz_loadu_epi8(j + 1 < V ? ~(__mmask64)0 : last, x + 64 * j);
@@ -656,9 +661,8 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
     __m256 q_scale = _mm256_set1_ps(qs.scale);
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
-        const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
+        const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);
         __m256i sums[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
-        if (fetch) kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
         for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
             int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
             const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
@@ -696,7 +700,7 @@ TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int 
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm256_setzero_si256();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        if (fetch) kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m256i w = _mm256_set1_epi64x(quad_weights(q->c, t / KV_Q8_QUAD));
         for (int j = 0; j < V; j++) {
             __m256i rows0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j)));
