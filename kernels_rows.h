@@ -53,7 +53,7 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * bytes QKV_KV_AHEAD (kernels.h) further on are requested, so the memory
  * system always has several rows in flight. A prefetch never faults, so past the
  * last row it is harmless. */
-#define PREFETCH(row, offset, fetch) fetch_line((const char *)(row) + QKV_KV_AHEAD + (offset), (Fetch)(fetch))
+#define PREFETCH(row, offset, fetch) fetch_line((const char *)(row) + QKV_KV_AHEAD + (offset), fetch)
 
 /* The R rows of a tile: past the matrix's end, repeat the first row
  * (computed and thrown away, so the loops have no special case). */
@@ -110,7 +110,7 @@ TARGET_AVX2 INLINE __m256 load8_x(const float *x, int j, int n) {
  * zero-padded copies). */
 TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **rows, const Activations *a, int t,
                                        int R, int P, int j, int cols, size_t row_bytes, int half, int whole,
-                                       int fetch) {
+                                       Fetch fetch) {
     __m256 x[3];
 #pragma GCC unroll 3
     for (int p = 0; p < P; p++) x[p] = whole ? _mm256_loadu_ps(act_row(a, t + p) + j) : load8_x(act_row(a, t + p), j, cols);
@@ -134,7 +134,7 @@ TARGET_AVX2 INLINE void step_float_256(__m256 acc[8][3], const unsigned char **r
  * branch and copies inside it GCC kept the accumulators in memory (see
  * tile_float_512). */
 TARGET_AVX2 INLINE void tile_float_avx2(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                        int cols, int i, int end, int t, int R, int P, int half, int fetch) {
+                                        int cols, int i, int end, int t, int R, int P, int half, Fetch fetch) {
     const unsigned char *rows[8];
     tile_rows(rows, R, w, row_bytes, i, end);
     __m256 acc[8][3];
@@ -196,7 +196,7 @@ TARGET_AVX512 INLINE __m512 load16_w(const unsigned char *row, int j, __mmask16 
 /* One step of a float tile: 16 columns from j (masked: the row's last,
  * partial vector) of R rows times P positions (their inputs at x[p]). */
 TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char **rows, const float **x_rows, int R,
-                                         int P, int j, __mmask16 m, size_t row_bytes, int half, int fetch) {
+                                         int P, int j, __mmask16 m, size_t row_bytes, int half, Fetch fetch) {
     __m512 x[6];
 #pragma GCC unroll 6
     for (int p = 0; p < P; p++) x[p] = _mm512_maskz_loadu_ps(m, x_rows[p] + j);
@@ -219,7 +219,7 @@ TARGET_AVX512 INLINE void step_float_512(__m512 acc[4][6], const unsigned char *
  * with -march=native kept acc[][] in memory when the reduction's loop was
  * not unrolled: half the tile's speed). */
 TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *a, const void *w, size_t row_bytes,
-                                         int cols, int i, int end, int t, int R, int P, int half, int fetch) {
+                                         int cols, int i, int end, int t, int R, int P, int half, Fetch fetch) {
     const unsigned char *rows[8];
     const float *x_rows[6];
     tile_rows(rows, R, w, row_bytes, i, end);
@@ -256,7 +256,7 @@ TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *
  * same order, and reduced by the same tree, whatever its tile: the bits of
  * a prompt are those of its tokens one at a time. */
 TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *a, const void *w, int cols,
-                                           int begin, int end, int half, int fetch) {
+                                           int begin, int end, int half, Fetch fetch) {
     size_t row_bytes = (size_t)cols * (half ? 2 : 4);
     if (a->n == 1) {
         for (int i = begin; i < end; i += 4)
@@ -269,9 +269,9 @@ TARGET_AVX512 INLINE void rows_float_512(float *out, int os, const Activations *
         int last = first + block < end ? first + block : end;
         for (int t = 0; t < whole; t += 6)
             for (int i = first; i < last; i += 4)
-                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0 ? fetch : 0);
+                tile_float_512(out, os, a, w, row_bytes, cols, i, end, t, 4, 6, half, t == 0 ? fetch : FETCH_NONE);
         /* the last 1-5 positions in one tile (a chunk of 128 is 21 x 6 + 2) */
-        int tail_fetch = whole == 0 ? fetch : 0;
+        Fetch tail_fetch = whole == 0 ? fetch : FETCH_NONE;
         for (int i = first; i < last; i += 4) switch (a->n - whole) {
             case 5: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 5, half, tail_fetch); break;
             case 4: tile_float_512(out, os, a, w, row_bytes, cols, i, end, whole, 4, 4, half, tail_fetch); break;

@@ -363,7 +363,7 @@ void kv_value_to_float(const KVCache *kv, const unsigned char *values, int t, fl
  * (4 cycles); two halve the wait: a 200-token prompt's attention, 15M
  * shape, float32 cache, 1 thread, Xeon, 3.1 -> 2.5 ms. */
 TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
-                                           int n, int hs, float *out, int fetch) {
+                                           int n, int hs, float *out, Fetch fetch) {
     for (int d = 0; d < hs; d += 16 * KV_SLICE_512) {
         __mmask16 m[KV_SLICE_512];
         __m512 even[KV_SLICE_512], odd[KV_SLICE_512];
@@ -396,7 +396,7 @@ TARGET_AVX512 INLINE void weighted_sum_512(KVType type, const unsigned char *row
 /* float32 and float16 rows: whole vectors of 8 in registers; the last
  * hs % 8 elements by the portable loop. */
 TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows, size_t row_bytes, const float *w,
-                                         int n, int hs, float *out, int fetch) {
+                                         int n, int hs, float *out, Fetch fetch) {
     int whole = hs / 8 * 8;
     for (int d = 0; d < whole; d += 8 * KV_FLOAT_SLICE_256) {
         int vectors = (whole - d) / 8 < KV_FLOAT_SLICE_256 ? (whole - d) / 8 : KV_FLOAT_SLICE_256;
@@ -428,9 +428,9 @@ TARGET_AVX2 INLINE void weighted_sum_256(KVType type, const unsigned char *rows,
  * each, so the loads inline without a branch. */
 #define KV_WEIGHTED_SUMS(ISA, TARGET, BODY)                                                                   \
     TARGET static void weighted_sum_f32_##ISA(const unsigned char *r, size_t b, const float *w, int n, int hs,  \
-                                              float *out, int f) { BODY(KV_F32, r, b, w, n, hs, out, f); }      \
+                                              float *out, Fetch f) { BODY(KV_F32, r, b, w, n, hs, out, f); }    \
     TARGET static void weighted_sum_f16_##ISA(const unsigned char *r, size_t b, const float *w, int n, int hs,  \
-                                              float *out, int f) { BODY(KV_F16, r, b, w, n, hs, out, f); }
+                                              float *out, Fetch f) { BODY(KV_F16, r, b, w, n, hs, out, f); }
 KV_WEIGHTED_SUMS(avx512, TARGET_AVX512, weighted_sum_512)
 KV_WEIGHTED_SUMS(avx2, TARGET_AVX2, weighted_sum_256)
 #endif
@@ -449,19 +449,19 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
 
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out, int fetch) {
-    fetch = fetch ? (int)kv->fetch_ahead : FETCH_NONE;
+    Fetch ahead = fetch ? kv->fetch_ahead : FETCH_NONE;
     if (kv->type == KV_Q8) {
-        q8_weighted_sum(kv, values, weights, n_visible, out, fetch);
+        q8_weighted_sum(kv, values, weights, n_visible, out, ahead);
         return;
     }
 #ifdef QKV_HAVE_X86_KERNELS
-    typedef void (*WeightedSum)(const unsigned char *, size_t, const float *, int, int, float *, int);
+    typedef void (*WeightedSum)(const unsigned char *, size_t, const float *, int, int, float *, Fetch);
     static const WeightedSum sums[2][KV_F16 + 1] = {
         { weighted_sum_f32_avx2, weighted_sum_f16_avx2 },
         { weighted_sum_f32_avx512, weighted_sum_f16_avx512 },
     };
     if (kv->isa >= ISA_AVX2) {
-        sums[kv->isa >= ISA_AVX512][kv->type](values, kv->row_bytes, weights, n_visible, kv->head_size, out, fetch);
+        sums[kv->isa >= ISA_AVX512][kv->type](values, kv->row_bytes, weights, n_visible, kv->head_size, out, ahead);
         return;
     }
 #endif

@@ -167,7 +167,7 @@ static inline int32_t key_quad_dot(const int16_t *p, const unsigned char *x) {
 
 /* scores[r] = the score of key skip + r of the panels k, r < n: a panel
  * at a time, its 16 keys' sums side by side (as the vector kernels) */
-static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch) {
     (void)fetch;
     QueryScale qs = query_scale(abs_max(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
@@ -257,7 +257,7 @@ static void q8_weights_portable(Q8Values v, const float *w, int n, Q8Weights *q)
 }
 
 /* out += a chunk's products, every element (the rows ahead not requested) */
-static void q8_sums_portable(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+static void q8_sums_portable(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
     (void)fetch;
     q8_add_sums_portable(v, q, n, 0, v.hs, out);
 }
@@ -380,7 +380,7 @@ TARGET_AVX512 INLINE void q8_panel_scores_512(__m512i dots, Q8Keys k, int first,
  * step, q's int16 quads broadcast against the panel's 16 keys, in two sets
  * of sums (each multiply-add waits for the last into its sum); with fetch,
  * each panel's bytes KV_Q8_PREFETCH_BYTES ahead requested. */
-TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+TARGET_AVX512 static void q8_scores_avx512(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch) {
     QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
     int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_512, q, 0, k.hs, qs.inverse, p, 0) : 0;
@@ -434,7 +434,7 @@ TARGET_VNNI INLINE void query_bytes_512(const int16_t *p, int count, unsigned ch
 #define Q8_VNNI_QUADS 12
 
 TARGET_VNNI static void q8_scores_vnni_short(Q8Keys k, int skip, const unsigned char *high, const unsigned char *low,
-                                             int32_t offset, float q_scale, int n, float *scores, int fetch) {
+                                             int32_t offset, float q_scale, int n, float *scores, Fetch fetch) {
     __m512i high_quads[Q8_VNNI_QUADS], low_quads[Q8_VNNI_QUADS];
     int quads = KV_Q8_ROUND(k.hs) / KV_Q8_QUAD;
     for (int c = 0; c < quads; c++) {
@@ -462,7 +462,7 @@ TARGET_VNNI static void q8_scores_vnni_short(Q8Keys k, int skip, const unsigned 
 /* q8_scores_avx512 on the bytes as stored: Σ p_i x_i = 128 Σ high_i x_i +
  * Σ low_i x_i, two multiply-adds a 64 bytes where widening takes two
  * conversions and two multiply-adds a 32 */
-TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+TARGET_VNNI static void q8_scores_vnni(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch) {
     QueryScale qs = query_scale(abs_max_512(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
     unsigned char high[KV_Q8_COLUMNS], low[KV_Q8_COLUMNS];
@@ -527,7 +527,7 @@ TARGET_VNNI INLINE int weight_bytes_512(const int16_t *c, int count, unsigned ch
  * fma((float)Σ_t c_t · v_t, step, out), t < n, a quad of rows a step. With
  * fetch, the quads ahead are requested. Widened (AVX-512BW): each vector of
  * 16 elements in two halves, elements 0-7 and 8-15 (two lanes each). */
-TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, int fetch, Q8Values v, const Q8Weights *q, int n,
+TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Values v, const Q8Weights *q, int n,
                                        float *out) {
     __m512i first_half[KV_SLICE_512], second_half[KV_SLICE_512];
     int bytes0 = KV_Q8_QUAD * (rest < 8 ? rest : 8), bytes1 = KV_Q8_QUAD * rest - bytes0;
@@ -558,7 +558,7 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, int fetch, Q8Valu
 
 /* q8_quads_512 on the rows as stored (VNNI): the weights' high and low
  * bytes (weight_bytes_512) times the quads, Σ c v = 128 Σ high·v + Σ low·v */
-TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Values v, const Q8Weights *q, int n,
+TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, Fetch fetch, Q8Values v, const Q8Weights *q, int n,
                                       float *out, const unsigned char *high, const unsigned char *low) {
     __m512i hsum[KV_SLICE_512], lsum[KV_SLICE_512];
     __mmask64 last = rest >= 16 ? ~(__mmask64)0 : (((__mmask64)1 << (KV_Q8_QUAD * rest)) - 1);
@@ -589,7 +589,8 @@ TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Value
 #define Q8_SLICES_512(QUADS, hs, fetch, ...)                                                                   \
     for (int d = 0; d < (hs); d += 16 * KV_SLICE_512) {                                                        \
         int V = ((hs) - d + 15) / 16 < KV_SLICE_512 ? ((hs) - d + 15) / 16 : KV_SLICE_512;                     \
-        int rest = (hs) - d - 16 * (V - 1), f = d == 0 ? (fetch) : FETCH_NONE;                                 \
+        int rest = (hs) - d - 16 * (V - 1);                                                                    \
+        Fetch f = d == 0 ? (fetch) : FETCH_NONE;                                                               \
         switch (V) {                                                                                           \
         case 1: QUADS(d, 1, rest, f, __VA_ARGS__); break;                                                      \
         case 2: QUADS(d, 2, rest, f, __VA_ARGS__); break;                                                      \
@@ -598,11 +599,11 @@ TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, int fetch, Q8Value
         }                                                                                                      \
     }
 
-TARGET_AVX512 static void q8_sums_avx512(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+TARGET_AVX512 static void q8_sums_avx512(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
     Q8_SLICES_512(q8_quads_512, v.hs, fetch, v, q, n, out)
 }
 
-TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
     unsigned char high[KV_Q8_CHUNK], low[KV_Q8_CHUNK];
     if (!weight_bytes_512(q->c, n, high, low)) {
         q8_sums_avx512(v, q, n, out, fetch);
@@ -654,7 +655,7 @@ TARGET_AVX2 INLINE __m256i add_lane_pairs_256(__m256i low, __m256i high) {
     } while (0)
 
 /* q8_scores_avx512 with vectors of 8: each panel in four groups of 4 keys */
-TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch) {
+TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch) {
     QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
     int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_256, q, 0, k.hs, qs.inverse, p, 0) : 0;
@@ -694,7 +695,7 @@ TARGET_AVX2 static void q8_weights_256(Q8Values v, const float *w, int n, Q8Weig
 }
 
 /* q8_quads_512 with V whole vectors of 8, each in two halves of 4 elements */
-TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int d, int V, int fetch, float *out) {
+TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int d, int V, Fetch fetch, float *out) {
     __m256i first_half[KV_SLICE_256], second_half[KV_SLICE_256];
     size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
@@ -720,11 +721,11 @@ TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int 
 /* out += a chunk's products: whole vectors of 8 in slices of
  * KV_SLICE_256; the last hs % 8 elements by the portable loop (the same
  * integers) */
-TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, float *out, int fetch) {
+TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
     int whole = v.hs / 8 * 8;
     for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
         int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-        int f = d == 0 ? fetch : FETCH_NONE;
+        Fetch f = d == 0 ? fetch : FETCH_NONE;
         switch (V) {
         case 1: q8_quads_256(v, q, n, d, 1, f, out); break;
         case 2: q8_quads_256(v, q, n, d, 2, f, out); break;
@@ -739,9 +740,9 @@ TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, floa
 
 /* The kernels by instruction set (AMX: VNNI's; a decode row is no tile) */
 typedef struct {
-    void (*scores)(Q8Keys k, int skip, const float *q, int n, float *scores, int fetch);
+    void (*scores)(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch);
     void (*weights)(Q8Values v, const float *w, int n, Q8Weights *q); /* a chunk's */
-    void (*sums)(Q8Values v, const Q8Weights *q, int n, float *out, int fetch);
+    void (*sums)(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch);
 } Q8Kernels;
 
 static Q8Kernels q8_kernels(Isa isa) {
@@ -770,7 +771,7 @@ static void q8_scores(const KVCache *kv, const unsigned char *keys, const float 
 /* out = Σ_t w[t] · values[t] over t < n, int8 values from a quad's first row:
  * chunk by chunk, each's weights rounded to int16 and its products added */
 static void q8_weighted_sum(const KVCache *kv, const unsigned char *values, const float *w, int n, float *out,
-                            int fetch) {
+                            Fetch fetch) {
     int skip;
     Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &skip); /* skip is 0 */
     Q8Kernels k = q8_kernels(kv->isa);
