@@ -49,8 +49,9 @@ typedef struct {
     Roofline kv_roofline;    /* the read bandwidth over the bytes a step streams at ctx: the weights,
                                 then the keys and values (each pass pushes the other's out of the
                                 caches, as a decode step does), attention's yardstick */
-    Roofline kv_alone_roofline; /* over the keys and values alone (they may stay in a cache between
-                                passes, which a decode step's do not when the weights come between) */
+    Roofline kv_alone_roofline; /* over the keys and values alone, each pass after one over the
+                                weights' bytes (untimed), as in a decode step: read again and
+                                again with nothing between, a cache as large as they keep them */
     InOrderRead in_order;    /* the step's own bytes at ctx (its weights, then its keys and values,
                                 layer by layer) read in its order with no arithmetic */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */

@@ -175,29 +175,39 @@ static uint64_t bytes_sum(Isa isa, const unsigned char *p, size_t n, Fetch fetch
 
 /* ---- the measurements ---- */
 
-/* Best of several passes, each thread summing its own part of the buffer
- * (the decode kernels split the rows of a matrix the same way): at least
- * 5, then on for 0.3 s (up to 2,000). At most 50 had spanned 60 ms for the
- * 15M shape's 58 MiB, and on a shared machine one slow stretch of that
- * length had left the probe at 35 GB/s where it read 55 a minute before
- * (AMD EPYC), and put a decode step at 127% of it. */
-static double measure_bandwidth(Isa isa, const float *a, size_t n, int threads) {
+/* One pass over a[0..n), each thread summing its own part of the buffer
+ * (the decode kernels split the rows of a matrix the same way) */
+static float sum_pass(Isa isa, const float *a, size_t n, int threads) {
+    float total = 0;
+    int t;
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+    for (t = 0; t < threads; t++) {
+        size_t part = n / (size_t)threads / 64 * 64;
+        size_t begin = (size_t)t * part, len = t == threads - 1 ? n - begin : part;
+        total += probe_sum(isa, a + begin, len);
+    }
+    return total;
+}
+
+/* Best of several timed passes over a[0..n): at least 5, then on for 0.3 s
+ * (up to 2,000). At most 50 had spanned 60 ms for the 15M shape's 58 MiB,
+ * and on a shared machine one slow stretch of that length had left the
+ * probe at 35 GB/s where it read 55 a minute before (AMD EPYC), and put a
+ * decode step at 127% of it. With other (n_other floats), each timed pass
+ * follows an untimed pass over it, which evicts a from the caches as far
+ * as its size does. */
+static double measure_bandwidth(Isa isa, const float *a, size_t n, const float *other, size_t n_other,
+                                int threads) {
     double best = 1e30, spent = 0;
     volatile float sink = 0;
     for (int pass = 0; pass < 2000 && (pass < 5 || spent < 0.3); pass++) {
+        double begin = now_seconds();
+        if (other) sink += sum_pass(isa, other, n_other, threads);
         double start = now_seconds();
-        float total = 0;
-        int t;
-#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
-        for (t = 0; t < threads; t++) {
-            size_t part = n / (size_t)threads / 64 * 64;
-            size_t begin = (size_t)t * part, len = t == threads - 1 ? n - begin : part;
-            total += probe_sum(isa, a + begin, len);
-        }
-        sink += total;
-        double seconds = now_seconds() - start;
-        spent += seconds;
-        if (seconds < best) best = seconds;
+        sink += sum_pass(isa, a, n, threads);
+        double end = now_seconds();
+        spent += end - begin;
+        if (end - start < best) best = end - start;
     }
     (void)sink; /* its volatile stores keep the sums (clang counts it unused) */
     return (double)n * sizeof(float) / best * 1e-9;
@@ -292,18 +302,35 @@ void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phase
     free(totals);
 }
 
-void roofline_measure(Roofline *r, size_t bytes, int threads) {
+/* n floats of large pages (the weights' and the KV cache's pages), not all
+ * alike (the sums' adds have work to do), or NULL */
+static float *probe_buffer(size_t n) {
+    float *buffer = zalloc_aligned(n, sizeof(float));
+    if (buffer)
+        for (size_t i = 0; i < n; i++) buffer[i] = (float)(i & 7);
+    return buffer;
+}
+
+static size_t probe_floats(size_t bytes, int threads) {
+    return (bytes / sizeof(float) + 64 * (size_t)threads) / 64 * 64;
+}
+
+void roofline_measure_after(Roofline *r, size_t bytes, size_t other_bytes, int threads) {
     Isa isa = isa_available();
-    size_t n = (bytes / sizeof(float) + 64 * (size_t)threads) / 64 * 64;
+    size_t n = probe_floats(bytes, threads), n_other = other_bytes ? probe_floats(other_bytes, threads) : 0;
     memset(r, 0, sizeof *r);
     r->threads = threads;
     r->isa = isa >= ISA_AVX512 ? "avx512" : isa >= ISA_AVX2 ? "avx2" : "portable";
-    float *buffer = zalloc_aligned(n, sizeof(float)); /* the weights' and the KV cache's pages: large ones */
-    if (buffer) {
-        for (size_t i = 0; i < n; i++) buffer[i] = (float)(i & 7);
+    float *buffer = probe_buffer(n), *other = n_other ? probe_buffer(n_other) : NULL;
+    if (buffer && (other || !n_other)) {
         r->probe_bytes = n * sizeof(float);
-        r->read_gbps = measure_bandwidth(isa, buffer, n, threads);
-        free_aligned(buffer);
+        r->read_gbps = measure_bandwidth(isa, buffer, n, other, n_other, threads);
     }
+    free_aligned(buffer);
+    free_aligned(other);
     r->fma_gflops = measure_fma(isa, threads);
+}
+
+void roofline_measure(Roofline *r, size_t bytes, int threads) {
+    roofline_measure_after(r, bytes, 0, threads);
 }

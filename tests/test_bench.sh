@@ -177,7 +177,7 @@ if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
             "measured, f32 KV cache: (position [0-9]+|not reached by position 3000)" \
             "q8 KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
             "prefill memory, 3000 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
-            "attention at position 3000: [0-9.]+ MiB of keys and values" \
+            "attention at position 3000: [0-9.]+ MiB of keys and values.*; [0-9]+% of a read over the KV bytes alone, after the weights' \([0-9.]+ GB/s\)" \
             "the step's own bytes read in its order at position 3000, no arithmetic \(best of [0-9]+ passes\): weights [0-9.]+ GB/s, keys and values [0-9.]+ GB/s; attention reads at [0-9]+% of the latter"
         if grep -q "crossover, measured\|predicted from bytes" "$tmp/long.svg"; then ok "bench long: the chart marks the crossover"
         else fail "bench long: the chart marks the crossover" "no marker"; fi
