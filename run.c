@@ -468,11 +468,85 @@ static void report_speed(int generated, double computing, const char *stopped_by
     fprintf(stderr, ")\n");
 }
 
+/* The next token from logits. The sampler works on a copy (probs), so the
+ * trace sees the logits themselves; greedy reads them without changing
+ * them, and needs none. */
+static int sample_next(Sampler *sampler, const float *logits, float *probs, int vocab_size, float temperature,
+                       SampleInfo *info) {
+    float *from = temperature == 0.0f ? (float *)logits : memcpy(probs, logits, (size_t)vocab_size * sizeof(float));
+    return sample(sampler, from, info);
+}
+
+/* The step mode's wait for a key (none without --step): 1 if the user
+ * quit. Its time goes into *waited: the user's, not the engine's. */
+static int user_quits(Tracer *tr, double *waited) {
+    double start = now_seconds();
+    int quit = tracer_pause(tr);
+    *waited += now_seconds() - start;
+    return quit;
+}
+
+/* One decode step with the thread count the choice is trying, timed for it */
+static float *timed_forward(const Model *m, RunState *s, ThreadChoice *threads, int token, int pos,
+                            const ForwardObserver *obs) {
+    team_set_threads(s->team, thread_choice_apply(threads));
+    double start = now_seconds();
+    float *logits = forward(m, s, token, pos, obs);
+    thread_choice_record(threads, now_seconds() - start, 1);
+    return logits;
+}
+
+/* What the decode loop did: tokens printed, why it stopped, the time it
+ * waited on the user */
+typedef struct {
+    int generated;
+    const char *stopped_by;
+    double waited;
+} Decoded;
+
+/* Sample, trace, print, step: from the prompt's last position (its logits)
+ * until -n, the end of text, or the user quits. Returns the exit status. */
+static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, RunState *s, Sampler *sampler,
+                       Tracer *tr, TextPrinter *out, float *logits, int token, int n_prompt, int steps, Decoded *d) {
+    const Config *c = &m->config;
+    ThreadChoice threads = choose_threads(o->threads);
+    const ForwardObserver *obs = tracer_observer(tr);
+    float *probs = malloc((size_t)c->vocab_size * sizeof(float));
+    if (!probs) die("%s", "out of memory");
+    int rc = 0;
+    *d = (Decoded){ 0, "the -n limit", 0 };
+    for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
+        SampleInfo info;
+        int next = sample_next(sampler, logits, probs, c->vocab_size, o->temperature, &info);
+        if (next < 0) { /* not reached: the logits were checked */
+            rc = 1;
+            break;
+        }
+        tracer_step(tr, pos, token, logits, next, &info);
+        if (next == t->bos_id || next == t->eos_id) {
+            d->stopped_by = "end of text";
+            break;
+        }
+        print_token(out, t, token, next);
+        d->generated++;
+        token = next;
+        if (user_quits(tr, &d->waited)) {
+            d->stopped_by = "quit";
+            break;
+        }
+        if (pos + 1 < steps) {
+            logits = timed_forward(m, s, &threads, token, pos + 1, obs);
+            if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
+        }
+    }
+    free(probs);
+    return rc;
+}
+
 /* Returns the exit status: 0, or 1 after one error line (bad logits).
  * team: the threads of the forward's parallel loops (team.h), or NULL. */
 static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
     const Config *c = &m->config;
-    ThreadChoice threads = choose_threads(o->threads);
     int n_prompt, started = 1;
     int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
                            : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
@@ -504,61 +578,22 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     for (int i = first_shown; i < n_prompt && rc == 0; i++) print_token(&out, t, i ? prompt[i - 1] : -1, prompt[i]);
     double prompt_done = now_seconds();
 
-    /* the sampler works on a copy, so the trace sees the logits themselves */
-    float *probs = malloc((size_t)c->vocab_size * sizeof(float));
-    if (!probs) die("%s", "out of memory");
-    int token = prompt[n_prompt - 1], generated = 0;
-    const ForwardObserver *obs = tracer_observer(tr);
-    const char *stopped_by = "the -n limit";
-    double waited = 0;
-    for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
-        SampleInfo info;
-        /* greedy reads the logits without changing them: no copy */
-        float *from = o->temperature == 0.0f ? logits : memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
-        int next = sample(&sampler, from, &info);
-        if (next < 0) { /* not reached: the logits were checked */
-            rc = 1;
-            break;
-        }
-        tracer_step(tr, pos, token, logits, next, &info);
-        if (next == t->bos_id || next == t->eos_id) {
-            stopped_by = "end of text";
-            break;
-        }
-        print_token(&out, t, token, next);
-        generated++;
-        token = next;
-        double pause_start = now_seconds();
-        int quit = tracer_pause(tr);
-        waited += now_seconds() - pause_start; /* the user's time, not the engine's */
-        if (quit) {
-            stopped_by = "quit";
-            break;
-        }
-        if (pos + 1 < steps) {
-            team_set_threads(team, thread_choice_apply(&threads));
-            double step_start = now_seconds();
-            logits = forward(m, &s, token, pos + 1, obs);
-            thread_choice_record(&threads, now_seconds() - step_start, 1);
-            if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
-        }
-    }
-    double end = now_seconds();
+    Decoded d = { 0, "", 0 };
+    if (rc == 0) rc = decode_loop(m, t, o, &s, &sampler, tr, &out, logits, prompt[n_prompt - 1], n_prompt, steps, &d);
     if (rc == 0) {
         printf("\n");
         fflush(stdout); /* the text's last line before the speed line on a terminal */
-        end = now_seconds();
+        double end = now_seconds();
         if (tr && tracer_close(tr, err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             rc = 1;
+        } else {
+            report_speed(d.generated, end - prompt_done - d.waited, d.stopped_by, n_prompt, prompt_done - start,
+                         seed, o->trace.step, d.waited);
         }
     } else {
         tracer_discard(tr);
     }
-    if (rc == 0)
-        report_speed(generated, end - prompt_done - waited, stopped_by, n_prompt, prompt_done - start, seed,
-                     o->trace.step, waited);
-    free(probs);
     free(prompt);
     sampler_free(&sampler);
     run_state_free(&s);
