@@ -907,6 +907,41 @@ static void write_csv(const Bench *b, FILE *f) {
 /* Positions timed when --ctx is not given and the context is longer. */
 #define BENCH_DEFAULT_MAX_CTX 4096
 
+/* The last position timed: --ctx, else the context (a window's: ten of
+ * them, as it runs on past it), at most BENCH_DEFAULT_MAX_CTX unless asked;
+ * without a window never past the context. Says so when it clamps. */
+static int bench_context(const Config *c, const BenchOptions *o) {
+    int ctx = o->ctx > 0 ? o->ctx : o->window ? 10 * c->seq_len : c->seq_len;
+    if (o->ctx <= 0 && ctx > BENCH_DEFAULT_MAX_CTX) {
+        /* a header's claim is not a reason to decode a million positions */
+        fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
+                c->seq_len, BENCH_DEFAULT_MAX_CTX);
+        ctx = BENCH_DEFAULT_MAX_CTX;
+    }
+    if (ctx > c->seq_len && !o->window) {
+        fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", ctx, c->seq_len);
+        ctx = c->seq_len;
+    }
+    return ctx;
+}
+
+/* The machine's yardsticks, after the measurements (their buffers would
+ * have taken the step's memory): the read over the weights' bytes, over
+ * the step's at ctx (weights and KV), over the KV bytes alone after the
+ * weights'; the FMA peak with each. */
+static void probe_roofline(Bench *b) {
+    const Config *c = &b->model->config;
+    const BenchOptions *o = b->options;
+    size_t weights = weight_bytes_per_token(b->model);
+    size_t kv_bytes = kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
+                      (size_t)keys_read(b, b->ctx);
+    fprintf(stderr, "bench: probing read bandwidth (the step's own bytes in its order; over the weights' bytes, "
+            "the step's at ctx, the KV cache's after the weights') and FMA peak\n");
+    roofline_measure(&b->roofline, weights, o->threads);
+    roofline_measure(&b->kv_roofline, weights + kv_bytes, o->threads);
+    roofline_measure_after(&b->kv_alone_roofline, kv_bytes, weights, o->threads);
+}
+
 int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) {
     const Config *c = &m->config;
     Bench b;
@@ -914,18 +949,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     b.model = m;
     b.options = o;
     b.repeats = o->repeats > 0 ? o->repeats : 1;
-    /* a window runs on past the context: by default ten of them */
-    b.ctx = o->ctx > 0 ? o->ctx : o->window ? 10 * c->seq_len : c->seq_len;
-    if (o->ctx <= 0 && b.ctx > BENCH_DEFAULT_MAX_CTX) {
-        /* a header's claim is not a reason to decode a million positions */
-        fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
-                c->seq_len, BENCH_DEFAULT_MAX_CTX);
-        b.ctx = BENCH_DEFAULT_MAX_CTX;
-    }
-    if (b.ctx > c->seq_len && !o->window) {
-        fprintf(stderr, "warning: --ctx %d is beyond the context; clamped to %d\n", b.ctx, c->seq_len);
-        b.ctx = c->seq_len;
-    }
+    b.ctx = bench_context(c, o);
     /* The output files are opened first, so a bad path fails at once rather
      * than after minutes of measuring. */
     FILE *csv = NULL, *svg = NULL;
@@ -950,13 +974,7 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         b.peak_rss = peak_resident_bytes();
         if (!rc) measure_in_order(&b, &s.kv_cache);
         run_state_free(&s);
-        fprintf(stderr, "bench: probing read bandwidth (the step's own bytes in its order; over the weights' bytes, "
-                "the step's at ctx, the KV cache's after the weights') and FMA peak\n");
-        size_t kv_bytes = kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
-                          (size_t)keys_read(&b, b.ctx);
-        roofline_measure(&b.roofline, weight_bytes_per_token(m), o->threads);
-        roofline_measure(&b.kv_roofline, weight_bytes_per_token(m) + kv_bytes, o->threads);
-        roofline_measure_after(&b.kv_alone_roofline, kv_bytes, weight_bytes_per_token(m), o->threads);
+        probe_roofline(&b);
     }
     if (!rc) {
         find_crossover(&b, &d);
