@@ -277,7 +277,8 @@ static void check_modes(const Options *o, const int *given) {
     }
 }
 
-static void parse_options(Options *o, int argc, char **argv) {
+/* The defaults, llama2.c's where it has them */
+static void default_options(Options *o) {
     memset(o, 0, sizeof *o);
     o->temperature = 1.0f;
     o->topp = 0.9f;
@@ -290,7 +291,11 @@ static void parse_options(Options *o, int argc, char **argv) {
     o->heads.n_probes = HEADS_DEFAULT_PROBES;
     o->dtype = WEIGHT_Q8_0;
     o->sinks = -1;
-    int given[N_FLAGS] = { 0 };
+}
+
+/* Each flag in argv (after the checkpoint, if first) into o; given[i] = 1
+ * for each FLAGS[i] seen. A usage error exits. */
+static void read_flags(Options *o, int argc, char **argv, int *given) {
     int i = 1;
     if (argc > 1 && argv[1][0] != '-') o->checkpoint = argv[i++];
     for (; i < argc; i++) {
@@ -312,18 +317,10 @@ static void parse_options(Options *o, int argc, char **argv) {
         set_flag(o, f, f->kind == ARG_SWITCH ? NULL : argv[++i]);
         given[f - FLAGS] = 1;
     }
-    if (o->help) print_help();
-    for (int m = 0; m < N_MODES; m++)
-        if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;
-    if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench, quantize or heads");
-    check_modes(o, given);
-    if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
-    if (o->mode == PPL && !o->ppl.text_file) usage("-m ppl needs -f FILE");
-    if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
-    if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
-    if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
-    /* the flags that narrow a trace do nothing without one */
-    const TraceOptions *tr = &o->trace;
+}
+
+/* The flags that narrow a trace do nothing without one */
+static void check_trace_narrowing(const TraceOptions *tr, const int *given) {
     int traced = tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
     const char *narrowing[] = { "--layer", "--head", "--pos", "--top", "--trace-level" };
     for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced; k++)
@@ -332,6 +329,16 @@ static void parse_options(Options *o, int argc, char **argv) {
             snprintf(msg, sizeof msg, "%s needs a trace: --trace, --trace-json, --html or --step", narrowing[k]);
             usage(msg);
         }
+}
+
+/* Flags that each make sense but not together, or not without another */
+static void check_combinations(const Options *o, const int *given) {
+    if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
+    if (o->mode == PPL && !o->ppl.text_file) usage("-m ppl needs -f FILE");
+    if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
+    if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
+    if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
+    check_trace_narrowing(&o->trace, given);
     if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");
     int prompt_from_stdin = (o->prompt && !strcmp(o->prompt, "-")) || (o->prompt_file && !strcmp(o->prompt_file, "-"));
     if (o->trace.step && prompt_from_stdin)
@@ -340,9 +347,21 @@ static void parse_options(Options *o, int argc, char **argv) {
         usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
     if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
     if (o->ppl.recompute && !o->window) usage("--recompute needs --window W");
-    if (o->sinks < 0) o->sinks = 0;
     if (o->bench.no_cache && o->window)
         usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
+}
+
+static void parse_options(Options *o, int argc, char **argv) {
+    int given[N_FLAGS] = { 0 };
+    default_options(o);
+    read_flags(o, argc, argv, given);
+    if (o->help) print_help();
+    for (int m = 0; m < N_MODES; m++)
+        if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;
+    if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench, quantize or heads");
+    check_modes(o, given);
+    check_combinations(o, given);
+    if (o->sinks < 0) o->sinks = 0;
 }
 
 /* ------------------------------------------------------------------------ */
