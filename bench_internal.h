@@ -1,5 +1,6 @@
-/* bench_internal.h — what bench.c (measuring, the text report, the CSV) and
- * bench_svg.c (the chart, and the series it derives from the curve) share. */
+/* bench_internal.h — what bench.c (measuring), bench_report.c (the text
+ * report, the CSV) and bench_svg.c (the chart, and the series it derives
+ * from the curve) share. */
 #ifndef QKV_BENCH_INTERNAL_H
 #define QKV_BENCH_INTERNAL_H
 
@@ -7,6 +8,22 @@
 
 #include "bench.h"
 #include "roofline.h"
+
+/* The FLOP rate that predicts the slope is measured where attention is
+ * negligible: over the first SMALL_CONTEXT positions. */
+#define SMALL_CONTEXT 32
+/* Prompt lengths of the prefill-vs-decode table (capped by the context). */
+#define N_PREFILL_LENGTHS 3 /* bench.c's PREFILL_LENGTHS: 16, 64, 256 */
+/* Powers of two up to QKV_MAX_SEQ_LEN, plus the last position. */
+#define MAX_LOG_POSITIONS 24
+/* Decoding each of 16k positions takes many minutes, and the curve is
+ * smooth: every position up to DENSE_POSITIONS is timed, then
+ * STEPS_PER_DOUBLING log-spaced ones per doubling (DENSE_POSITIONS *
+ * 2^(k/STEPS_PER_DOUBLING)) and the last, each after a prefill (untimed)
+ * fills the cache up to it and WARM_STEPS untimed steps. A window's steps cost the same past W, so with
+ * --window every position is timed (and its memory sampled once a context). */
+#define DENSE_POSITIONS 2048
+#define STEPS_PER_DOUBLING 8
 
 /* A curve: median latency at a list of positions. */
 typedef struct {
@@ -91,6 +108,14 @@ int slope_unit(int ctx);
 double attention_flops(const Bench *b, int position);
 double other_flops(const Config *c);
 double predicted_crossover(const Bench *b, KVType type);
+int curve_find(const Curve *c, int position);     /* its index, or -1 when not measured */
+int log_positions(int ctx, int *out);             /* out[MAX_LOG_POSITIONS]; returns how many */
+int prefill_lengths(int ctx, int *out);           /* out[N_PREFILL_LENGTHS]; returns how many */
+int keys_attended(const Bench *b, int position);      /* keys the step at position reads */
+
+/* bench_report.c */
+void print_report(const Bench *b);
+void write_csv(const Bench *b, FILE *f);
 
 /* bench_svg.c */
 int derive(const Bench *b, Derived *d); /* -1 when out of memory */
