@@ -35,7 +35,9 @@
 #include <unistd.h>
 
 /* Prompt lengths of the prefill-vs-decode table (capped by the context). */
-static const int PREFILL_LENGTHS[N_PREFILL_LENGTHS] = { 16, 64, 256 };
+static const int PREFILL_LENGTHS[] = { 16, 64, 256 };
+_Static_assert(sizeof PREFILL_LENGTHS / sizeof PREFILL_LENGTHS[0] == N_PREFILL_LENGTHS,
+               "N_PREFILL_LENGTHS (bench_internal.h) counts PREFILL_LENGTHS");
 
 /* ------------------------------------------------------------------------ */
 /* Timing one call of the forward pass                                       */
@@ -609,8 +611,8 @@ static void probe_roofline(Bench *b) {
     size_t weights = weight_bytes_per_token(b->model);
     size_t kv_bytes = kv_bytes_per_position((KVType)o->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
                       (size_t)keys_attended(b, b->ctx);
-    fprintf(stderr, "bench: probing read bandwidth (the step's own bytes in its order; over the weights' bytes, "
-            "the step's at ctx, the KV cache's after the weights') and FMA peak\n");
+    fprintf(stderr, "bench: probing read bandwidth (over the weights' bytes, the step's at ctx, the KV cache's "
+            "after the weights') and FMA peak\n");
     roofline_measure(&b->roofline, weights, o->threads);
     roofline_measure(&b->kv_roofline, weights + kv_bytes, o->threads);
     roofline_measure_after(&b->kv_alone_roofline, kv_bytes, weights, o->threads);
@@ -646,7 +648,10 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         MeasureRun run = { &b, &s, tokens };
         rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
-        if (!rc) measure_in_order(&b, &s.kv_cache);
+        if (!rc) {
+            fprintf(stderr, "bench: reading the step's own bytes in its order\n");
+            measure_in_order(&b, &s.kv_cache);
+        }
         run_state_free(&s);
         probe_roofline(&b);
     }

@@ -20,8 +20,9 @@
  * smooth: every position up to DENSE_POSITIONS is timed, then
  * STEPS_PER_DOUBLING log-spaced ones per doubling (DENSE_POSITIONS *
  * 2^(k/STEPS_PER_DOUBLING)) and the last, each after a prefill (untimed)
- * fills the cache up to it and WARM_STEPS untimed steps. A window's steps cost the same past W, so with
- * --window every position is timed (and its memory sampled once a context). */
+ * fills the cache up to it and WARM_STEPS (bench.c) untimed steps. A
+ * window's steps cost the same past W, so with --window every position is
+ * timed (and its memory sampled once a context). */
 #define DENSE_POSITIONS 2048
 #define STEPS_PER_DOUBLING 8
 
@@ -103,17 +104,17 @@ typedef struct {
  * NULL when out of memory. */
 ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases);
 double median(double *v, int n); /* sorts v */
-const char *base_name(const char *path);
-int slope_unit(int ctx);
 double attention_flops(const Bench *b, int position);
 double other_flops(const Config *c);
-double predicted_crossover(const Bench *b, KVType type);
 int curve_find(const Curve *c, int position);     /* its index, or -1 when not measured */
 int log_positions(int ctx, int *out);             /* out[MAX_LOG_POSITIONS]; returns how many */
 int prefill_lengths(int ctx, int *out);           /* out[N_PREFILL_LENGTHS]; returns how many */
 int keys_attended(const Bench *b, int position);      /* keys the step at position reads */
 
 /* bench_report.c */
+const char *base_name(const char *path);
+int slope_unit(int ctx);
+double predicted_crossover(const Bench *b, KVType type);
 void print_report(const Bench *b);
 void write_csv(const Bench *b, FILE *f);
 

@@ -184,7 +184,8 @@ static void print_roofline(const Bench *b) {
            " %.0f%% of the read bandwidth over the step's bytes (weights and KV, %.1f MiB: %.1f GB/s);"
            " %.0f%% of a read over the KV bytes alone, after the weights' (%.1f GB/s)\n", b->ctx, mib(kv_bytes),
            b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps,
-           mib((double)b->kv_roofline.probe_bytes), b->kv_roofline.read_gbps, 100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
+           mib((double)b->kv_roofline.probe_bytes), b->kv_roofline.read_gbps,
+           100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
     const InOrderRead *in = &b->in_order;
     if (in->passes && in->seconds[0] > 0 && in->seconds[1] > 0) {
         double weights_order = in->bytes[0] / in->seconds[0] * 1e-9, kv_order = in->bytes[1] / in->seconds[1] * 1e-9;

@@ -189,11 +189,12 @@ static float sum_pass(Isa isa, const float *a, size_t n, int threads) {
     return total;
 }
 
-/* Best of several timed passes over a[0..n): at least 5, then on for 0.3 s
- * (up to 2,000). At most 50 had spanned 60 ms for the 15M shape's 58 MiB,
- * and on a shared machine one slow stretch of that length had left the
- * probe at 35 GB/s where it read 55 a minute before (AMD EPYC), and put a
- * decode step at 127% of it. With other (n_other floats), each timed pass
+/* Best of several timed passes over a[0..n): at least 5, then on until
+ * 0.3 s of wall time have passed, untimed passes included (up to 2,000).
+ * At most 50 had spanned 60 ms for the 15M shape's 58 MiB, and on a shared
+ * machine one slow stretch of that length had left the probe at 35 GB/s
+ * where it read 55 a minute before (AMD EPYC), and put a decode step at
+ * 127% of it. With other (n_other floats), each timed pass
  * follows an untimed pass over it, which evicts a from the caches as far
  * as its size does. */
 static double measure_bandwidth(Isa isa, const float *a, size_t n, const float *other, size_t n_other,
