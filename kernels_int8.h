@@ -249,7 +249,7 @@ TARGET_AVX2 INLINE void store_rows_avx2(float *out, int os, int t, int row0, int
  * value_bytes a row, requested */
 INLINE void fetch_block(const unsigned char *panel, int b, int value_bytes, Fetch fetch) {
     const unsigned char *block = panel + (size_t)b * QKV_PANEL * value_bytes + PANEL_AHEAD_BYTES;
-    for (int at = 0; at < QKV_PANEL * value_bytes; at += 64) fetch_line(block + at, fetch);
+    fetch_range(block, (size_t)QKV_PANEL * value_bytes, fetch);
 }
 
 /* A panel (rows row0..row0+15) times positions t..t+P-1, eight rows (one
@@ -579,7 +579,7 @@ TARGET_AMX INLINE void amx_scale_block(__m512 acc[AMX_POSITIONS], const int32_t 
 INLINE void amx_prefetch_block(const unsigned char *next, int blocks, int b, int value_bytes) {
     if (!next) return;
     const char *values = (const char *)next + (size_t)b * QKV_PANEL * value_bytes;
-    for (int offset = 0; offset < QKV_PANEL * value_bytes; offset += 64) _mm_prefetch(values + offset, _MM_HINT_T1);
+    fetch_range(values, (size_t)QKV_PANEL * value_bytes, FETCH_L2);
     const char *scales = (const char *)next + (size_t)blocks * QKV_PANEL * value_bytes;
     _mm_prefetch(scales + (size_t)b * QKV_PANEL * 2, _MM_HINT_T1);
 }

@@ -82,11 +82,17 @@ static inline float dot_f32(const float *w, const float *x, int n) {
 long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
 #endif
 
-/* A request for the line at p, into L1 or L2 (fetch: kernels.h's Fetch,
- * not FETCH_NONE) */
+/* A request for the line at p, into L1 or L2 as fetch says (kernels.h's
+ * Fetch; FETCH_NONE: none) */
 INLINE void fetch_line(const void *p, Fetch fetch) {
     if (fetch == FETCH_L2) _mm_prefetch((const char *)p, _MM_HINT_T1);
-    else _mm_prefetch((const char *)p, _MM_HINT_T0);
+    else if (fetch == FETCH_L1) _mm_prefetch((const char *)p, _MM_HINT_T0);
+}
+
+/* Requests for the lines of bytes from p on, as fetch says */
+INLINE void fetch_range(const void *p, size_t bytes, Fetch fetch) {
+    if (fetch == FETCH_NONE) return;
+    for (size_t at = 0; at < bytes; at += 64) fetch_line((const char *)p + at, fetch);
 }
 
 /* -1 in the lanes below count: AVX2's masked loads and gathers */

@@ -234,7 +234,7 @@ TARGET_AVX512 INLINE void tile_float_512(float *out, int os, const Activations *
     if (fetch)
         for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, fetch);
     else
-        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, 0);
+        for (; j + 16 <= cols; j += 16) step_float_512(acc, rows, x_rows, R, P, j, 0xffff, row_bytes, half, FETCH_NONE);
     if (j < cols) step_float_512(acc, rows, x_rows, R, P, j, tail_mask(j, cols), row_bytes, half, fetch);
 #pragma GCC unroll 2
     for (int r = 0; r < R; r += 4)

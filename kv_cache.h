@@ -259,19 +259,13 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
-/* bytes from from on, into L1 or L2 as fetch says (FETCH_NONE: none) */
-INLINE void kv_prefetch(const unsigned char *from, size_t bytes, Fetch fetch) {
-    if (fetch == FETCH_NONE) return;
-    for (size_t at = 0; at < bytes; at += 64) fetch_line(from + at, fetch);
-}
-
 /* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels.h,
  * as for the keys), where the cache's fetch_ahead says so: the value rows
  * of a long context come from memory, and on Intel the hardware prefetcher
  * alone leaves the core waiting at the start of each block (on AMD it
  * reads them faster alone, but for float32 rows on a Zen 4: into L2) */
 INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows, Fetch fetch) {
-    kv_prefetch(row + QKV_KV_AHEAD, rows * row_bytes, fetch);
+    fetch_range(row + QKV_KV_AHEAD, rows * row_bytes, fetch);
 }
 
 TARGET_AVX512 INLINE __mmask16 kv_mask(int i, int n) {

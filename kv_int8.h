@@ -308,7 +308,7 @@ static inline int32_t bytes_lane(const unsigned char *x) {
  * ahead requested as fetch says */
 INLINE const unsigned char *q8_fetch_panel(Q8Keys k, int first, size_t panel_bytes, Fetch fetch) {
     const unsigned char *panel = k.panels + (size_t)(first / KV_Q8_PANEL) * panel_bytes;
-    kv_prefetch(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
+    fetch_range(panel + KV_Q8_PREFETCH_BYTES, panel_bytes, fetch);
     return panel;
 }
 
@@ -537,7 +537,7 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Va
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm512_setzero_si512();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        fetch_range(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m512i w = _mm512_set1_epi64(quad_weights(q->c, t / KV_Q8_QUAD));
         for (int j = 0; j < V; j++) {
             __mmask32 m0 = j + 1 < V ? (__mmask32)0xffffffffu : last0, m1 = j + 1 < V ? (__mmask32)0xffffffffu : last1;
@@ -566,7 +566,7 @@ TARGET_VNNI INLINE void q8_quads_vnni(int d, int V, int rest, Fetch fetch, Q8Val
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) hsum[j] = lsum[j] = _mm512_setzero_si512();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        fetch_range(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m512i hw = _mm512_set1_epi32(bytes_lane(high + t)), lw = _mm512_set1_epi32(bytes_lane(low + t));
         for (int j = 0; j < V; j++) {
             __m512i rows = _mm512_maskz_loadu_epi8(j + 1 < V ? ~(__mmask64)0 : last, x + 64 * j);
@@ -701,7 +701,7 @@ TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int 
     const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
     for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm256_setzero_si256();
     for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        kv_prefetch(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
+        fetch_range(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
         __m256i w = _mm256_set1_epi64x(quad_weights(q->c, t / KV_Q8_QUAD));
         for (int j = 0; j < V; j++) {
             __m256i rows0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j)));

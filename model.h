@@ -573,8 +573,9 @@ void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
 void attention_head(float *out, float *scores, float *weights, const float *q,
                     const float *keys, const float *values, int n_visible, int head_size) {
     /* the rows as a float32 KV cache of one head */
+    Isa isa = isa_available();
     KVCache view = { .type = KV_F32, .head_size = head_size, .row_bytes = (size_t)head_size * sizeof(float),
-                     .isa = isa_available(), .fetch_ahead = kv_fetch_ahead(1, isa_available()) };
+                     .isa = isa, .fetch_ahead = kv_fetch_ahead(1, isa) };
     kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;

@@ -137,10 +137,8 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t bytes_sum_avx512(con
     p += head, n -= head;
     __m512i zero = _mm512_setzero_si512(), s0 = zero, s1 = zero;
     for (; i + 128 <= n; i += 128) {
-        if (fetch) {
-            fetch_line(p + i + QKV_KV_AHEAD, fetch);
-            fetch_line(p + i + QKV_KV_AHEAD + 64, fetch);
-        }
+        fetch_line(p + i + QKV_KV_AHEAD, fetch);
+        fetch_line(p + i + QKV_KV_AHEAD + 64, fetch);
         s0 = _mm512_add_epi64(s0, _mm512_sad_epu8(_mm512_load_si512(p + i), zero));
         s1 = _mm512_add_epi64(s1, _mm512_sad_epu8(_mm512_load_si512(p + i + 64), zero));
     }
@@ -154,7 +152,7 @@ __attribute__((target("avx2"))) static uint64_t bytes_sum_avx2(const unsigned ch
     p += head, n -= head;
     __m256i zero = _mm256_setzero_si256(), s0 = zero, s1 = zero;
     for (; i + 64 <= n; i += 64) {
-        if (fetch) fetch_line(p + i + QKV_KV_AHEAD, fetch);
+        fetch_line(p + i + QKV_KV_AHEAD, fetch);
         s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i)), zero));
         s1 = _mm256_add_epi64(s1, _mm256_sad_epu8(_mm256_load_si256((const __m256i *)(p + i + 32)), zero));
     }

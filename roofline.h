@@ -20,9 +20,10 @@ typedef struct {
 void roofline_measure(Roofline *r, size_t bytes, int threads);
 
 /* The same, each timed pass after an untimed one over other_bytes of
- * another buffer (the 0.3 s count both, so fewer passes are timed): pass the bytes a step reads between two reads of these
- * (the weights', for the keys and values), which evict them from the caches
- * as far as their size does. A buffer read again and again stays in a
+ * another buffer (the 0.3 s count both, so fewer passes are timed): pass
+ * the bytes a step reads between two reads of these (the weights', for the
+ * keys and values), which evict them from the caches as far as their size
+ * does. A buffer read again and again stays in a
  * cache as large as itself; a step's keys and values do not. */
 void roofline_measure_after(Roofline *r, size_t bytes, size_t other_bytes, int threads);
 

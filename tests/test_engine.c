@@ -476,6 +476,14 @@ static int kernel_choice_ok(Vendor v, int family, int x86, int amx) {
     return ok;
 }
 
+/* The KV cache's requests for rows ahead, as measured (kernels.h): into
+ * L1 on any maker but AMD; on AMD into L2 for float32 rows with AVX-512
+ * on family 25, else none */
+static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
+    if (v != VENDOR_AMD) return FETCH_L1;
+    return type == KV_F32 && family == 25 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
+}
+
 /* The kernel chosen per CPU maker and family (QKV_VENDOR and QKV_FAMILY
  * stand in for CPUID) and for weights from memory or cached: on AMD the
  * entries amd_entry names;
@@ -492,26 +500,24 @@ static void test_kernel_vendor(void) {
     for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
         for (int f = 0; f < 3; f++) ok &= kernel_choice_ok((Vendor)v, families[f], x86, amx);
     for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
-        for (int f = 0; f < 3; f++)
+        for (int f = 0; f < 3; f++) {
+            setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
+            char family[8];
+            snprintf(family, sizeof family, "%d", families[f]);
+            setenv("QKV_FAMILY", family, 1);
             for (int type = 0; type < KV_TYPE_COUNT; type++) {
-                setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
-                char family[8];
-                snprintf(family, sizeof family, "%d", families[f]);
-                setenv("QKV_FAMILY", family, 1);
-                for (int isa = ISA_PORTABLE; isa < ISA_COUNT; isa++) {
-                    int l2 = type == KV_F32 && families[f] == 25 && isa >= ISA_AVX512;
-                    Fetch want = v != VENDOR_AMD ? FETCH_L1 : l2 ? FETCH_L2 : FETCH_NONE;
-                    fetch_ok &= kv_fetch_ahead(type == KV_F32, (Isa)isa) == want;
-                }
+                for (int isa = ISA_PORTABLE; isa < ISA_COUNT; isa++)
+                    fetch_ok &= kv_fetch_ahead(type == KV_F32, (Isa)isa) ==
+                                expected_fetch((Vendor)v, families[f], (KVType)type, (Isa)isa);
                 KVCache kv;
                 if (kv_cache_init(&kv, (KVType)type, 1, 1, 16, 8) == 0) {
-                    int l2 = type == KV_F32 && families[f] == 25 && kv.isa >= ISA_AVX512;
-                    fetch_ok &= kv.fetch_ahead == (v != VENDOR_AMD ? FETCH_L1 : l2 ? FETCH_L2 : FETCH_NONE);
+                    fetch_ok &= kv.fetch_ahead == expected_fetch((Vendor)v, families[f], (KVType)type, kv.isa);
                     kv_cache_free(&kv);
                 } else {
                     fetch_ok = 0;
                 }
             }
+        }
     for (int isa = ISA_AVX2; x86 && isa <= ISA_AVX512; isa++)
         for (int half = 0; half < 2; half++) {
             WeightType type = half ? WEIGHT_F16 : WEIGHT_F32;
