@@ -338,7 +338,7 @@ static void add_section(TensorTable *t, const char *name, uint64_t begin, uint64
     Section *s = &t->sections[t->n_sections++];
     s->begin = begin;
     s->end = begin + bytes; /* no wrap: every section was checked against the file size */
-    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->name, sizeof s->name, "%.*s", (int)sizeof s->name - 1, name); /* a long GGUF name cut */
 }
 
 static int by_begin(const void *a, const void *b) {

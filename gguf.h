@@ -78,6 +78,7 @@ typedef struct {
     GgufValue keys[KEY_COUNT];
     GgufTensor *slots; /* [SLOT_LAYERS + GGUF_PER_LAYER * n_layers] */
     size_t n_slots, data_start;
+    TensorTable owners; /* the bytes each tensor read owns (its sections only) */
 } GgufFile;
 
 /* ------------------------------------------------------------------------ */
@@ -317,7 +318,9 @@ static int gguf_read_tensor_infos(GgufFile *g, int n_layers) {
         return load_error(g->f, "truncated GGUF file: %llu tensor infos cannot fit in %zu bytes",
                           (unsigned long long)g->n_tensors, g->f->size);
     g->n_slots = SLOT_LAYERS + GGUF_PER_LAYER * (size_t)n_layers;
-    if (!(g->slots = calloc(g->n_slots, sizeof(GgufTensor)))) return load_error(g->f, "out of memory");
+    g->slots = calloc(g->n_slots, sizeof(GgufTensor));
+    g->owners = (TensorTable){ .f = g->f, .sections = calloc(g->n_slots, sizeof(Section)), .max_sections = (int)g->n_slots };
+    if (!g->slots || !g->owners.sections) return load_error(g->f, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         GgufString name;
         uint32_t n_dims;
@@ -411,6 +414,7 @@ static const void *gguf_tensor(GgufFile *g, int slot, int rows, int cols, Weight
         load_error(g->f, "truncated GGUF file: tensor %s runs past the end", name);
         return NULL;
     }
+    add_section(&g->owners, name, g->data_start + t->offset, bytes);
     *type = (WeightType)wt;
     return g->f->base + g->data_start + t->offset;
 }
@@ -637,9 +641,11 @@ static int load_gguf(FileView *f, Model *m) {
     if (rc == 0 && !(m->weights.final_norm = gguf_tensor(&g, SLOT_OUTPUT_NORM, c->dim, 0, &type))) rc = -1;
     if (rc == 0 && c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
     else if (rc == 0) rc = gguf_matrix(&g, SLOT_OUTPUT, c->vocab_size, c->dim, &m->weights.classifier);
+    if (rc == 0) rc = check_sections_disjoint(&g.owners); /* two tensors read from one span: a hostile file */
     if (rc == 0) rc = gguf_tokenizer(&g, m);
     if (rc == 0) rc = gguf_describe(&g, m);
     free(g.slots);
+    free(g.owners.sections);
     return rc;
 }
 

@@ -283,6 +283,7 @@ def hostile_cases():
     tensor_edit("tensor-unknown-name", "not one", "blk.0.ffn_up.weight", 0, "blk.0.ffn_upp.weight")
     tensor_edit("tensor-layer-beyond-blocks", "not one", "blk.0.ffn_up.weight", 0, "blk.1.ffn_up.weight")
     tensor_edit("tensor-name-too-long", "name", "blk.0.ffn_up.weight", 0, "x" * 65)
+    tensor_edit("tensor-aliases-another", "overlaps", "blk.0.attn_q.weight", 4, 0)  # token_embd's bytes
     tensor_edit("tensor-duplicate", "twice", "blk.0.ffn_up.weight", 0, "blk.0.ffn_down.weight")
     tensor_edit("embedding-vocab-huge", "token_embd", "token_embd.weight", 1, [32, 1 << 40])
     edit("tensor-missing", "missing", lambda m: m.tensors.pop(3))
