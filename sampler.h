@@ -140,10 +140,16 @@ int sample(Sampler *s, float *logits, SampleInfo *info) {
     if (!info) info = &local;
     if (logits_check(logits, s->vocab_size) >= 0) return -1;
     if (s->temperature == 0.0f) return greedy(logits, s->vocab_size, info);
+    int best = argmax(logits, s->vocab_size);
     for (int i = 0; i < s->vocab_size; i++) logits[i] /= s->temperature;
     /* A temperature so small that the largest logit divided by it overflows
-     * is the limit T -> 0: greedy (softmax would give inf - inf = NaN). */
-    if (isinf(logits[argmax(logits, s->vocab_size)])) return greedy(logits, s->vocab_size, info);
+     * (to +inf, or to -inf when it is negative) is the limit T -> 0: greedy
+     * on the logits as they were (softmax would give inf - inf = NaN, and
+     * after the division every logit above 0 is the same +inf). */
+    if (isinf(logits[best])) {
+        greedy(logits, s->vocab_size, info);
+        return best;
+    }
     softmax(logits, s->vocab_size);
     float coin = random_f32(&s->rng_state);
     if ((s->topp <= 0.0f || s->topp >= 1.0f) && s->topk <= 0) {

@@ -1268,6 +1268,16 @@ static void test_sampler_hostile(void) {
     SampleInfo info;
     id = sample(&s, logits, &info);
     report(id == 300, "sampler: a temperature of 2e-38 takes the largest logit", "got id %d", id);
+    /* ... also where it overflows more than the largest (every logit above
+     * 0 is +inf after the division), or every logit is negative (-inf) */
+    int greedy_limit = 0;
+    for (int sign = 1; sign >= -1; sign -= 2) {
+        for (int i = 0; i < V; i++) logits[i] = i == 300 ? 4.0f * (float)sign + 26.0f * (sign > 0) : (float)sign * (5.0f + (float)(i % 7));
+        sampler_with_sentinel(&s, V, 1e-38f, 0.9f, 0);
+        greedy_limit += sample(&s, logits, &info) == 300 && info.method == SAMPLE_GREEDY;
+    }
+    report(greedy_limit == 2, "sampler: at 1e-38 many logits overflow (or all, negative): still the largest",
+           "%d of 2", greedy_limit);
     /* non-finite logits: no distribution, an error */
     int errors = 0;
     const float bad[] = { NAN, INFINITY, -INFINITY };
