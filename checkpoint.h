@@ -626,7 +626,7 @@ static FileFormat format_of_magic(const unsigned char head[4]) {
 }
 
 static int map_file(FileView *f, Model *m, const char *path) {
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
     if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

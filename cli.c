@@ -1,11 +1,13 @@
 /* cli.c — what the command line's modes share: run.c's generate and
  * tokenize, and ppl.c. cli.h says what each piece does. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli.h"
 #include "sampler.h"
 
@@ -29,14 +31,13 @@ char *read_stream(FILE *f, const char *path, size_t *n) {
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;
         if (got == 0) break;
+        if (len > MAX_TEXT_BYTES) { /* the buffer's last step is one byte past the limit */
+            free(buf);
+            fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path, MAX_TEXT_BYTES >> 20);
+            exit(1);
+        }
         if (len == cap) {
-            if (cap >= MAX_TEXT_BYTES) {
-                free(buf);
-                fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path,
-                        MAX_TEXT_BYTES >> 20);
-                exit(1);
-            }
-            cap *= 2;
+            cap = cap < MAX_TEXT_BYTES ? 2 * cap : MAX_TEXT_BYTES + 1;
             char *grown = realloc(buf, cap + 1);
             if (!grown) free(buf);
             buf = grown;
@@ -59,7 +60,8 @@ char *read_stream(FILE *f, const char *path, size_t *n) {
 /* A device (/dev/urandom, /dev/zero) could run forever or fill memory, and a
  * directory has no text: hence a regular file only, its size checked first. */
 char *read_text_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) die("cannot open %s", path);
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -8,6 +8,7 @@
  *
  * The flags are llama2.c's, so its checkpoints and habits work unchanged.
  */
+#define _XOPEN_SOURCE 700 /* realpath (POSIX's XSI part) */
 #include "model.h" /* the engine: engine.c */
 #include "sampler.h"
 #include "tokenizer.h"
@@ -21,6 +22,7 @@
 #include "ppl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -162,9 +166,18 @@ static void print_modes(unsigned modes) {
         if (modes & (1u << m)) { printf("%s%s", first ? "" : ", ", MODE_NAMES[m]); first = 0; }
 }
 
+/* The exit status once what was printed has reached stdout's file: a full
+ * disk or a closed pipe end is an error line, not a silent loss. */
+static int output_status(int status) {
+    int failed = fflush(stdout) != 0 ? errno : 0;
+    if (!failed && !ferror(stdout)) return status;
+    fprintf(stderr, "error: cannot write the output to stdout: %s\n", failed ? strerror(failed) : "a write failed");
+    return 1;
+}
+
 static void print_help(void) {
     printf("usage: ./run [checkpoint] [options]\n"
-           "  checkpoint: a qkv file or a llama2.c checkpoint; default " DEFAULT_CHECKPOINT "\n"
+           "  checkpoint: a qkv, GGUF or llama2.c checkpoint; default " DEFAULT_CHECKPOINT "\n"
            "  (in the current directory, else beside the executable)\n");
     for (int i = 0; i < N_FLAGS; i++) {
         const Flag *f = &FLAGS[i];
@@ -194,7 +207,7 @@ static void print_help(void) {
            "  ./run models/stories.bin -m bench --repeats 1 --svg bench.svg\n"
            "  ./run models/grammar.bin -m quantize -o grammar-q8.bin --dtype q8\n"
            "  ./run models/induction.bin -m heads --svg heads.svg\n", STEP_KEYS_HELP);
-    exit(0);
+    exit(output_status(0));
 }
 
 static void usage(const char *why) {
@@ -236,6 +249,8 @@ static void parse_positions(const Flag *f, const char *s, int *first_last) {
 static void set_flag(Options *o, const Flag *f, const char *v) {
     char *dst = (char *)o + f->offset;
     if (f->kind == ARG_SWITCH) *(int *)dst = 1;
+    else if (f->kind == ARG_TEXT && !*v && f->value && (!strcmp(f->value, "FILE") || !strcmp(f->value, "MODEL")))
+        usage_bad_value(f->name, "''", "a file name");
     else if (f->kind == ARG_TEXT) *(const char **)dst = v;
     else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL);
     else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL);
@@ -250,7 +265,8 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
         char *end;
         errno = 0;
         float x = strtof(v, &end);
-        if (errno || end == v || *end || !isfinite(x) || x < f->lo || x > f->hi || (f->lo_open && x == f->lo)) {
+        /* ERANGE with a finite x is an underflow (1e-40): a number, rounded */
+        if ((errno && errno != ERANGE) || end == v || *end || !isfinite(x) || x < f->lo || x > f->hi || (f->lo_open && x == f->lo)) {
             char expected[96];
             snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
             if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a number >= %g", f->lo);
@@ -351,10 +367,15 @@ static void check_combinations(const Options *o, const int *given) {
         usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
 }
 
+static unsigned long long clock_seed(void);
+
 static void parse_options(Options *o, int argc, char **argv) {
     int given[N_FLAGS] = { 0 };
     default_options(o);
     read_flags(o, argc, argv, given);
+    /* -s 0 is the clock's seed in every mode (and printed); no -s is the
+     * mode's default: the clock's when generating, 1 for -m heads' probes */
+    if (given[find_flag("-s") - FLAGS] && o->seed == 0) o->seed = clock_seed();
     if (o->help) print_help();
     for (int m = 0; m < N_MODES; m++)
         if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;
@@ -585,7 +606,9 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     s.team = team;
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
-    Tracer *tr = tracer_open(&o->trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
+    TraceOptions trace = o->trace;
+    trace.positions = steps;
+    Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
 
     double start = now_seconds();
@@ -722,6 +745,63 @@ static const char *default_checkpoint(char *buf, size_t cap) {
     return access(buf, R_OK) == 0 ? buf : DEFAULT_CHECKPOINT;
 }
 
+/* ---- What a run writes is not what it reads ---- */
+
+typedef struct { const char *flag, *path; } NamedPath;
+
+/* Whether two paths name one regular file: the same inode when both exist
+ * (a link, ./x and x), else the same text. (Two outputs on /dev/null or on
+ * one terminal harm nothing.) */
+static int same_file(const char *a, const char *b) {
+    struct stat x, y;
+    if (stat(a, &x) == 0 && stat(b, &y) == 0)
+        return S_ISREG(x.st_mode) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    return strcmp(a, b) == 0;
+}
+
+/* A page or checkpoint written whole under a temporary name and renamed
+ * over its path: the path must be a file (renamed over a FIFO, a device or
+ * a directory's entry, it would replace the thing itself), and a symbolic
+ * link is followed, so the link stays and its file is replaced. */
+static const char *renamed_output(const char *flag, const char *path, char *real) {
+    struct stat st;
+    if (!path || stat(path, &st) != 0) return path; /* a new file */
+    char msg[PATH_MAX + 96];
+    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or other";
+    snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, kind);
+    if (!S_ISREG(st.st_mode)) usage(msg);
+    return realpath(path, real) ? real : path;
+}
+
+/* Each file a run writes against the files it reads and the other files it
+ * writes: an output opened over the checkpoint would truncate it under the
+ * mapping that reads it (-o is exempt: quantize writes a new file and
+ * renames it, so reading the old one to the end). A usage error. */
+static void check_paths(const Options *o, const char *checkpoint) {
+    const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
+    const NamedPath reads[] = { { "the checkpoint", checkpoint }, { "-z", o->tokenizer },
+                                { "--prompt-file", prompt_file }, { "-f", o->ppl.text_file },
+                                { "--compare", o->trace.compare_path } };
+    const NamedPath writes[] = { { "--trace-out", o->trace.out_path }, { "--trace-json", o->trace.json_path },
+                                 { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
+                                 { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path } };
+    char msg[2 * PATH_MAX];
+    for (size_t w = 0; w < sizeof writes / sizeof writes[0]; w++) {
+        if (!writes[w].path) continue;
+        for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
+            if (reads[r].path && same_file(writes[w].path, reads[r].path)) {
+                snprintf(msg, sizeof msg, "%s %s is %s%s, which this run reads", writes[w].flag, writes[w].path,
+                         r ? "the file of " : "", reads[r].flag);
+                usage(msg);
+            }
+        for (size_t v = w + 1; v < sizeof writes / sizeof writes[0]; v++)
+            if (writes[v].path && same_file(writes[w].path, writes[v].path)) {
+                snprintf(msg, sizeof msg, "%s and %s both write %s", writes[w].flag, writes[v].flag, writes[w].path);
+                usage(msg);
+            }
+    }
+}
+
 /* The prompt: -i TEXT, -i - (stdin) or --prompt-file FILE (- is stdin too).
  * One final newline of a file is dropped: editors add it, and a prompt
  * rarely means it. The caller frees *owned. */
@@ -789,6 +869,9 @@ static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) 
 }
 
 int main(int argc, char **argv) {
+    /* A closed stdout would lend its descriptor to the next file opened (a
+     * trace, say), and the text would land there */
+    if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("%s", "stdout is closed: give the output somewhere to go");
     Options o;
     parse_options(&o, argc, argv);
 #ifdef _OPENMP
@@ -807,10 +890,13 @@ int main(int argc, char **argv) {
         tokenize(&t, t.bos_id, &o); /* a tokenizer.bin alone is llama2.c's kind: BOS starts */
         tokenizer_free(&t);
         free(owned_prompt);
-        return 0;
+        return output_status(0);
     }
-    char exe_path[4096];
+    char exe_path[4096], html_path[PATH_MAX], output_path[PATH_MAX];
     const char *path = o.checkpoint ? o.checkpoint : default_checkpoint(exe_path, sizeof exe_path);
+    check_paths(&o, path);
+    o.trace.html_path = renamed_output("--html", o.trace.html_path, html_path);
+    o.output = renamed_output("-o", o.output, output_path);
     o.trace.model_path = path;
     Model m;
     char err[512];
@@ -825,5 +911,5 @@ int main(int argc, char **argv) {
     if (has_tokenizer) tokenizer_free(&t);
     model_free(&m);
     free(owned_prompt);
-    return status;
+    return output_status(status);
 }

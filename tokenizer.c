@@ -14,11 +14,13 @@
 #include "unicode_classes.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                   */
@@ -244,9 +246,11 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
 
 int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
+    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         snprintf(err, err_len, "cannot open tokenizer %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return -1;
     }
     struct stat st;

@@ -740,9 +740,15 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
         return -1;
     }
     tr->has_compare = 1;
-    if (tr->compare.config.vocab_size != tr->model->config.vocab_size) {
+    const Config *c = &tr->compare.config;
+    if (c->vocab_size != tr->model->config.vocab_size) {
         snprintf(err, err_len, "--compare %s: vocabulary of %d tokens, the model has %d; they must share a tokenizer",
-                 tr->opt.compare_path, tr->compare.config.vocab_size, tr->model->config.vocab_size);
+                 tr->opt.compare_path, c->vocab_size, tr->model->config.vocab_size);
+        return -1;
+    }
+    if (tr->opt.positions > c->seq_len) { /* known before the run, so said before it */
+        snprintf(err, err_len, "--compare %s: its context is %d positions, the run may reach %d: give -n %d or less",
+                 tr->opt.compare_path, c->seq_len, tr->opt.positions, c->seq_len);
         return -1;
     }
     return 0;
@@ -776,6 +782,11 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if ((o->layer >= 0 && check_selection("--layer", o->layer, c->n_layers, "layers", err, err_len)) ||
         (o->head >= 0 && check_selection("--head", o->head, c->n_heads, "heads", err, err_len)))
         return NULL;
+    if (o->positions > 0 && o->pos[0] >= o->positions) { /* a trace of nothing, silently: no */
+        snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n and the context)", o->pos[0],
+                 o->positions - 1);
+        return NULL;
+    }
     Tracer *tr = calloc(1, sizeof *tr);
     if (!tr) { snprintf(err, err_len, "out of memory for the tracer"); return NULL; }
     tr->opt = *o;

@@ -25,6 +25,8 @@ typedef struct {
     int top_logits;           /* logits shown per step */
     const char *model_path;   /* the checkpoint, to name it on the HTML page */
     int window, sinks;        /* --window W --sinks S of the run (0: none), to mark them */
+    int positions;            /* the run's positions at most (-n, clamped; 0: unknown):
+                                 --pos and a --compare model's context are checked against it */
 } TraceOptions;
 
 typedef enum { TRACE_FULL, TRACE_SUMMARY } TraceLevel;

@@ -101,6 +101,51 @@ expect_error "ppl of a missing file" 1 "cannot open" -- $RUN $MODEL -m ppl -f "$
 printf 'bad \xff byte' >"$tmp/bad.txt"
 expect_error "ppl of invalid UTF-8" 1 "UTF-8" -- $RUN $MODEL -m ppl -f "$tmp/bad.txt"
 
+# ---- what a run writes is not what it reads ---------------------------------
+cp $MODEL "$tmp/own.qkv"
+before=$(cksum <"$tmp/own.qkv")
+expect_error "--trace-json onto the checkpoint" 2 "is the checkpoint" -- $RUN "$tmp/own.qkv" -n 4 --trace-json "$tmp/own.qkv"
+expect_error "--trace-out onto the checkpoint, by another path" 2 "is the checkpoint" -- \
+    $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/./own.qkv"
+expect_error "--html onto the checkpoint" 2 "is the checkpoint" -- $RUN "$tmp/own.qkv" -n 4 --html "$tmp/own.qkv"
+expect_error "-m bench --svg onto the checkpoint" 2 "is the checkpoint" -- $RUN "$tmp/own.qkv" -m bench --svg "$tmp/own.qkv"
+printf 'the cat' >"$tmp/p.txt"
+expect_error "--trace-json onto the prompt file" 2 "--prompt-file" -- \
+    $RUN "$tmp/own.qkv" -n 4 --prompt-file "$tmp/p.txt" --trace-json "$tmp/p.txt"
+expect_error "two outputs onto one file" 2 "both write" -- $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/t" --trace-json "$tmp/t"
+if [ "$(cksum <"$tmp/own.qkv")" = "$before" ] && [ "$(cat "$tmp/p.txt")" = "the cat" ]; then
+    ok "the checkpoint and the prompt file are untouched after those refusals"
+else fail "inputs overwritten" "the checkpoint or the prompt file changed"; fi
+mkfifo "$tmp/fifo"
+expect_error "quantize -o onto a FIFO" 2 "a FIFO, not a regular file" -- $RUN $MODEL -m quantize -o "$tmp/fifo"
+expect_error "quantize -o onto a directory" 2 "a directory" -- $RUN $MODEL -m quantize -o "$tmp"
+expect_error "--html onto a FIFO" 2 "a FIFO" -- $RUN $MODEL -n 4 --html "$tmp/fifo"
+expect_error "-o ''" 2 "a file name" -- $RUN $MODEL -m quantize -o ''
+# (no device is tried: a regression run as root would replace it)
+[ -p "$tmp/fifo" ] && ok "the FIFO is still a FIFO"
+echo old >"$tmp/target.qkv"; ln -s "$tmp/target.qkv" "$tmp/link.qkv"
+if $RUN $MODEL -m quantize -o "$tmp/link.qkv" --dtype f32 >/dev/null 2>"$tmp/err" && [ -L "$tmp/link.qkv" ] \
+    && cmp -s "$tmp/target.qkv" <($RUN $MODEL -m quantize -o "$tmp/direct.qkv" --dtype f32 >/dev/null 2>&1; cat "$tmp/direct.qkv"); then
+    ok "quantize -o through a symbolic link writes its file and keeps the link"
+else fail "quantize -o through a link" "$(head -n 1 "$tmp/err")"; fi
+# a FIFO as an input, with no writer: refused at once, never a wait in open()
+for args in "$tmp/fifo -m info" "tests/data/gqa.legacy.bin -z $tmp/fifo" "$MODEL -m ppl -f $tmp/fifo" \
+    "$MODEL --prompt-file $tmp/fifo"; do
+    expect_error "a FIFO as input: ${args#* }" 1 "not a regular file" -- timeout 10 $RUN $args
+done
+expect_error "--pos past the run's positions" 1 "positions are 0..3" -- $RUN $MODEL -n 4 --trace --pos 30
+expect_error "a --compare model shorter than the run, before it runs" 1 "give -n 32 or less" -- \
+    $RUN tests/data/gqa.qkv -n 40 --window 16 --html "$tmp/c.html" --compare $MODEL
+# stdout that cannot be written is an error, not a silent loss
+for mode in "-m tokenize -i hi" "-m info"; do
+    expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"
+done
+$RUN $MODEL -n 4 >/dev/full 2>"$tmp/err"; rc=$?
+if [ $rc -eq 1 ] && tail -n 1 "$tmp/err" | grep -q "^error: cannot write the output to stdout"; then
+    ok "stdout on a full disk: generate's speed line, then the error, exit 1"
+else fail "generate to a full disk" "exit $rc: $(tail -n 1 "$tmp/err")"; fi
+expect_error "stdout closed" 1 "stdout is closed" -- sh -c "$RUN $MODEL -n 4 >&-"
+
 # ---- behaviour -------------------------------------------------------------
 a=$($RUN $MODEL -n 0 -t 0 2>"$tmp/err"); b=$($RUN $MODEL -n 32 -t 0 2>/dev/null)
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "-n 0 runs the whole context (32 here), as in llama2.c"
