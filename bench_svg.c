@@ -3,6 +3,7 @@
  * plotting kit; and the series derived from the measured curve (running
  * medians) that the chart and the crossover use. */
 #include "bench_internal.h"
+#include "tokenizer.h" /* write_escaped_text */
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,21 +112,9 @@ typedef struct {
     int x_powers_of_two;
 } Panel;
 
-static void svg_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 static void svg_text(FILE *f, double x, double y, const char *anchor, const char *extra, const char *text) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
-    svg_escaped(f, text);
+    write_escaped_text(f, text, (int)strlen(text), ESCAPE_XML);
     fputs("</text>\n", f);
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "heads.h"
+#include "tokenizer.h" /* write_escaped_text */
 #include "sampler.h"
 
 const char *const HEAD_ROLE_NAMES[N_ROLES] = { "self", "previous", "first", "induction", "duplicate", "entropy" };
@@ -331,18 +332,6 @@ static void write_csv(FILE *f, const HeadsReport *r) {
         }
 }
 
-/* A JSON or XML string's bytes: quotes, backslashes, <, & and control bytes escaped. */
-static void write_escaped(FILE *f, const char *s, int xml) {
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (xml && ch == '<') fputs("&lt;", f);
-        else if (xml && ch == '&') fputs("&amp;", f);
-        else if (!xml && (ch == '"' || ch == '\\')) fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, xml ? "?" : "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-}
-
 static void write_token_rows(FILE *f, const int *tokens, int n_rows, int len) {
     fputc('[', f);
     for (int p = 0; p < n_rows; p++) {
@@ -355,7 +344,7 @@ static void write_token_rows(FILE *f, const int *tokens, int n_rows, int len) {
 
 static void write_json(FILE *f, const HeadsReport *r, const char *model_path) {
     fputs("{\"model\": \"", f);
-    write_escaped(f, model_path, 0);
+    write_escaped_text(f, model_path, (int)strlen(model_path), ESCAPE_JSON);
     fprintf(f, "\", \"n_layers\": %d, \"n_heads\": %d, \"seed\": %llu, \"probes\": %d, \"probe_length\": %d, "
                "\"block_length\": %d, \"threshold\": %.2f,\n \"roles\": [", r->n_layers, r->n_heads, r->seed,
             r->n_probes, r->probe_len, r->block_len, HEADS_THRESHOLD);
@@ -390,7 +379,7 @@ static void svg_header(FILE *f, const HeadsReport *r, const char *model_path, in
                "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
             width, height, width, height);
     fputs("<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">head roles: ", f);
-    write_escaped(f, model_path, 1);
+    write_escaped_text(f, model_path, (int)strlen(model_path), ESCAPE_XML);
     fprintf(f, "</text>\n<text x=\"10\" y=\"38\" fill=\"#555\">mean attention weight on each role's key "
                "(entropy: 0 focused, 1 uniform)</text>\n<text x=\"10\" y=\"53\" fill=\"#555\">%d probes of %d "
                "tokens, seed %llu; outlined: the head's role (largest, &#8805; %.2f)</text>\n",

@@ -656,14 +656,14 @@ static int generate_on_team(Team *team, void *ctx) {
 /* ------------------------------------------------------------------------ */
 /* Tokenize                                                                  */
 
-/* A piece on one line: bytes that are not printable ASCII or UTF-8 are
- * shown as \xNN so each token keeps its own line. */
+/* A piece escaped as the trace shows it (piece_escape): 4 bytes at most
+ * for each byte of the piece */
 static void print_piece_escaped(const char *piece, int len) {
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)piece[i];
-        if (c < 0x20 || c == 0x7F || c == '\\') printf("\\x%02X", c);
-        else putchar(c);
-    }
+    char *escaped = malloc(4 * (size_t)len + 1);
+    if (!escaped) die("%s", "out of memory");
+    piece_escape(escaped, 4 * (size_t)len + 1, piece, len, 0);
+    fputs(escaped, stdout);
+    free(escaped);
 }
 
 /* start: the model's start token (Config.start_id). */

@@ -592,6 +592,50 @@ const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len) 
     return piece;
 }
 
+/* A C1 control (U+0080..U+009F, bytes C2 80..C2 9F): 8-bit CSI, OSC and
+ * the like to a terminal, so as unsafe to print as ESC itself */
+static int c1_control(const unsigned char *seq, int n) { return n == 2 && seq[0] == 0xC2 && seq[1] < 0xA0; }
+
+int piece_escape(char *out, size_t cap, const char *piece, int len, int quoted) {
+    size_t used = 0;
+    int i = 0;
+    if (cap == 0) return 0;
+    while (i < len) {
+        const unsigned char *c = (const unsigned char *)piece + i;
+        int n = *c < 0x80 ? 1 : utf8_sequence_length(c); /* piece is NUL-terminated */
+        if (n == 0 || i + n > len) n = 1;                 /* a byte that makes no character: \xNN */
+        char unit[8];
+        if (*c == '\\' || (*c == '"' && quoted)) snprintf(unit, sizeof unit, "\\%c", *c);
+        else if (*c == '\n' || *c == '\t' || *c == '\r')
+            snprintf(unit, sizeof unit, "\\%c", *c == '\n' ? 'n' : *c == '\t' ? 't' : 'r');
+        else if (n == 1 && (*c < 0x20 || *c >= 0x7F)) snprintf(unit, sizeof unit, "\\x%02X", *c);
+        else if (c1_control(c, n)) snprintf(unit, sizeof unit, "\\u%04X", c[1]);
+        else { memcpy(unit, c, (size_t)n); unit[n] = '\0'; }
+        size_t k = strlen(unit);
+        if (used + k > cap - 1) break; /* never half an escape or a character */
+        memcpy(out + used, unit, k);
+        used += k;
+        i += n;
+    }
+    out[used] = '\0';
+    return i;
+}
+
+void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax) {
+    int xml = syntax == ESCAPE_XML;
+    for (int i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int n = c < 0x80 ? 1 : utf8_sequence_length((const unsigned char *)s + i); /* s is NUL-terminated */
+        if (n == 0 || i + n > len) fputs(xml ? "\xEF\xBF\xBD" : "\\ufffd", f);  /* not UTF-8: U+FFFD */
+        else if (n > 1) { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
+        else if (xml && (c < 0x20 || c == 0x7F)) fputs("\xEF\xBF\xBD", f);      /* XML cannot hold them */
+        else if (xml && strchr("&<>\"", c)) fputs(c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&quot;", f);
+        else if (!xml && (c == '"' || c == '\\')) { fputc('\\', f); fputc(c, f); }
+        else if (!xml && (c < 0x20 || c == 0x7F || (c == '<' && syntax == ESCAPE_JSON_IN_HTML))) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
 static int printable_ascii(unsigned char c) {
     return c >= 0x20 ? c != 0x7F : (c == '\t' || c == '\n' || c == '\r');
 }
@@ -619,7 +663,8 @@ static void text_printer_byte(TextPrinter *p, unsigned char c) {
     unsigned char seq[5];
     memcpy(seq, p->pending, (size_t)p->n_pending);
     seq[p->n_pending] = 0;
-    if (utf8_sequence_length(seq) == p->n_pending) fwrite(seq, 1, (size_t)p->n_pending, stdout);
+    if (utf8_sequence_length(seq) == p->n_pending && !c1_control(seq, p->n_pending))
+        fwrite(seq, 1, (size_t)p->n_pending, stdout);
     p->n_pending = 0;
 }
 

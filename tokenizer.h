@@ -6,6 +6,7 @@
 #define QKV_TOKENIZER_H
 
 #include <stddef.h>
+#include <stdio.h> /* FILE: write_escaped_text */
 
 typedef struct {
     const char *piece;
@@ -80,8 +81,24 @@ int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int
  * kinds' pieces are their bytes. *len receives its length in bytes. */
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len);
 
+/* A piece of any bytes as printable text, for the trace and -m tokenize:
+ * \n \t \r \\ (and \" when quoted), \xNN for other control bytes, DEL and
+ * each byte that is not part of valid UTF-8, \u0080..\u009F for the C1
+ * controls. Writes at most cap - 1 bytes and a NUL into out, stopping
+ * before an escape or character that does not fit (never half of one).
+ * Returns how many of the piece's len bytes it wrote: len when all fit. */
+int piece_escape(char *out, size_t cap, const char *piece, int len, int quoted);
+
+/* Any bytes as the contents of a JSON string (no quotes) or as XML text:
+ * valid UTF-8 kept and each byte that is not part of it U+FFFD. JSON: " and
+ * \ escaped, control bytes as \u00XX (and < too inside an HTML page, so no
+ * string closes its <script>); XML: & < > " as entities, control bytes
+ * U+FFFD (XML 1.0 cannot hold them). */
+typedef enum { ESCAPE_JSON, ESCAPE_JSON_IN_HTML, ESCAPE_XML } EscapeSyntax;
+void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax);
+
 /* Prints generated text so that stdout only ever receives well-formed UTF-8
- * and no control bytes except \t \n \r: a model can neither drive the
+ * and no control characters except \t \n \r (C1 included): a model can neither drive the
  * terminal nor print half a character. Byte tokens that together make a
  * character are held until it is complete; bytes that cannot make one are
  * dropped (as llama2.c drops unprintable bytes). */

@@ -218,27 +218,17 @@ static int display_width(const char *s) {
     return w;
 }
 
-/* A piece as printable text: \n \t \r \\ and \xNN for other control bytes
- * and for bytes that are not valid UTF-8, so a token can never move the
- * cursor or colour the terminal. With quoted, " becomes \" too. */
-static void escape_piece(Text *out, const char *piece, int len, int quoted) {
-    char hex[8];
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)piece[i];
-        if (c == '\\') text_puts(out, "\\\\");
-        else if (c == '"' && quoted) text_puts(out, "\\\"");
-        else if (c == '\n') text_puts(out, "\\n");
-        else if (c == '\t') text_puts(out, "\\t");
-        else if (c == '\r') text_puts(out, "\\r");
-        else if (c < 0x20 || c == 0x7F) { snprintf(hex, sizeof hex, "\\x%02X", c); text_puts(out, hex); }
-        else if (c < 0x80) text_put(out, piece + i, 1);
-        else {
-            /* pieces are NUL-terminated, so the decoder stops at the end */
-            int n = utf8_sequence_length((const unsigned char *)piece + i);
-            if (n == 0 || i + n > len) { snprintf(hex, sizeof hex, "\\x%02X", c); text_puts(out, hex); }
-            else { text_put(out, piece + i, (size_t)n); i += n - 1; }
-        }
-    }
+/* A piece as printable text (tokenizer.h's piece_escape: \n \t \r \\, \xNN
+ * for control bytes and bytes that are not UTF-8, \u00NN for C1 controls),
+ * so a token can never move the cursor or colour the terminal; with quoted,
+ * " becomes \" too. It leaves reserve bytes of out free and stops before a
+ * character or escape that would not fit; returns whether all of it did. */
+static int escape_piece(Text *out, const char *piece, int len, int quoted, size_t reserve) {
+    size_t room = out->cap - out->len;
+    if (room <= reserve) return len == 0;
+    int done = piece_escape(out->buf + out->len, room - reserve, piece, len, quoted);
+    out->len += strlen(out->buf + out->len);
+    return done == len;
 }
 
 /* A key's column label: the piece without its leading space (every word
@@ -250,7 +240,7 @@ static void key_label(char *label, const Tokenizer *t, int token) {
     char escaped[LABEL_BYTES * 2];
     Text e = { escaped, sizeof escaped, 0 };
     escaped[0] = '\0';
-    escape_piece(&e, piece, len, 0);
+    escape_piece(&e, piece, len, 0, 0);
     Text out = { label, LABEL_BYTES, 0 };
     label[0] = '\0';
     int chars = 0, total = display_width(escaped);
@@ -427,7 +417,7 @@ static const char *quoted_piece(char *buf, size_t cap, const Tokenizer *t, int t
     Text out = { buf, cap, 0 };
     buf[0] = '\0';
     text_puts(&out, "\"");
-    escape_piece(&out, t->vocab[token], t->piece_lengths[token], 1);
+    if (!escape_piece(&out, t->vocab[token], t->piece_lengths[token], 1, sizeof "…\"")) text_puts(&out, "…");
     text_puts(&out, "\"");
     return buf;
 }

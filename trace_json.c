@@ -25,23 +25,12 @@ typedef struct {
     int in_html;
 } Json;
 
-/* A JSON string for any bytes: " and \ escaped, control bytes as \u00XX,
- * and each byte that is not part of a valid UTF-8 sequence as U+FFFD. */
+/* A JSON string for any bytes (tokenizer.h's write_escaped_text): valid
+ * UTF-8 kept, each other byte U+FFFD; inside the page, < escaped too. */
 static void json_string(const Json *j, const char *s, int len) {
-    FILE *f = j->f;
-    fputc('"', f);
-    for (int i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); }
-        else if (c < 0x20 || c == 0x7F || (c == '<' && j->in_html)) fprintf(f, "\\u%04x", c);
-        else if (c < 0x80) fputc(c, f);
-        else {
-            int n = utf8_sequence_length((const unsigned char *)s + i); /* s is NUL-terminated */
-            if (n == 0 || i + n > len) fputs("\\ufffd", f);
-            else { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
-        }
-    }
-    fputc('"', f);
+    fputc('"', j->f);
+    write_escaped_text(j->f, s, len, j->in_html ? ESCAPE_JSON_IN_HTML : ESCAPE_JSON);
+    fputc('"', j->f);
 }
 
 static void json_piece(const Json *j, int token) {

@@ -1576,6 +1576,34 @@ static void test_team(void) {
     model_free(&m);
 }
 
+/* piece_escape against hand-written escapes: control bytes, C1 controls,
+ * bytes that are not UTF-8, and a buffer too small cut between characters
+ * and escapes, never inside one */
+static void test_piece_escape(void) {
+    static const struct { const char *piece; int quoted; size_t cap; const char *want; int consumed; } cases[] = {
+        { "a\\b\"c", 1, 64, "a\\\\b\\\"c", 5 },
+        { "a\"\n\t\r", 0, 64, "a\"\\n\\t\\r", 5 },
+        { "\x1b[2J\x7f", 0, 64, "\\x1B[2J\\x7F", 5 },
+        { "\xc2\x9b" "2J\xc2\x9d", 0, 64, "\\u009B2J\\u009D", 6 },
+        { "\xc2\xa0\xc3\xa9", 0, 64, "\xc2\xa0\xc3\xa9", 4 },        /* U+00A0 and é: printable */
+        { "\xff\xfe" "ab\xc3(", 0, 64, "\\xFF\\xFEab\\xC3(", 6 },
+        { "\xed\xa0\x80", 0, 64, "\\xED\\xA0\\x80", 3 },               /* a surrogate */
+        { "ab\x1b" "cd", 0, 6, "ab", 2 },                                /* \x1B needs 4 of the 5 left */
+        { "\xe4\xb8\xad\xe4\xb8\xad", 0, 5, "\xe4\xb8\xad", 3 },         /* 中中: one whole character */
+        { "\xe4\xb8\xad\xe4\xb8", 0, 64, "\xe4\xb8\xad\\xE4\\xB8", 5 },  /* a character cut off */
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        int consumed = piece_escape(out, cases[i].cap, cases[i].piece, (int)strlen(cases[i].piece), cases[i].quoted);
+        if (strcmp(out, cases[i].want) || consumed != cases[i].consumed) {
+            if (!wrong) printf("  case %zu: got \"%s\" (%d bytes read)\n", i, out, consumed);
+            wrong++;
+        }
+    }
+    report(!wrong, "piece_escape: \\xNN, \\u009B for C1, whole characters and escapes when cut", "%d cases wrong", wrong);
+}
+
 int main(void) {
     test_thread_choice();
     test_team();
@@ -1593,6 +1621,7 @@ int main(void) {
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
+    test_piece_escape();
     test_sampler_hostile();
     test_logit_passes();
     for (int isa = 0; isa <= (int)isa_available() && isa <= ISA_AVX512; isa++) test_silu_mul((Isa)isa);

@@ -31,6 +31,23 @@ else
     else fail "-m heads --csv --json --svg" "$(head -n 1 "$tmp/err")"; fi
 fi
 
+# A model's path is data too: XML's ]]> and &, a C0 byte and a byte that is
+# not UTF-8 in the file name still give well-formed JSON and SVG (heads', bench's)
+if [ -x "$PY" ]; then
+    bad=0
+    for name in 'a]]>&"<b' "$(printf 'a\001b')" "$(printf 'a\377b')"; do
+        ln -s "$PWD/tests/data/heads.qkv" "$tmp/$name.qkv"
+        $RUN "$tmp/$name.qkv" -m heads --probes 1 --json "$tmp/p.json" --svg "$tmp/p.svg" >/dev/null 2>&1
+        $RUN "$tmp/$name.qkv" -m bench --threads 1 --ctx 8 --repeats 1 --svg "$tmp/b.svg" >/dev/null 2>&1
+        $PY -c 'import json, sys, xml.dom.minidom as m
+json.load(open(sys.argv[1], encoding="utf-8")); m.parse(sys.argv[2]); m.parse(sys.argv[3])' \
+            "$tmp/p.json" "$tmp/p.svg" "$tmp/b.svg" 2>"$tmp/err" || { bad=1; echo "  $(tail -n 1 "$tmp/err")"; }
+        rm -f "$tmp/p.json" "$tmp/p.svg" "$tmp/b.svg"
+    done
+    if [ $bad = 0 ]; then ok "a model path with ]]>, &, a control byte or a non-UTF-8 byte: well-formed JSON and SVG"
+    else fail "hostile model paths" "a JSON or SVG file does not parse"; fi
+fi
+
 # A llama2.c checkpoint of the same weights (and no tokenizer) gives the same scores.
 $RUN tests/data/heads.qkv -m heads --csv "$tmp/qkv.csv" >/dev/null 2>&1
 if $RUN tests/data/heads.legacy.bin -m heads --csv "$tmp/legacy.csv" >/dev/null 2>"$tmp/err" \

@@ -202,7 +202,7 @@ def cmd_text_vs_json(text_path, json_path):
 # ---- hostile token text ------------------------------------------------------
 
 WEIRD_PIECES = [b'"q\\\x1b[m', b'\xff\xfeab\xc3(', b'</scri', b'\xe2\x82\xac\x00\n\t', b'\xed\xa0\x80xyz',
-                b'\xf0\x9f\x99\x82\x7f ', b'\xe2\x82<&>\r']
+                b'\xf0\x9f\x99\x82\x7f ', b'\xe2\x82<&>\r', b'\xc2\x9b2J\xc2\x9d']  # the last: C1 CSI, OSC
 
 
 def cmd_weird_model(src, dst):
@@ -273,10 +273,13 @@ def cmd_escapes(model, json_path, text_path, html_path, stdout_path):
     except UnicodeDecodeError:
         valid = False
     controls = sorted(set(b for b in text if b < 0x20 and b not in (0x0A,)) | ({0x7F} & set(text)))
-    check(valid and not controls and b"\\x1B" in text, "hostile tokens: the text trace is valid UTF-8 with "
-          "control bytes escaped (\\x1B, \\xFF)", "valid %s, raw control bytes %s" % (valid, controls))
+    c1 = re.search(rb"\xc2[\x80-\x9f]", text)
+    check(valid and not controls and not c1 and b"\\x1B" in text and b"\\u009B" in text,
+          "hostile tokens: the text trace is valid UTF-8 with control bytes escaped (\\x1B, \\xFF; C1 as \\u009B)",
+          "valid %s, raw control bytes %s, raw C1 %s" % (valid, controls, c1))
     out = open(stdout_path, "rb").read()
-    check(b"\x1b" not in out, "hostile tokens: no ESC reaches stdout", "ESC on stdout")
+    check(b"\x1b" not in out and not re.search(rb"\xc2[\x80-\x9f]", out),
+          "hostile tokens: no ESC or C1 control reaches stdout", "ESC or C1 on stdout")
     data = html_data(html_path, "hostile tokens: HTML")
     if data is not None:
         got = [t["piece"] for t in data["tokens"]]
