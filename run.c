@@ -497,6 +497,20 @@ static int steps_for(const Config *c, const Options *o, int n_prompt) {
     return steps;
 }
 
+/* A --compare model reads the run's tokens again, so the run stops at its
+ * context if that is shorter (with a warning, as -n past the context is) */
+static int steps_for_compare(const Tracer *tr, int steps, int n_prompt) {
+    int most = tracer_max_positions(tr, steps);
+    if (most == steps) return steps;
+    if (most < n_prompt) {
+        fprintf(stderr, "error: the prompt is %d tokens, longer than the --compare model's context of %d\n", n_prompt,
+                most);
+        exit(1);
+    }
+    fprintf(stderr, "warning: the --compare model's context is %d positions: the run stops there\n", most);
+    return most;
+}
+
 /* The closing line on stderr: the decode rate over the computing time (the
  * prompt's and a --step user's time left out), and the prompt's rate. */
 static void report_speed(int generated, double computing, const char *stopped_by, int n_prompt,
@@ -600,16 +614,17 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     Sampler sampler;
     char err[256];
     unsigned long long seed = o->seed ? o->seed : clock_seed();
+    TraceOptions trace = o->trace;
+    trace.positions = steps;
+    Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
+    if (!tr && err[0]) die("%s", err);
+    steps = steps_for_compare(tr, steps, n_prompt);
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
     run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);
     s.team = team;
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("%s", "out of memory for the run state");
-    TraceOptions trace = o->trace;
-    trace.positions = steps;
-    Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
-    if (!tr && err[0]) die("%s", err);
 
     double start = now_seconds();
     float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
@@ -749,14 +764,25 @@ static const char *default_checkpoint(char *buf, size_t cap) {
 
 typedef struct { const char *flag, *path; } NamedPath;
 
+/* A path that need not exist yet, made absolute through its directory
+ * (x, ./x and d/../x alike); the path as given if the directory is not there */
+static const char *canonical_path(const char *path, char *out) {
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    if (!realpath(dir, real) || snprintf(out, PATH_MAX, "%s/%s", real, base) >= PATH_MAX) return path;
+    return out;
+}
+
 /* Whether two paths name one regular file: the same inode when both exist
- * (a link, ./x and x), else the same text. (Two outputs on /dev/null or on
- * one terminal harm nothing.) */
+ * (a hard or symbolic link, ./x and x), else the same place. (Two outputs
+ * on /dev/null or on one terminal harm nothing.) */
 static int same_file(const char *a, const char *b) {
     struct stat x, y;
-    if (stat(a, &x) == 0 && stat(b, &y) == 0)
-        return S_ISREG(x.st_mode) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-    return strcmp(a, b) == 0;
+    int a_exists = stat(a, &x) == 0, b_exists = stat(b, &y) == 0;
+    if (a_exists && b_exists) return S_ISREG(x.st_mode) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+    char ca[PATH_MAX], cb[PATH_MAX];
+    return !a_exists && !b_exists && strcmp(canonical_path(a, ca), canonical_path(b, cb)) == 0;
 }
 
 /* A page or checkpoint written whole under a temporary name and renamed

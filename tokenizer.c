@@ -627,7 +627,10 @@ void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax) {
         unsigned char c = (unsigned char)s[i];
         int n = c < 0x80 ? 1 : utf8_sequence_length((const unsigned char *)s + i); /* s is NUL-terminated */
         if (n == 0 || i + n > len) fputs(xml ? "\xEF\xBF\xBD" : "\\ufffd", f);  /* not UTF-8: U+FFFD */
-        else if (n > 1) { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
+        else if (xml && n == 3 && !memcmp(s + i, "\xEF\xBF", 2) && (unsigned char)s[i + 2] >= 0xBE) {
+            fputs("\xEF\xBF\xBD", f); /* U+FFFE, U+FFFF: not XML characters either */
+            i += 2;
+        } else if (n > 1) { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
         else if (xml && (c < 0x20 || c == 0x7F)) fputs("\xEF\xBF\xBD", f);      /* XML cannot hold them */
         else if (xml && strchr("&<>\"", c)) fputs(c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&quot;", f);
         else if (!xml && (c == '"' || c == '\\')) { fputc('\\', f); fputc(c, f); }

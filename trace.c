@@ -736,11 +736,6 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
                  tr->opt.compare_path, c->vocab_size, tr->model->config.vocab_size);
         return -1;
     }
-    if (tr->opt.positions > c->seq_len) { /* known before the run, so said before it */
-        snprintf(err, err_len, "--compare %s: its context is %d positions, the run may reach %d: give -n %d or less",
-                 tr->opt.compare_path, c->seq_len, tr->opt.positions, c->seq_len);
-        return -1;
-    }
     return 0;
 }
 
@@ -761,6 +756,26 @@ static void tracer_free(Tracer *tr) {
 }
 
 
+int tracer_max_positions(const Tracer *tr, int steps) {
+    int most = tr && tr->has_compare ? tr->compare.config.seq_len : steps;
+    return steps < most ? steps : most;
+}
+
+/* What can refuse the run, checked before any output file is opened: the
+ * --compare model, and --pos against the positions the run can reach (a
+ * trace of nothing would pass silently) */
+static int check_run(Tracer *tr, char *err, size_t err_len) {
+    const TraceOptions *o = &tr->opt;
+    if (o->compare_path && load_compare(tr, err, err_len)) return -1;
+    int positions = tracer_max_positions(tr, o->positions);
+    if (positions > 0 && o->pos[0] >= positions) {
+        snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n, the context%s)", o->pos[0],
+                 positions - 1, tr->has_compare ? ", --compare's context" : "");
+        return -1;
+    }
+    return 0;
+}
+
 static int records(const Tracer *tr) { return tr->text || tr->json || tr->html || tr->opt.step; }
 
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
@@ -772,11 +787,6 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if ((o->layer >= 0 && check_selection("--layer", o->layer, c->n_layers, "layers", err, err_len)) ||
         (o->head >= 0 && check_selection("--head", o->head, c->n_heads, "heads", err, err_len)))
         return NULL;
-    if (o->positions > 0 && o->pos[0] >= o->positions) { /* a trace of nothing, silently: no */
-        snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n and the context)", o->pos[0],
-                 o->positions - 1);
-        return NULL;
-    }
     Tracer *tr = calloc(1, sizeof *tr);
     if (!tr) { snprintf(err, err_len, "out of memory for the tracer"); return NULL; }
     tr->opt = *o;
@@ -790,12 +800,11 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     tr->focus_head = o->head >= 0 ? o->head : 0;
     /* step mode shows its own view on stderr: a text trace goes to a file */
     if (o->step && !o->out_path) text = 0;
-    int failed = 0;
-    if (text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
-    failed |= text && !tr->text;
+    int failed = check_run(tr, err, err_len) != 0;
+    if (!failed && text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
+    failed |= !failed && text && !tr->text;
     if (!failed && o->json_path) failed |= !(tr->json = open_output(o->json_path, "trace JSON", err, err_len));
     if (!failed && o->html_path) failed |= open_html(tr, err, err_len);
-    if (!failed && o->compare_path) failed |= load_compare(tr, err, err_len) != 0;
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
         tr->width = output_width(tr->text ? tr->text : stderr);

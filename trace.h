@@ -26,7 +26,7 @@ typedef struct {
     const char *model_path;   /* the checkpoint, to name it on the HTML page */
     int window, sinks;        /* --window W --sinks S of the run (0: none), to mark them */
     int positions;            /* the run's positions at most (-n, clamped; 0: unknown):
-                                 --pos and a --compare model's context are checked against it */
+                                 --pos is checked against it */
 } TraceOptions;
 
 typedef enum { TRACE_FULL, TRACE_SUMMARY } TraceLevel;
@@ -40,6 +40,11 @@ typedef struct Tracer Tracer;
  * failure (err[0] == 0 and NULL when nothing is asked for). */
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
                     float temperature, float topp, int topk, char *err, size_t err_len);
+
+/* The positions a run traced by tr can have: steps, or fewer when a
+ * --compare model's context is shorter (its pass over the run's tokens
+ * must hold them all). tr may be NULL. */
+int tracer_max_positions(const Tracer *tr, int steps);
 
 /* The observer to pass to forward() (NULL when off: tracing then costs nothing). */
 const ForwardObserver *tracer_observer(Tracer *tr);

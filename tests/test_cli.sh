@@ -113,6 +113,8 @@ printf 'the cat' >"$tmp/p.txt"
 expect_error "--trace-json onto the prompt file" 2 "--prompt-file" -- \
     $RUN "$tmp/own.qkv" -n 4 --prompt-file "$tmp/p.txt" --trace-json "$tmp/p.txt"
 expect_error "two outputs onto one file" 2 "both write" -- $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/t" --trace-json "$tmp/t"
+expect_error "two outputs onto one new file, spelt two ways" 2 "both write" -- \
+    $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/new.txt" --trace-json "$tmp/./new.txt"
 if [ "$(cksum <"$tmp/own.qkv")" = "$before" ] && [ "$(cat "$tmp/p.txt")" = "the cat" ]; then
     ok "the checkpoint and the prompt file are untouched after those refusals"
 else fail "inputs overwritten" "the checkpoint or the prompt file changed"; fi
@@ -134,8 +136,17 @@ for args in "$tmp/fifo -m info" "tests/data/gqa.legacy.bin -z $tmp/fifo" "$MODEL
     expect_error "a FIFO as input: ${args#* }" 1 "not a regular file" -- timeout 10 $RUN $args
 done
 expect_error "--pos past the run's positions" 1 "positions are 0..3" -- $RUN $MODEL -n 4 --trace --pos 30
-expect_error "a --compare model shorter than the run, before it runs" 1 "give -n 32 or less" -- \
-    $RUN tests/data/gqa.qkv -n 40 --window 16 --html "$tmp/c.html" --compare $MODEL
+# a --compare model shorter than the run: the run stops at its context, with a
+# warning, before any output is opened (it used to fail after the whole run)
+echo keep >"$tmp/keep.jsonl"
+$RUN $MODEL -n 40 --window 16 --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/c.jsonl" >/dev/null 2>"$tmp/err"
+rc=$? lines=$(wc -l <"$tmp/c.jsonl" 2>/dev/null)
+if [ $rc -eq 0 ] && grep -q "^warning: the --compare model's context is 32 positions" "$tmp/err" && [ "$lines" = 32 ] \
+    && [ -s "$tmp/c.html" ]; then ok "a --compare model shorter than the run: the run stops at its context (32), with a warning"
+else fail "--compare shorter than the run" "exit $rc, $lines JSON lines: $(head -n 1 "$tmp/err")"; fi
+expect_error "a prompt longer than the --compare model's context" 1 "longer than the --compare model's context" -- \
+    $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/keep.jsonl"
+[ "$(cat "$tmp/keep.jsonl")" = keep ] && ok "that refusal comes before any output is opened"
 # stdout that cannot be written is an error, not a silent loss
 for mode in "-m tokenize -i hi" "-m info"; do
     expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"

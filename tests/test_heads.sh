@@ -31,11 +31,11 @@ else
     else fail "-m heads --csv --json --svg" "$(head -n 1 "$tmp/err")"; fi
 fi
 
-# A model's path is data too: XML's ]]> and &, a C0 byte and a byte that is
-# not UTF-8 in the file name still give well-formed JSON and SVG (heads', bench's)
+# A model's path is data too: XML's ]]> and &, a C0 byte, a byte that is not
+# UTF-8 and U+FFFE in the file name still give well-formed JSON and SVG (heads', bench's)
 if [ -x "$PY" ]; then
     bad=0
-    for name in 'a]]>&"<b' "$(printf 'a\001b')" "$(printf 'a\377b')"; do
+    for name in 'a]]>&"<b' "$(printf 'a\001b')" "$(printf 'a\377b')" "$(printf 'a\357\277\276b')"; do
         ln -s "$PWD/tests/data/heads.qkv" "$tmp/$name.qkv"
         $RUN "$tmp/$name.qkv" -m heads --probes 1 --json "$tmp/p.json" --svg "$tmp/p.svg" >/dev/null 2>&1
         $RUN "$tmp/$name.qkv" -m bench --threads 1 --ctx 8 --repeats 1 --svg "$tmp/b.svg" >/dev/null 2>&1
