@@ -630,6 +630,9 @@ void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax) {
         else if (xml && n == 3 && !memcmp(s + i, "\xEF\xBF", 2) && (unsigned char)s[i + 2] >= 0xBE) {
             fputs("\xEF\xBF\xBD", f); /* U+FFFE, U+FFFF: not XML characters either */
             i += 2;
+        } else if (c1_control((const unsigned char *)s + i, n)) { /* kept, but never raw to a terminal */
+            fprintf(f, xml ? "&#x%X;" : "\\u%04x", (unsigned char)s[i + 1]);
+            i += 1;
         } else if (n > 1) { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
         else if (xml && (c < 0x20 || c == 0x7F)) fputs("\xEF\xBF\xBD", f);      /* XML cannot hold them */
         else if (xml && strchr("&<>\"", c)) fputs(c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&quot;", f);

@@ -91,9 +91,10 @@ int piece_escape(char *out, size_t cap, const char *piece, int len, int quoted);
 
 /* Any bytes as the contents of a JSON string (no quotes) or as XML text:
  * valid UTF-8 kept and each byte that is not part of it U+FFFD. JSON: " and
- * \ escaped, control bytes as \u00XX (and < too inside an HTML page, so no
- * string closes its <script>); XML: & < > " as entities, control bytes,
- * U+FFFE and U+FFFF as U+FFFD (XML 1.0 cannot hold them). */
+ * \ escaped, control bytes and C1 controls as \u00XX (and < too inside an
+ * HTML page, so no string closes its <script>); XML: & < > " as entities,
+ * C1 controls as &#xNN;, C0 bytes, U+FFFE and U+FFFF as U+FFFD (XML 1.0
+ * cannot hold them). No raw control character reaches the file. */
 typedef enum { ESCAPE_JSON, ESCAPE_JSON_IN_HTML, ESCAPE_XML } EscapeSyntax;
 void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax);
 

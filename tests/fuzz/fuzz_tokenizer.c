@@ -4,13 +4,42 @@
  * BPE, 3 as 0); for kinds 1 and 2 a u16 vocabulary size; the tokenizer's
  * bytes, then the text (its last bytes). A tokenizer loads or is refused;
  * one that loads encodes the text to ids in its vocabulary and decodes them
- * back. */
+ * back, each piece through the escapers of the trace, JSON and XML. */
 #include "../../tokenizer.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What the escapers promise for any bytes: text that is valid UTF-8 with
+ * no control character (C0, DEL, C1), a piece_escape cut short between
+ * characters and escapes inside its buffer, and the whole piece when the
+ * buffer holds 4 bytes a byte */
+static int safe_text(const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7F || (c[0] == 0xC2 && c[1] >= 0x80 && c[1] < 0xA0)) return 0;
+    return utf8_invalid_at(s) == 0;
+}
+
+static void check_escapes(const char *piece, int len, size_t small_cap) {
+    char *full = malloc(4 * (size_t)len + 1), small[64];
+    if (!full) return;
+    if (piece_escape(full, 4 * (size_t)len + 1, piece, len, 1) != len || !safe_text(full)) __builtin_trap();
+    int done = piece_escape(small, small_cap, piece, len, 0);
+    if (done < 0 || done > len || strlen(small) >= small_cap || !safe_text(small)) __builtin_trap();
+    for (int syntax = ESCAPE_JSON; syntax <= ESCAPE_XML; syntax++) {
+        char *text = NULL;
+        size_t bytes = 0;
+        FILE *f = open_memstream(&text, &bytes);
+        if (!f) break;
+        write_escaped_text(f, piece, len, (EscapeSyntax)syntax);
+        fclose(f);
+        if (text && (strlen(text) != bytes || !safe_text(text))) __builtin_trap();
+        free(text);
+    }
+    free(full);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
@@ -44,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const char *piece = tokenizer_decode(&t, i ? ids[i - 1] : t.bos_id, ids[i], &len);
             if (len < 0) __builtin_trap();
             text_printer_put(&out, piece, len);
+            check_escapes(piece, len, (size_t)(i % 40) + 1);
         }
     }
     free(text);
