@@ -266,7 +266,8 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
         errno = 0;
         float x = strtof(v, &end);
         /* ERANGE with a finite x is an underflow (1e-40): a number, rounded */
-        if ((errno && errno != ERANGE) || end == v || *end || !isfinite(x) || x < f->lo || x > f->hi || (f->lo_open && x == f->lo)) {
+        if ((errno && errno != ERANGE) || end == v || *end || !isfinite(x) || x < f->lo || x > f->hi ||
+            (f->lo_open && x == f->lo)) {
             char expected[96];
             snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
             if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a number >= %g", f->lo);

@@ -635,9 +635,11 @@ void write_escaped_text(FILE *f, const char *s, int len, EscapeSyntax syntax) {
             i += 1;
         } else if (n > 1) { fwrite(s + i, 1, (size_t)n, f); i += n - 1; }
         else if (xml && (c < 0x20 || c == 0x7F)) fputs("\xEF\xBF\xBD", f);      /* XML cannot hold them */
-        else if (xml && strchr("&<>\"", c)) fputs(c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&quot;", f);
+        else if (xml && strchr("&<>\"", c))
+            fputs(c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&quot;", f);
         else if (!xml && (c == '"' || c == '\\')) { fputc('\\', f); fputc(c, f); }
-        else if (!xml && (c < 0x20 || c == 0x7F || (c == '<' && syntax == ESCAPE_JSON_IN_HTML))) fprintf(f, "\\u%04x", c);
+        else if (!xml && (c < 0x20 || c == 0x7F || (c == '<' && syntax == ESCAPE_JSON_IN_HTML)))
+            fprintf(f, "\\u%04x", c);
         else fputc(c, f);
     }
 }

@@ -730,10 +730,9 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
         return -1;
     }
     tr->has_compare = 1;
-    const Config *c = &tr->compare.config;
-    if (c->vocab_size != tr->model->config.vocab_size) {
+    if (tr->compare.config.vocab_size != tr->model->config.vocab_size) {
         snprintf(err, err_len, "--compare %s: vocabulary of %d tokens, the model has %d; they must share a tokenizer",
-                 tr->opt.compare_path, c->vocab_size, tr->model->config.vocab_size);
+                 tr->opt.compare_path, tr->compare.config.vocab_size, tr->model->config.vocab_size);
         return -1;
     }
     return 0;
@@ -754,7 +753,6 @@ static void tracer_free(Tracer *tr) {
     free(tr->probs);
     free(tr);
 }
-
 
 int tracer_max_positions(const Tracer *tr, int steps) {
     int most = tr && tr->has_compare ? tr->compare.config.seq_len : steps;
