@@ -336,6 +336,21 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
     }
 }
 
+/* Step mode's view is on stderr and shows every position; its text trace
+ * goes only to --trace-out: without it, the flags of the text trace would
+ * do nothing, and --pos (text and JSON) too without --trace-json */
+static void check_step_flags(const TraceOptions *tr, const int *given) {
+    if (!tr->step || tr->out_path) return;
+    const char *text_only[] = { "--trace", "--trace-prompt", "--trace-level", "--pos" };
+    for (size_t k = 0; k < sizeof text_only / sizeof text_only[0]; k++) {
+        if (!given[find_flag(text_only[k]) - FLAGS] || (k == 3 && tr->json_path)) continue;
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s does nothing with --step alone: step mode writes its text trace only "
+                                  "to --trace-out FILE%s", text_only[k], k == 3 ? " (and JSON to --trace-json)" : "");
+        usage(msg);
+    }
+}
+
 /* The flags that narrow a trace do nothing without one */
 static void check_trace_narrowing(const TraceOptions *tr, const int *given) {
     int traced = tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
@@ -356,6 +371,7 @@ static void check_combinations(const Options *o, const int *given) {
     if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
     check_trace_narrowing(&o->trace, given);
+    check_step_flags(&o->trace, given);
     if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");
     int prompt_from_stdin = (o->prompt && !strcmp(o->prompt, "-")) || (o->prompt_file && !strcmp(o->prompt_file, "-"));
     if (o->trace.step && prompt_from_stdin)

@@ -20,7 +20,7 @@ const char STEP_KEYS_HELP[] =
  * them to restore the terminal on Ctrl-C, and a handler takes no argument:
  * hence this one file-scope variable. */
 static struct {
-    struct termios saved;
+    struct termios saved, raw_settings;
     volatile sig_atomic_t raw;
 } terminal;
 
@@ -36,6 +36,25 @@ static void restore_and_reraise(int sig) {
     raise(sig);
 }
 
+/* Ctrl-Z: the shell gets its terminal back as it was, the process stops;
+ * on fg (SIGCONT) it carries on here, and the keys are raw again */
+static void suspend(int sig) {
+    int was_raw = terminal.raw;
+    if (was_raw) tcsetattr(STDIN_FILENO, TCSANOW, &terminal.saved);
+    sigset_t tstp;
+    sigemptyset(&tstp);
+    sigaddset(&tstp, sig);
+    signal(sig, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &tstp, NULL);
+    raise(sig); /* stops until SIGCONT */
+    struct sigaction sa = { 0 };
+    sa.sa_handler = suspend;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+    if (was_raw) tcsetattr(STDIN_FILENO, TCSANOW, &terminal.raw_settings);
+}
+
 int keys_raw_mode(void) {
     if (terminal.raw) return 1;
     if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &terminal.saved)) return 0;
@@ -44,6 +63,7 @@ int keys_raw_mode(void) {
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
     if (tcsetattr(STDIN_FILENO, TCSANOW, &raw)) return 0;
+    terminal.raw_settings = raw;
     terminal.raw = 1;
     atexit(keys_restore);
     struct sigaction sa = { 0 };
@@ -51,6 +71,9 @@ int keys_raw_mode(void) {
     sigemptyset(&sa.sa_mask);
     int signals[] = { SIGINT, SIGTERM, SIGHUP };
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaction(signals[i], &sa, NULL);
+    sa.sa_handler = suspend;
+    sa.sa_flags = SA_RESTART; /* the read of the next key goes on after fg */
+    sigaction(SIGTSTP, &sa, NULL);
     return 1;
 }
 

@@ -22,7 +22,8 @@ extern const char STEP_KEYS_HELP[];
 /* Puts the terminal on stdin in raw mode (each key arrives at once, without
  * echo; Ctrl-C still interrupts). Returns 1 if it did, 0 when stdin is not a
  * terminal. The terminal is restored by keys_restore(), at exit, and on
- * SIGINT, SIGTERM and SIGHUP. */
+ * SIGINT, SIGTERM and SIGHUP; on Ctrl-Z (SIGTSTP) too, and made raw again
+ * when the process is brought back (fg). */
 int keys_raw_mode(void);
 void keys_restore(void);
 

@@ -186,6 +186,13 @@ static int output_width(FILE *f) {
     return n > 0 ? n : 80;
 }
 
+/* A terminal's rows (0 for a file or a pipe, or when it does not say) */
+static int output_rows(FILE *f) {
+    struct winsize ws;
+    if (!isatty(fileno(f)) || ioctl(fileno(f), TIOCGWINSZ, &ws) != 0) return 0;
+    return ws.ws_row;
+}
+
 int trace_level_parse(const char *name) {
     if (!strcmp(name, "full")) return TRACE_FULL;
     if (!strcmp(name, "summary")) return TRACE_SUMMARY;
@@ -431,12 +438,15 @@ const char *method_name(SampleMethod m) {
     return "?";
 }
 
-static void print_step_header(FILE *out, const Tracer *tr, const Step *st) {
-    char a[256], b[256];
-    fprintf(out, "\n== pos %d: input %s (id %d) -> next %s (id %d), %s ==\n", st->pos,
-            quoted_piece(a, sizeof a, tr->tok, st->token), st->token,
-            quoted_piece(b, sizeof b, tr->tok, st->next), st->next,
-            st->forced ? "forced by the prompt" : "sampled");
+/* "== pos P: input ... -> next ..., how ==", on two lines if one is wider than width */
+static void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
+    char a[256], b[256], input[300], next[340];
+    snprintf(input, sizeof input, "== pos %d: input %s (id %d)", st->pos, quoted_piece(a, sizeof a, tr->tok, st->token),
+             st->token);
+    snprintf(next, sizeof next, "-> next %s (id %d), %s ==", quoted_piece(b, sizeof b, tr->tok, st->next), st->next,
+             st->forced ? "forced by the prompt" : "sampled");
+    int one_line = display_width(input) + 1 + display_width(next) <= width;
+    fprintf(out, "\n%s%s%s\n", input, one_line ? " " : "\n   ", next);
 }
 
 /* What the mask did for this query, in words (lines fit 80 columns). */
@@ -483,26 +493,26 @@ static void labels_free(Labels *lb) {
 }
 
 /* One head's full table. */
-static void print_head_table(FILE *out, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+static void print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
                              const Labels *lb, int colour) {
     const Config *c = &tr->model->config;
     fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
             h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
     int window = tr->opt.window > 0; /* marks the sinks and the window */
     AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
-                         st->n_visible, n_cols, c->head_size, lb->ptrs, tr->width,
+                         st->n_visible, n_cols, c->head_size, lb->ptrs, width,
                          window ? lb->positions : NULL, window ? st->sinks : 0 };
     trace_print_attention(out, &row, colour);
 }
 
 /* One head on one line: its most attended keys with their weights. */
-static void print_head_summary(FILE *out, const Tracer *tr, const Step *st, int l, int h, const Labels *lb,
-                               int mark) {
+static void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h,
+                               const Labels *lb, int mark) {
     const float *w = step_weights(st, &tr->capture, l, h);
     int best[TOP_ATTENDED], n = st->n_visible < TOP_ATTENDED ? st->n_visible : TOP_ATTENDED;
     most_attended(w, st->n_visible, best, n);
     char item[LABEL_BYTES + 32];
-    Wrap wr = { out, tr->width, 10, 0 };
+    Wrap wr = { out, width, 10, 0 };
     snprintf(item, sizeof item, "%s L%d H%-3d", mark ? ">" : " ", l, h);
     wrap_put(&wr, item);
     for (int k = 0; k < n; k++) {
@@ -517,9 +527,9 @@ static void print_head_summary(FILE *out, const Tracer *tr, const Step *st, int 
 }
 
 /* The top next tokens on as few lines as fit, with their probabilities. */
-static void print_next_summary(FILE *out, const Tracer *tr, const Step *st) {
+static void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st) {
     char piece[256], item[300];
-    Wrap wr = { out, tr->width, 8, 0 };
+    Wrap wr = { out, width, 8, 0 };
     wrap_put(&wr, "  next:");
     for (int i = 0; i < st->n_top; i++) {
         quoted_piece(piece, sizeof piece, tr->tok, st->top[i].id);
@@ -570,8 +580,9 @@ static void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
         fprintf(out, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
         if (tr->topk > 0) fprintf(out, ", top-k %d", tr->topk);
         if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(out, ", top-p %g", tr->topp);
-        fprintf(out, ":\n  %d candidates kept after the cutoff; coin %.4f (scaled by their mass)\n"
-                     "  fell on it; p@T = %.4f\n", in->n_candidates, in->coin, in->probability);
+        fprintf(out, ":\n  %d candidate%s kept after the cutoff; coin %.4f (scaled by their mass)\n"
+                     "  fell on it; p@T = %.4f\n", in->n_candidates, in->n_candidates == 1 ? "" : "s", in->coin,
+                in->probability);
         break;
     }
 }
@@ -584,17 +595,17 @@ static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
     Labels lb;
     int rc = labels_make(&lb, tr, st, n_cols);
     if (rc == 0) {
-        print_step_header(out, tr, st);
+        print_step_header(out, tr->width, tr, st);
         for (int l = 0; l < c->n_layers; l++)
             for (int h = 0; h < c->n_heads; h++) {
                 if (!layer_selected(tr, l) || !head_selected(tr, h)) continue;
-                if (tr->level == TRACE_FULL) print_head_table(out, tr, st, l, h, n_cols, &lb, tr->colour);
-                else print_head_summary(out, tr, st, l, h, &lb, 0);
+                if (tr->level == TRACE_FULL) print_head_table(out, tr->width, tr, st, l, h, n_cols, &lb, tr->colour);
+                else print_head_summary(out, tr->width, tr, st, l, h, &lb, 0);
             }
         if (tr->level == TRACE_FULL) {
             print_mask_note(out, st, n_cols);
             print_top_logits(out, tr, st);
-        } else print_next_summary(out, tr, st);
+        } else print_next_summary(out, tr->width, tr, st);
         print_sampling(out, tr, st);
     }
     labels_free(&lb);
@@ -626,23 +637,39 @@ static int write_pending_text(Tracer *tr, int at_close) {
 /* ------------------------------------------------------------------------ */
 /* Step mode                                                                 */
 
-/* The step view: every head on one line (> marks the chosen one), the chosen
- * head's table (or every head's), the next tokens and how the next was chosen. */
+/* The step view's heads, one line each (> marks the chosen one): every
+ * head, unless their lines would fill more than half the terminal's rows
+ * (the stories model's 36 in 24 rows pushed the chosen head's table off
+ * the screen), then the chosen layer's, with a line saying so. */
+static void print_step_heads(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb) {
+    const Config *c = &tr->model->config;
+    int rows = output_rows(out), one_layer = rows > 0 && 2 * c->n_layers * c->n_heads > rows;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < c->n_heads; h++)
+            if (!one_layer || l == tr->focus_layer)
+                print_head_summary(out, width, tr, st, l, h, lb, l == tr->focus_layer && h == tr->focus_head);
+    if (one_layer) fprintf(out, "  (layer %d of 0..%d; j/k: other layers, a: all tables)\n", tr->focus_layer,
+                           c->n_layers - 1);
+}
+
+/* The step view: the heads (print_step_heads), the chosen head's table (or
+ * every head's) and what the mask did, the next tokens and how the next was
+ * chosen; as wide as stderr's terminal is now (it may have been resized). */
 static int print_step_view(Tracer *tr, const Step *st) {
     FILE *out = stderr;
     const Config *c = &tr->model->config;
+    int width = output_width(out);
     Labels lb;
     int rc = labels_make(&lb, tr, st, st->n_visible);
     if (rc == 0) {
-        print_step_header(out, tr, st);
-        for (int l = 0; l < c->n_layers; l++)
-            for (int h = 0; h < c->n_heads; h++)
-                print_head_summary(out, tr, st, l, h, &lb, l == tr->focus_layer && h == tr->focus_head);
+        print_step_header(out, width, tr, st);
+        print_step_heads(out, width, tr, st, &lb);
         for (int l = 0; l < c->n_layers; l++)
             for (int h = 0; h < c->n_heads; h++)
                 if (tr->all_heads || (l == tr->focus_layer && h == tr->focus_head))
-                    print_head_table(out, tr, st, l, h, st->n_visible, &lb, wants_colour(out));
-        print_next_summary(out, tr, st);
+                    print_head_table(out, width, tr, st, l, h, st->n_visible, &lb, wants_colour(out));
+        print_mask_note(out, st, st->n_visible);
+        print_next_summary(out, width, tr, st);
         print_sampling(out, tr, st);
     }
     labels_free(&lb);
@@ -674,7 +701,7 @@ int tracer_pause(Tracer *tr) {
         case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
         case KEY_ALL_HEADS: tr->all_heads = !tr->all_heads; break;
         case KEY_HELP: fputs(STEP_KEYS_HELP, stderr); redraw = 0; break;
-        case KEY_OTHER: redraw = 0; break;
+        case KEY_OTHER: fputs("  (not a key of step mode: ? lists them)\n", stderr); redraw = 0; break;
         }
     }
 }

@@ -54,6 +54,10 @@ expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL -
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
 expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
+for flag in "--trace" "--trace-prompt" "--trace-level full" "--pos 3"; do
+    expect_error "usage: $flag with --step alone does nothing" 2 "${flag%% *} does nothing with --step alone" -- \
+        $RUN $MODEL --step $flag
+done
 
 # ---- help: stdout, exit 0, every flag of the table, 80 columns ------------
 $RUN --help >"$tmp/help" 2>"$tmp/err"; rc=$?

@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/cached_build.sh
-RUN=./run
+RUN=${QKV_RUN:-./run}
 MODEL=tests/data/gqa.qkv      # GQA: 4 query heads share 2 kv heads
 OTHER=tests/data/mqa.qkv      # same vocabulary, other weights: the --compare model
 PY=${PYTHON:-/usr/bin/python3}
@@ -179,6 +179,8 @@ else fail "step speed" "$speed"; fi
 # ---- step mode and colour on a pseudo-terminal --------------------------------
 if [ $have_python = 1 ]; then
     $CHECK step $RUN $MODEL -t 0 -n 12 -i "the" --step
+    $CHECK step-screen $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat on the mat and the" --step \
+        --trace-out "$tmp/step-file.txt"
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0
 fi
 

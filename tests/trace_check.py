@@ -324,11 +324,15 @@ def cmd_html(path, model, compare=None):
 
 # ---- the terminal ----------------------------------------------------------------
 
-def run_in_pty(argv, keys, env=None, timeout=10.0):
-    """Runs argv on a pseudo-terminal (stdin, stdout and stderr), typing each
-    of keys after a pause prompt appears. Returns everything it printed."""
+def run_in_pty(argv, keys, env=None, timeout=10.0, size=None):
+    """Runs argv on a pseudo-terminal (stdin, stdout and stderr), of size
+    (columns, rows) if given, typing each of keys after a pause prompt
+    appears. Returns everything it printed."""
     pid, fd = pty.fork()
     if pid == 0:
+        if size:
+            import fcntl, struct, termios
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         os.execvpe(argv[0], argv, env or os.environ)
     out, pending, deadline = b"", list(keys), time.time() + timeout
     while time.time() < deadline:
@@ -367,6 +371,24 @@ def cmd_step(argv):
     out = run_in_pty(argv, [b"\n", b"c\n"])
     check(out.count("[q] quit") == 2 and generated(out) == full > 2, "step mode: c runs to the end without pausing",
           "pauses %d, generated %d of %d" % (out.count("[q] quit"), generated(out), full))
+
+
+def cmd_step_screen(argv):
+    """The step view in a small terminal (80 columns, 20 rows), with the text
+    trace in a file: the view's lines fit the terminal's width (not the
+    file's 106 columns), and when a line per head would take more than half
+    the rows, only the chosen layer's heads are listed, with a note."""
+    out = run_in_pty(argv, [b"j", b"q"], {**os.environ, "NO_COLOR": "1"}, size=(80, 20))
+    lines = out.replace("\r", "").split("\n")
+    view = [l for l in lines if not l.startswith("achieved tok/s")]
+    wide = [l for l in view if len(l) > 80]
+    heads = [l for l in lines if re.match(r"^[ >] L\d+ H\d+ ", l)]
+    layers = sorted({re.match(r"^[ >] (L\d+)", l).group(1) for l in heads})
+    check(not wide and len(heads) == 8 and "> L0 H0 " in out and "> L1 H0 " in out and layers == ["L0", "L1"]
+          and out.count("(layer ") == 2 and "sees every cached key" in out,
+          "step view at 80 x 20, the text trace in a file: lines fit, the chosen layer's heads only "
+          "(j moves it), the mask in words",
+          "%d wide (%r), %d head lines of %s" % (len(wide), wide[:3], len(heads), layers))
 
 
 def cmd_colour(argv):
@@ -451,6 +473,8 @@ def main():
         cmd_html(*args)
     elif cmd == "step":
         cmd_step(args)
+    elif cmd == "step-screen":
+        cmd_step_screen(args)
     elif cmd == "colour":
         cmd_colour(args)
     else:
