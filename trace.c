@@ -526,14 +526,20 @@ static void print_head_summary(FILE *out, int width, const Tracer *tr, const Ste
     wrap_end(&wr);
 }
 
-/* The top next tokens on as few lines as fit, with their probabilities. */
+/* The top next tokens on as few lines as fit, with their probabilities:
+ * at the temperature the sampler drew from (p@T) when it is not 1 (or 0),
+ * the sampled token marked with a *. */
 static void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st) {
     char piece[256], item[300];
+    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
     Wrap wr = { out, width, 8, 0 };
-    wrap_put(&wr, "  next:");
+    snprintf(item, sizeof item, with_t ? "  next (p@T, T = %g):" : "  next:", tr->temperature);
+    wrap_put(&wr, item);
     for (int i = 0; i < st->n_top; i++) {
-        quoted_piece(piece, sizeof piece, tr->tok, st->top[i].id);
-        snprintf(item, sizeof item, " %s %.3f%s", piece, st->top[i].prob, i + 1 < st->n_top ? "," : "");
+        const Candidate *cand = &st->top[i];
+        quoted_piece(piece, sizeof piece, tr->tok, cand->id);
+        snprintf(item, sizeof item, " %s%s %.3f%s", with_t && cand->id == st->next ? "*" : "", piece,
+                 with_t ? cand->prob_t : cand->prob, i + 1 < st->n_top ? "," : "");
         wrap_put(&wr, item);
     }
     wrap_end(&wr);

@@ -148,6 +148,16 @@ if [ "$steps" -gt 0 ] && [ "$heads" -eq $((steps * 8)) ] && ! grep -q "q·k" "$t
     && [ "$(grep -c "^  next:" "$tmp/sum.txt")" -eq "$steps" ]; then
     ok "--trace-level summary: one line per head (8) and the next tokens, per step; no tables"
 else fail "--trace-level summary" "$steps steps, $heads head lines"; fi
+# at a temperature other than 1 the next tokens are listed at it (p@T, what
+# the sampler drew from), the sampled one starred when it is among them
+$RUN models/grammar.bin -t 1.7 -s 5 -n 14 -i "the cat" --trace --trace-level summary --top 40 >/dev/null 2>"$tmp/sumt.txt"
+bad=$(awk '/^== pos/ { match($0, /-> next "[^"]*"/); want = "*" substr($0, RSTART + 8, RLENGTH - 8) }
+           /^  next \(p@T, T = 1.7\):/ { lists++; list = $0; next }
+           /^        / { list = list $0; next }
+           /^sampled/ && list != "" { if (index(list, want) == 0) missing++; list = "" }
+           END { print lists + 0, missing + 0 }' "$tmp/sumt.txt")
+if [ "${bad% *}" -ge 10 ] && [ "${bad#* }" -eq 0 ]; then ok "-t 1.7: next tokens at p@T, the sampled one starred ($bad: lists, unstarred)"
+else fail "next tokens at p@T" "lists and unstarred: $bad"; fi
 # display width: UTF-8 continuation bytes take no column
 wide=$(LC_ALL=C sed 's/[\x80-\xbf]//g' "$tmp/p.txt" | LC_ALL=C awk 'length($0) > 106' | head -n 1)
 if [ -z "$wide" ] && grep -q "^  key pos  .* 11$" "$tmp/p.txt"; then ok "a trace file keeps 106 columns: 12 keys a block"
