@@ -594,15 +594,15 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
             break;
         }
         tracer_step(tr, pos, token, logits, next, &info);
-        if (next == t->bos_id || next == t->eos_id) {
-            d->stopped_by = "end of text";
-            break;
+        int end = next == t->bos_id || next == t->eos_id;
+        if (!end) {
+            print_token(out, t, token, next);
+            d->generated++;
+            token = next;
         }
-        print_token(out, t, token, next);
-        d->generated++;
-        token = next;
-        if (user_quits(tr, &d->waited)) {
-            d->stopped_by = "quit";
+        int quit = user_quits(tr, &d->waited); /* step mode shows the step that ends the text too */
+        if (end || quit) {
+            d->stopped_by = end ? "end of text" : "quit";
             break;
         }
         if (pos + 1 < steps) {

@@ -658,6 +658,31 @@ static void print_step_heads(FILE *out, int width, const Tracer *tr, const Step 
                            c->n_layers - 1);
 }
 
+/* "  text: …" the run's text up to the step's input, escaped, its end as
+ * much as fits the width (the story so far, where stdout may be elsewhere) */
+static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step *st) {
+    char text[4096], piece[256];
+    size_t used = 0;
+    int last = (int)(st - tr->run.steps);
+    for (int i = last > 64 ? last - 64 : 0; i <= last; i++) {
+        int len, prev = i ? tr->run.steps[i - 1].token : -1, token = tr->run.steps[i].token;
+        if (tr->tok->kind == TOKENIZER_LLAMA && (token == tr->tok->bos_id || token == tr->tok->eos_id)) continue;
+        const char *p = tokenizer_decode(tr->tok, prev, token, &len);
+        piece_escape(piece, sizeof piece, p, len, 0);
+        size_t n = strlen(piece);
+        if (used + n >= sizeof text) break;
+        memcpy(text + used, piece, n + 1);
+        used += n;
+    }
+    const char *tail = text + used;
+    int room = width - (int)sizeof "  text: …", chars = 0;
+    while (tail > text && chars < room) { /* back one character: its lead byte */
+        do tail--; while (tail > text && ((unsigned char)*tail & 0xC0) == 0x80);
+        chars++;
+    }
+    fprintf(out, "  text: %s%s\n", tail > text ? "…" : "", tail);
+}
+
 /* The step view: the heads (print_step_heads), the chosen head's table (or
  * every head's) and what the mask did, the next tokens and how the next was
  * chosen; as wide as stderr's terminal is now (it may have been resized). */
@@ -669,6 +694,7 @@ static int print_step_view(Tracer *tr, const Step *st) {
     int rc = labels_make(&lb, tr, st, st->n_visible);
     if (rc == 0) {
         print_step_header(out, width, tr, st);
+        print_text_so_far(out, width, tr, st);
         print_step_heads(out, width, tr, st, &lb);
         for (int l = 0; l < c->n_layers; l++)
             for (int h = 0; h < c->n_heads; h++)

@@ -177,6 +177,15 @@ if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$t
     && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
     ok "--step --layer 2 --head 3 --top 3: that head's table, a shows all 12, three next tokens"
 else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables"; fi
+# the step that ends the text is shown too (it was never paused on), and each
+# view carries the text so far
+yes '' 2>/dev/null | head -n 300 | $RUN models/stories.bin -i "Once upon a time" -t 0 -n 0 --step >/dev/null 2>"$tmp/end.txt"
+last=$(grep "^== pos" "$tmp/end.txt" | tail -n 1)
+if grep -q -- '-> next "<s>" (id 1)' <<<"$last" && grep -q "stopped by end of text" "$tmp/end.txt" \
+    && [ "$(grep -c "^  text: " "$tmp/end.txt")" -eq "$(grep -c "^== pos" "$tmp/end.txt")" ] \
+    && grep -q "^  text: Once upon a time$" "$tmp/end.txt"; then
+    ok "step mode pauses on the step that ends the text; every view shows the text so far"
+else fail "step mode at end of text" "last [$last]; $(tail -n 1 "$tmp/end.txt")"; fi
 # Three keys a second apart: at least the last two seconds are waiting (the
 # first overlaps the program's start), and left out of the rate (counted
 # in, three tokens over them would be under 2 tok/s).
