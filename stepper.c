@@ -14,7 +14,7 @@ const char STEP_KEYS_HELP[] =
     "  q                 quit                ?   these keys\n"
     "  l / h, right/left next / previous head\n"
     "  j / k, down/up    next / previous layer\n"
-    "  a                 every head's table, or back to the chosen one\n"
+    "  a                 the layer's heads side by side, or back to one head\n"
     "  (heads and layers wrap around; Ctrl-C quits too. A head's line: > marks\n"
     "  the chosen one; tok@pos w: a key's token, its position, its weight)\n";
 

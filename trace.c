@@ -399,9 +399,14 @@ static void print_row_summary(FILE *out, const AttentionRow *row) {
     wrap_end(&w);
 }
 
+/* Key columns a block holds at a line width (0: a file's) */
+static int keys_per_block(int width) {
+    int keys = ((width ? width : FILE_WIDTH) - ROW_LABEL_WIDTH) / CELL_WIDTH;
+    return keys < MIN_KEYS_PER_BLOCK ? MIN_KEYS_PER_BLOCK : keys;
+}
+
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
-    int keys = ((row->width ? row->width : FILE_WIDTH) - ROW_LABEL_WIDTH) / CELL_WIDTH;
-    if (keys < MIN_KEYS_PER_BLOCK) keys = MIN_KEYS_PER_BLOCK;
+    int keys = keys_per_block(row->width);
     for (int first = 0; first < row->n_cols; first += keys) {
         int last = first + keys < row->n_cols ? first + keys : row->n_cols;
         print_key_lines(out, row, first, last);
@@ -654,8 +659,37 @@ static void print_step_heads(FILE *out, int width, const Tracer *tr, const Step 
         for (int h = 0; h < c->n_heads; h++)
             if (!one_layer || l == tr->focus_layer)
                 print_head_summary(out, width, tr, st, l, h, lb, l == tr->focus_layer && h == tr->focus_head);
-    if (one_layer) fprintf(out, "  (layer %d of 0..%d; j/k: other layers, a: all tables)\n", tr->focus_layer,
-                           c->n_layers - 1);
+    if (one_layer)
+        fprintf(out, "  (layer %d of 0..%d; j/k: other layers, a: its heads side by side)\n", tr->focus_layer,
+                c->n_layers - 1);
+}
+
+/* Step mode's a: the chosen layer's heads side by side, a weights row each
+ * (> marks the chosen head), in blocks of the keys that fit: how the
+ * layer's heads divide the keys among them */
+static void print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb,
+                                int colour) {
+    const Config *c = &tr->model->config;
+    int n = st->n_visible, keys = keys_per_block(width), window = tr->opt.window > 0;
+    AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, window ? lb->positions : NULL,
+                             window ? st->sinks : 0 };
+    char label[16], cell[32];
+    fprintf(out, "layer %d: every head's weights (a: back to head %d's table)\n", tr->focus_layer, tr->focus_head);
+    for (int first = 0; first < n; first += keys) {
+        int last = first + keys < n ? first + keys : n;
+        print_key_lines(out, &columns, first, last);
+        for (int h = 0; h < c->n_heads; h++) {
+            const float *w = step_weights(st, &tr->capture, tr->focus_layer, h);
+            snprintf(label, sizeof label, "%s H%d", h == tr->focus_head ? ">" : " ", h);
+            put_row_label(out, label);
+            for (int t = first; t < last; t++) {
+                snprintf(cell, sizeof cell, "%.3f", w[t]);
+                if (colour) put_heat_cell(out, cell, w[t]);
+                else put_cell(out, cell, CELL_WIDTH);
+            }
+            fputc('\n', out);
+        }
+    }
 }
 
 /* "  text: …" the run's text up to the step's input, escaped, its end as
@@ -684,11 +718,10 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
 }
 
 /* The step view: the heads (print_step_heads), the chosen head's table (or
- * every head's) and what the mask did, the next tokens and how the next was
+ * its layer's weights, print_layer_weights) and what the mask did, the next tokens and how the next was
  * chosen; as wide as stderr's terminal is now (it may have been resized). */
 static int print_step_view(Tracer *tr, const Step *st) {
     FILE *out = stderr;
-    const Config *c = &tr->model->config;
     int width = output_width(out);
     Labels lb;
     int rc = labels_make(&lb, tr, st, st->n_visible);
@@ -696,10 +729,9 @@ static int print_step_view(Tracer *tr, const Step *st) {
         print_step_header(out, width, tr, st);
         print_text_so_far(out, width, tr, st);
         print_step_heads(out, width, tr, st, &lb);
-        for (int l = 0; l < c->n_layers; l++)
-            for (int h = 0; h < c->n_heads; h++)
-                if (tr->all_heads || (l == tr->focus_layer && h == tr->focus_head))
-                    print_head_table(out, width, tr, st, l, h, st->n_visible, &lb, wants_colour(out));
+        if (tr->all_heads) print_layer_weights(out, width, tr, st, &lb, wants_colour(out));
+        else print_head_table(out, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, &lb,
+                              wants_colour(out));
         print_mask_note(out, st, st->n_visible);
         print_next_summary(out, width, tr, st);
         print_sampling(out, tr, st);

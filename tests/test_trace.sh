@@ -173,10 +173,16 @@ if [ "$tables" = "layer 0 head 0,layer 0 head 1,layer 1 head 1,layer 1 head 1," 
 else fail "step view" "tables [$tables]; $(tail -n 1 "$tmp/step.txt")"; fi
 printf 'a\nq\n' | $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step --layer 2 --head 3 --top 3 >/dev/null 2>"$tmp/step.txt"
 first=$(grep -m 1 -o "^layer [0-9] head [0-9]" "$tmp/step.txt")
-if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$tmp/step.txt")" -eq 13 ] \
+rows=$(sed -n '/^layer 2: every head.s weights/,/^  (pos/p' "$tmp/step.txt" | grep -cE "^  [ >] H[0-3] ")
+# the grid's H3 row is the weights row of layer 2 head 3's table at the same step
+table_w=$(grep -m 1 "^  weight " "$tmp/step.txt" | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i }')
+grid_w=$(grep -m 1 "^  > H3 " "$tmp/step.txt" | awk '{ for (i = 3; i <= NF; i++) printf "%s ", $i }')
+[ -n "$table_w" ] && [ "$table_w" = "$grid_w" ] || rows="$rows (H3 row [$grid_w] is not the table's [$table_w])"
+if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$tmp/step.txt")" -eq 1 ] \
+    && [ "$rows" -eq 4 ] && grep -q "^  > H3 " "$tmp/step.txt" \
     && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
-    ok "--step --layer 2 --head 3 --top 3: that head's table, a shows all 12, three next tokens"
-else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables"; fi
+    ok "--step --layer 2 --head 3 --top 3: that head's table; a: its layer's 4 heads side by side; three next tokens"
+else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables, $rows rows"; fi
 # the step that ends the text is shown too (it was never paused on), and each
 # view carries the text so far
 yes '' 2>/dev/null | head -n 300 | $RUN models/stories.bin -i "Once upon a time" -t 0 -n 0 --step >/dev/null 2>"$tmp/end.txt"
