@@ -10,6 +10,7 @@
  * tokenizer), the tensor infos, then the tensors in the same order, each at
  * a multiple of 32 bytes (README: Checkpoint formats qkv reads). */
 #include "quantize.h"
+#include "whole_file.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -426,16 +427,13 @@ int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, con
                                   "this model is %s: write a qkv file instead", c->arch == ARCH_GPT2 ? "GPT-2" : "not that");
     TensorOut *list = malloc((size_t)max_tensors * sizeof(TensorOut));
     if (!list) return fail(err, err_len, "out of memory");
-    int n = list_tensors(m, list, gguf), rc = 0;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", out_path) >= (int)sizeof tmp) rc = fail(err, err_len, "output path too long");
-    FILE *f = rc == 0 ? fopen(tmp, "wb") : NULL;
-    if (rc == 0 && !f) rc = fail(err, err_len, "cannot write %s", tmp);
-    if (rc == 0 && write_checkpoint(f, m, t, type, list, n, gguf))
-        rc = fail(err, err_len, "writing %s failed (or out of memory)", tmp);
-    if (f && fclose(f) != 0 && rc == 0) rc = fail(err, err_len, "writing %s failed", tmp);
-    if (rc == 0 && rename(tmp, out_path) != 0) rc = fail(err, err_len, "cannot rename %s to %s", tmp, out_path);
-    if (rc != 0 && f) remove(tmp);
+    int n = list_tensors(m, list, gguf);
+    WholeFile out; /* a new file renamed over the old, so -o may name the checkpoint being read */
+    int rc = whole_file_open(&out, out_path, "-o", err, err_len);
+    if (rc == 0 && write_checkpoint(out.f, m, t, type, list, n, gguf))
+        rc = fail(err, err_len, "writing %s failed (or out of memory)", out.part);
+    if (rc == 0) rc = whole_file_commit(&out, err, err_len);
+    whole_file_abandon(&out);
     free(list);
     return rc;
 }

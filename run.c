@@ -20,6 +20,7 @@
 #include "heads.h"
 #include "cli.h"
 #include "ppl.h"
+#include "whole_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -802,18 +803,15 @@ static int same_file(const char *a, const char *b) {
     return !a_exists && !b_exists && strcmp(canonical_path(a, ca), canonical_path(b, cb)) == 0;
 }
 
-/* A page or checkpoint written whole under a temporary name and renamed
- * over its path: the path must be a file (renamed over a FIFO, a device or
- * a directory's entry, it would replace the thing itself), and a symbolic
- * link is followed, so the link stays and its file is replaced. */
-static const char *renamed_output(const char *flag, const char *path, char *real) {
-    struct stat st;
-    if (!path || stat(path, &st) != 0) return path; /* a new file */
+/* A page or checkpoint written whole (whole_file.h) cannot go where a
+ * directory, FIFO or device is: said now, as a usage error, before the
+ * model loads (the writer would refuse it too, later) */
+static void check_whole_output(const char *flag, const char *path) {
+    const char *refused = path ? whole_file_refusal(path) : NULL;
+    if (!refused) return;
     char msg[PATH_MAX + 96];
-    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or other";
-    snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, kind);
-    if (!S_ISREG(st.st_mode)) usage(msg);
-    return realpath(path, real) ? real : path;
+    snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, refused);
+    usage(msg);
 }
 
 /* Each file a run writes against the files it reads and the other files it
@@ -935,11 +933,11 @@ int main(int argc, char **argv) {
         free(owned_prompt);
         return output_status(0);
     }
-    char exe_path[4096], html_path[PATH_MAX], output_path[PATH_MAX];
+    char exe_path[4096];
     const char *path = o.checkpoint ? o.checkpoint : default_checkpoint(exe_path, sizeof exe_path);
     check_paths(&o, path);
-    o.trace.html_path = renamed_output("--html", o.trace.html_path, html_path);
-    o.output = renamed_output("-o", o.output, output_path);
+    check_whole_output("--html", o.trace.html_path);
+    check_whole_output("-o", o.output);
     o.trace.model_path = path;
     Model m;
     char err[512];

@@ -779,32 +779,12 @@ static FILE *open_output(const char *path, const char *what, char *err, size_t e
     return f;
 }
 
-/* The page is written to a temporary name beside it and renamed when
- * complete, so a run that fails (a bad --compare model, an error while
- * generating) leaves neither a page nor an empty file behind. */
-static int open_html(Tracer *tr, char *err, size_t err_len) {
-    size_t n = strlen(tr->opt.html_path) + sizeof ".part";
-    if (!(tr->html_tmp = malloc(n))) {
-        snprintf(err, err_len, "out of memory for the tracer");
-        return 1;
-    }
-    snprintf(tr->html_tmp, n, "%s.part", tr->opt.html_path);
-    tr->html = open_output(tr->html_tmp, "HTML page", err, err_len);
-    return tr->html == NULL;
-}
-
+/* The page is written whole (whole_file.h), so a run that fails (a bad
+ * --compare model, an error while generating) leaves neither a page nor an
+ * empty file behind. */
 static int finish_html(Tracer *tr, char *err, size_t err_len) {
     int rc = write_html(tr, err, err_len);
-    if (rc == 0) {
-        int closed = fclose(tr->html);
-        tr->html = NULL;
-        if (closed != 0 || rename(tr->html_tmp, tr->opt.html_path) != 0) {
-            snprintf(err, err_len, "cannot write %s: %s", tr->opt.html_path, strerror(errno));
-            remove(tr->html_tmp);
-            rc = -1;
-        }
-    }
-    return rc;
+    return rc == 0 ? whole_file_commit(&tr->html, err, err_len) : rc;
 }
 
 static int check_selection(const char *flag, int value, int count, const char *noun, char *err, size_t err_len) {
@@ -833,11 +813,7 @@ static void tracer_free(Tracer *tr) {
     if (tr->raw_keys) keys_restore();
     if (tr->text && tr->text != stderr) fclose(tr->text);
     if (tr->json) fclose(tr->json);
-    if (tr->html) { /* still open: the page was never completed */
-        fclose(tr->html);
-        remove(tr->html_tmp);
-    }
-    free(tr->html_tmp);
+    whole_file_abandon(&tr->html); /* still open: the page was never completed */
     if (tr->has_compare) model_free(&tr->compare);
     capture_free(&tr->capture);
     recording_free(&tr->run);
@@ -865,7 +841,7 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
     return 0;
 }
 
-static int records(const Tracer *tr) { return tr->text || tr->json || tr->html || tr->opt.step; }
+static int records(const Tracer *tr) { return tr->text || tr->json || tr->html.f || tr->opt.step; }
 
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
                     float temperature, float topp, int topk, char *err, size_t err_len) {
@@ -893,7 +869,7 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (!failed && text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
     failed |= !failed && text && !tr->text;
     if (!failed && o->json_path) failed |= !(tr->json = open_output(o->json_path, "trace JSON", err, err_len));
-    if (!failed && o->html_path) failed |= open_html(tr, err, err_len);
+    if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
         tr->width = output_width(tr->text ? tr->text : stderr);
@@ -928,7 +904,7 @@ int tracer_wants_prompt(const Tracer *tr) { return tr && records(tr); }
  * unless the HTML page is coming, except prompt rows still waiting for
  * their text block. Their tokens stay, as key labels. */
 static void release_written(Tracer *tr) {
-    if (tr->html) return;
+    if (tr->html.f) return;
     int done = tr->text ? tr->n_text_done : tr->run.n;
     if (tr->opt.step && done > tr->run.n - 1) done = tr->run.n - 1; /* the step view's */
     for (; tr->n_released < done; tr->n_released++) step_release(&tr->run.steps[tr->n_released]);
@@ -967,7 +943,7 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
         snprintf(err, err_len, "out of memory writing the trace");
         rc = -1;
     }
-    if (rc == 0 && tr->html) rc = finish_html(tr, err, err_len);
+    if (rc == 0 && tr->html.f) rc = finish_html(tr, err, err_len);
     if (rc == 0 && tr->json && (fflush(tr->json) || ferror(tr->json))) {
         snprintf(err, err_len, "cannot write %s", tr->opt.json_path);
         rc = -1;

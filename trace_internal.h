@@ -4,6 +4,7 @@
 #define QKV_TRACE_INTERNAL_H
 
 #include "trace.h"
+#include "whole_file.h" /* the --html page */
 
 /* What the observer captures, and what a step keeps                         */
 
@@ -52,8 +53,7 @@ struct Tracer {
     FILE *text;        /* text trace (stderr or --trace-out), or NULL */
     int colour;        /* ANSI heat colours in the text trace */
     FILE *json;        /* --trace-json, or NULL */
-    FILE *html;        /* --html, opened early so a bad path fails early, */
-    char *html_tmp;    /*   as html_path + ".part", renamed when complete: a failed run leaves no page */
+    WholeFile html;    /* --html, opened early so a bad path fails early; renamed when complete */
     Model compare;     /* --compare, loaded early for the same reason */
     int has_compare;
     Capture capture;

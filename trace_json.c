@@ -238,10 +238,10 @@ int write_html(Tracer *tr, char *err, size_t err_len) {
     if (rc == 0 && tr->has_compare) rc = run_compare(tr, &compare, &compare_cap, err, err_len);
     if (rc == 0) {
         const char *marker = strstr(EXPLORER_HTML, HTML_DATA_MARKER);
-        fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html);
-        html_data(tr->html, tr, tr->has_compare ? &compare : NULL, &compare_cap);
-        fputs(marker + strlen(HTML_DATA_MARKER), tr->html);
-        if (ferror(tr->html)) {
+        fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html.f);
+        html_data(tr->html.f, tr, tr->has_compare ? &compare : NULL, &compare_cap);
+        fputs(marker + strlen(HTML_DATA_MARKER), tr->html.f);
+        if (ferror(tr->html.f)) {
             snprintf(err, err_len, "cannot write %s", tr->opt.html_path);
             rc = -1;
         }

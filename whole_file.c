@@ -1,0 +1,66 @@
+/* whole_file.c — a file written whole (see whole_file.h). */
+#define _XOPEN_SOURCE 700 /* realpath (POSIX's XSI part) */
+#include "whole_file.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *whole_file_refusal(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    return S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or other";
+}
+
+int whole_file_open(WholeFile *w, const char *path, const char *what, char *err, size_t err_len) {
+    char real[PATH_MAX];
+    const char *refused = whole_file_refusal(path);
+    memset(w, 0, sizeof *w);
+    if (refused) {
+        snprintf(err, err_len, "%s %s is %s, not a regular file: give the path of a file to write", what, path, refused);
+        return -1;
+    }
+    /* an existing link is followed: the link stays, its file is replaced */
+    const char *target = realpath(path, real) ? real : path;
+    size_t n = strlen(target) + sizeof ".part";
+    w->path = malloc(n);
+    w->part = malloc(n);
+    if (!w->path || !w->part) {
+        snprintf(err, err_len, "out of memory");
+        whole_file_abandon(w);
+        return -1;
+    }
+    memcpy(w->path, target, strlen(target) + 1);
+    snprintf(w->part, n, "%s.part", target);
+    if (!(w->f = fopen(w->part, "wb"))) {
+        snprintf(err, err_len, "cannot write %s %s: %s", what, w->part, strerror(errno));
+        whole_file_abandon(w);
+        return -1;
+    }
+    return 0;
+}
+
+int whole_file_commit(WholeFile *w, char *err, size_t err_len) {
+    int failed = ferror(w->f) != 0;
+    failed |= fclose(w->f) != 0;
+    w->f = NULL;
+    if (!failed && rename(w->part, w->path) != 0) failed = 1;
+    if (failed) {
+        snprintf(err, err_len, "cannot write %s: %s", w->path, strerror(errno));
+        remove(w->part);
+    }
+    whole_file_abandon(w);
+    return failed ? -1 : 0;
+}
+
+void whole_file_abandon(WholeFile *w) {
+    if (w->f) {
+        fclose(w->f);
+        remove(w->part);
+    }
+    free(w->path);
+    free(w->part);
+    memset(w, 0, sizeof *w);
+}
