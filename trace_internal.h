@@ -1,5 +1,6 @@
-/* trace_internal.h — what trace.c (the tracer, the text trace, step mode)
- * and trace_json.c (JSON Lines, the HTML page) share. Not part of the API. */
+/* trace_internal.h — what trace.c (the tracer, its recorded steps),
+ * trace_text.c (the text trace), step_view.c (step mode) and trace_json.c
+ * (JSON Lines, the HTML page) share. Not part of the API. */
 #ifndef QKV_TRACE_INTERNAL_H
 #define QKV_TRACE_INTERNAL_H
 
@@ -85,7 +86,40 @@ double step_sink_share(const Step *st, const Capture *cap, int layer, int head);
 Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits, int vocab,
                   int n_top, float temperature, float *probs);
 void recording_free(Recording *rec);
+/* --pos A-B: whether the text and JSON show position pos */
+int pos_selected(const Tracer *tr, int pos);
+
+/* trace_text.c */
+#define LABEL_BYTES 64 /* room for an escaped, cut key label */
+/* Each key's column label (the tokens of the step's key positions: 0..n_cols-1
+ * without a window). */
+typedef struct {
+    char (*text)[LABEL_BYTES];
+    const char **ptrs;
+    int *positions; /* [n_cols] each column's key position */
+} Labels;
+int labels_make(Labels *lb, const Tracer *tr, const Step *st, int n_cols);
+void labels_free(Labels *lb);
+/* Colour only for a terminal, and never when NO_COLOR is set */
+int wants_colour(FILE *f);
+/* Characters per line: a terminal's width; a file or a pipe's is fixed */
+int output_width(FILE *f);
+/* A terminal's rows (0 for a file or a pipe, or when it does not say) */
+int output_rows(FILE *f);
 const char *method_name(SampleMethod m);
+/* The pieces of a step's text block and of step mode's view */
+void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st);
+void print_mask_note(FILE *out, const Step *st, int n_cols);
+void print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+                      const Labels *lb, int colour);
+void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, const Labels *lb,
+                        int mark);
+void print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour);
+void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st);
+void print_sampling(FILE *out, const Tracer *tr, const Step *st);
+/* Writes the text blocks of the recorded steps that can be written now
+ * (at_close: the prompt's too); -1 when out of memory */
+int write_pending_text(Tracer *tr, int at_close);
 
 /* trace_json.c */
 /* One step as a line of --trace-json (narrowed by --layer and --head). */

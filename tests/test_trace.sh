@@ -30,7 +30,7 @@ fi
 
 # ---- the row printer on the docs' worked example ---------------------------
 if engine_build build/test_trace_format -Wextra -Wno-unused-parameter -Ibuild \
-        tests/test_trace_format.c trace.c trace_json.c heads.c stepper.c tokenizer.c whole_file.c; then
+        tests/test_trace_format.c trace.c trace_text.c trace_json.c step_view.c heads.c stepper.c tokenizer.c whole_file.c; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"

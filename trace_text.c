@@ -1,0 +1,516 @@
+/* trace_text.c — the text trace (--trace, --trace-out): one head's row of
+ * scores, mask and weights as a table of key columns wrapped to the line's
+ * width, a step's block (its heads, the mask in words, the next tokens, how
+ * the next was chosen), and the pieces step mode's view is made of
+ * (step_view.c). Every number is a recorded one (trace.c's Steps). */
+#include "trace.h"
+#include "trace_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#define CELL_WIDTH 8         /* characters per key column */
+#define ROW_LABEL_WIDTH 10   /* "  q·k/√d  " */
+#define FILE_WIDTH (ROW_LABEL_WIDTH + 12 * CELL_WIDTH) /* a file: 12 keys a block, 106 columns */
+#define MIN_KEYS_PER_BLOCK 4
+#define LABEL_CHARS 7        /* a key's token text is cut to this many characters */
+#define TOP_ATTENDED 3       /* most attended keys listed under each head */
+
+/* ------------------------------------------------------------------------ */
+/* Where the text goes                                                       */
+
+/* Colour only for a terminal, and never when NO_COLOR is set (no-color.org). */
+int wants_colour(FILE *f) {
+    const char *no_colour = getenv("NO_COLOR");
+    return isatty(fileno(f)) && !(no_colour && no_colour[0]);
+}
+
+/* Characters per line: a terminal's width (its size, else COLUMNS, else 80);
+ * a file or a pipe keeps FILE_WIDTH, so its lines do not depend on where it
+ * was made. */
+int output_width(FILE *f) {
+    if (!isatty(fileno(f))) return FILE_WIDTH;
+    struct winsize ws;
+    if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    int n = columns ? atoi(columns) : 0;
+    return n > 0 ? n : 80;
+}
+
+/* A terminal's rows (0 for a file or a pipe, or when it does not say) */
+int output_rows(FILE *f) {
+    struct winsize ws;
+    if (!isatty(fileno(f)) || ioctl(fileno(f), TIOCGWINSZ, &ws) != 0) return 0;
+    return ws.ws_row;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Token text, made safe to print                                            */
+
+/* A small bounded string: appends past the capacity are cut, never overrun. */
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} Text;
+
+static void text_put(Text *t, const char *s, size_t n) {
+    if (t->len + 1 >= t->cap) return;
+    if (n > t->cap - 1 - t->len) n = t->cap - 1 - t->len;
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+static void text_puts(Text *t, const char *s) { text_put(t, s, strlen(s)); }
+
+/* Characters on screen: UTF-8 continuation bytes take no column of their own. */
+static int display_width(const char *s) {
+    int w = 0;
+    for (; *s; s++) w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* A piece as printable text (tokenizer.h's piece_escape: \n \t \r \\, \xNN
+ * for control bytes and bytes that are not UTF-8, \u00NN for C1 controls),
+ * so a token can never move the cursor or colour the terminal; with quoted,
+ * " becomes \" too. It leaves reserve bytes of out free and stops before a
+ * character or escape that would not fit; returns whether all of it did. */
+static int escape_piece(Text *out, const char *piece, int len, int quoted, size_t reserve) {
+    size_t room = out->cap - out->len;
+    if (room <= reserve) return len == 0;
+    int done = piece_escape(out->buf + out->len, room - reserve, piece, len, quoted);
+    out->len += strlen(out->buf + out->len);
+    return done == len;
+}
+
+/* A key's column label: the piece without its leading space (every word
+ * has one), other spaces as ␣, cut to LABEL_CHARS with an ellipsis. */
+static void key_label(char *label, const Tokenizer *t, int token) {
+    const char *piece = t->vocab[token];
+    int len = t->piece_lengths[token];
+    if (len > 1 && piece[0] == ' ') { piece++; len--; }
+    char escaped[LABEL_BYTES * 2];
+    Text e = { escaped, sizeof escaped, 0 };
+    escaped[0] = '\0';
+    escape_piece(&e, piece, len, 0, 0);
+    Text out = { label, LABEL_BYTES, 0 };
+    label[0] = '\0';
+    int chars = 0, total = display_width(escaped);
+    for (const char *p = escaped; *p; ) {
+        int n = 1;
+        while ((p[n] & 0xC0) == 0x80) n++;
+        if (chars == LABEL_CHARS - 1 && total > LABEL_CHARS) { text_puts(&out, "…"); break; }
+        if (*p == ' ') text_puts(&out, "␣");
+        else text_put(&out, p, (size_t)n);
+        chars++;
+        p += n;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text trace: one head's row                                                */
+
+/* Right-aligns text in a cell of width characters. */
+static void put_cell(FILE *out, const char *text, int width) {
+    for (int pad = width - display_width(text); pad > 0; pad--) fputc(' ', out);
+    fputs(text, out);
+}
+
+static void put_row_label(FILE *out, const char *label) {
+    fputs("  ", out);
+    fputs(label, out);
+    for (int pad = ROW_LABEL_WIDTH - 2 - display_width(label); pad > 0; pad--) fputc(' ', out);
+}
+
+/* ANSI 256-colour backgrounds from dark (weight 0) to bright (weight 1). */
+static const unsigned char HEAT_RAMP[] = { 236, 237, 238, 239, 52, 88, 124, 160, 196, 202, 208, 214, 220, 226 };
+#define HEAT_STEPS ((int)(sizeof HEAT_RAMP / sizeof HEAT_RAMP[0]))
+
+static void put_heat_cell(FILE *out, const char *text, float weight) {
+    int i = (int)(weight * (HEAT_STEPS - 1) + 0.5f);
+    if (i < 0) i = 0;
+    if (i >= HEAT_STEPS) i = HEAT_STEPS - 1;
+    int foreground = i >= HEAT_STEPS / 2 ? 16 : 255; /* black on bright, white on dark */
+    fprintf(out, "\033[48;5;%dm\033[38;5;%dm", HEAT_RAMP[i], foreground);
+    put_cell(out, text, CELL_WIDTH);
+    fputs("\033[0m", out);
+}
+
+typedef enum { ROW_SCORES, ROW_SCALED, ROW_MASK, ROW_WEIGHTS } RowKind;
+
+/* One line of the block for key columns first..last-1. Masked columns (keys
+ * after the query) show "·" for scores: forward() never computes them. */
+static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int first, int last, int colour) {
+    static const char *const names[] = { "q·k", "q·k/√d", "mask", "weight" };
+    float scale = 1.0f / sqrtf((float)row->head_size); /* as attention_head() scales */
+    char cell[32];
+    put_row_label(out, names[kind]);
+    for (int t = first; t < last; t++) {
+        int visible = t < row->n_visible;
+        if (!visible) snprintf(cell, sizeof cell, "%s", kind == ROW_MASK ? "-inf" : kind == ROW_WEIGHTS ? "masked" : "·");
+        else if (kind == ROW_SCORES) snprintf(cell, sizeof cell, "%.2f", row->scores[t]);
+        else if (kind == ROW_SCALED) snprintf(cell, sizeof cell, "%.2f", row->scores[t] * scale);
+        else if (kind == ROW_MASK) snprintf(cell, sizeof cell, "0");
+        else snprintf(cell, sizeof cell, "%.3f", row->weights[t]);
+        if (kind == ROW_WEIGHTS && visible && colour) put_heat_cell(out, cell, row->weights[t]);
+        else put_cell(out, cell, CELL_WIDTH);
+    }
+    fputc('\n', out);
+}
+
+static int row_position(const AttentionRow *row, int t) { return row->positions ? row->positions[t] : t; }
+
+static void print_key_lines(FILE *out, const AttentionRow *row, int first, int last) {
+    char cell[32];
+    put_row_label(out, "key pos");
+    for (int t = first; t < last; t++) {
+        snprintf(cell, sizeof cell, "%d", row_position(row, t));
+        put_cell(out, cell, CELL_WIDTH);
+    }
+    fputc('\n', out);
+    put_row_label(out, "key");
+    for (int t = first; t < last; t++) put_cell(out, row->labels[t], CELL_WIDTH);
+    fputc('\n', out);
+    if (!row->positions) return;
+    /* with a window: the sinks, and the first recent key after an eviction */
+    put_row_label(out, "cache");
+    for (int t = first; t < last; t++) {
+        int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
+        int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
+        if (t >= row->sinks && !window_start) break; /* nothing more to mark on this line */
+        put_cell(out, t < row->sinks ? "sink" : "window>", CELL_WIDTH);
+    }
+    fputc('\n', out);
+}
+
+/* Items on lines of at most width characters: when the next item would not
+ * fit, a new line indented by indent. An item's leading space is dropped at
+ * the start of a line. */
+typedef struct {
+    FILE *out;
+    int width, indent, column;
+} Wrap;
+
+static void wrap_put(Wrap *w, const char *item) {
+    int n = display_width(item);
+    if (w->column > w->indent && w->column + n > w->width) {
+        fprintf(w->out, "\n%*s", w->indent, "");
+        w->column = w->indent;
+        if (*item == ' ') { item++; n--; }
+    }
+    fputs(item, w->out);
+    w->column += n;
+}
+
+static void wrap_end(Wrap *w) {
+    fputc('\n', w->out);
+    w->column = 0;
+}
+
+/* The indices of the k largest weights, largest first (k <= n). */
+static void most_attended(const float *weights, int n, int *best, int k) {
+    for (int i = 0; i < k; i++) {
+        best[i] = -1;
+        for (int t = 0; t < n; t++) {
+            int taken = 0;
+            for (int j = 0; j < i; j++) taken |= best[j] == t;
+            if (!taken && (best[i] < 0 || weights[t] > weights[best[i]])) best[i] = t;
+        }
+    }
+}
+
+/* The sum of the weights (1 up to rounding) and the keys with most weight. */
+static void print_row_summary(FILE *out, const AttentionRow *row) {
+    double sum = 0;
+    for (int t = 0; t < row->n_visible; t++) sum += row->weights[t];
+    char item[LABEL_BYTES + 64];
+    Wrap w = { out, row->width ? row->width : FILE_WIDTH, 4, 0 };
+    snprintf(item, sizeof item, "  sum %.6f; most attended:", sum);
+    wrap_put(&w, item);
+    int best[TOP_ATTENDED], n = row->n_visible < TOP_ATTENDED ? row->n_visible : TOP_ATTENDED;
+    most_attended(row->weights, row->n_visible, best, n);
+    double sinks = 0;
+    for (int t = 0; t < row->sinks; t++) sinks += row->weights[t];
+    if (row->sinks) {
+        snprintf(item, sizeof item, " sinks (pos 0..%d) %.3f;", row->sinks - 1, sinks);
+        wrap_put(&w, item);
+    }
+    for (int k = 0; k < n; k++) {
+        snprintf(item, sizeof item, " %s (pos %d) %.3f%s", row->labels[best[k]], row_position(row, best[k]),
+                 row->weights[best[k]],
+                 k + 1 < n ? "," : "");
+        wrap_put(&w, item);
+    }
+    wrap_end(&w);
+}
+
+/* Key columns a block holds at a line width (0: a file's) */
+static int keys_per_block(int width) {
+    int keys = ((width ? width : FILE_WIDTH) - ROW_LABEL_WIDTH) / CELL_WIDTH;
+    return keys < MIN_KEYS_PER_BLOCK ? MIN_KEYS_PER_BLOCK : keys;
+}
+
+void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
+    int keys = keys_per_block(row->width);
+    for (int first = 0; first < row->n_cols; first += keys) {
+        int last = first + keys < row->n_cols ? first + keys : row->n_cols;
+        print_key_lines(out, row, first, last);
+        print_row_line(out, row, ROW_SCORES, first, last, colour);
+        print_row_line(out, row, ROW_SCALED, first, last, colour);
+        print_row_line(out, row, ROW_MASK, first, last, colour);
+        print_row_line(out, row, ROW_WEIGHTS, first, last, colour);
+    }
+    print_row_summary(out, row);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text trace: one step                                                      */
+
+static int layer_selected(const Tracer *tr, int l) { return tr->opt.layer < 0 || tr->opt.layer == l; }
+static int head_selected(const Tracer *tr, int h) { return tr->opt.head < 0 || tr->opt.head == h; }
+
+/* A whole piece, quoted and escaped, for headers and logit tables. */
+static const char *quoted_piece(char *buf, size_t cap, const Tokenizer *t, int token) {
+    Text out = { buf, cap, 0 };
+    buf[0] = '\0';
+    text_puts(&out, "\"");
+    if (!escape_piece(&out, t->vocab[token], t->piece_lengths[token], 1, sizeof "…\"")) text_puts(&out, "…");
+    text_puts(&out, "\"");
+    return buf;
+}
+
+const char *method_name(SampleMethod m) {
+    switch (m) {
+    case SAMPLE_GREEDY: return "greedy";
+    case SAMPLE_TEMPERATURE: return "temperature";
+    case SAMPLE_TOP_P: return "top-p";
+    }
+    return "?";
+}
+
+/* "== pos P: input ... -> next ..., how ==", on two lines if one is wider than width */
+void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
+    char a[256], b[256], input[300], next[340];
+    snprintf(input, sizeof input, "== pos %d: input %s (id %d)", st->pos, quoted_piece(a, sizeof a, tr->tok, st->token),
+             st->token);
+    snprintf(next, sizeof next, "-> next %s (id %d), %s ==", quoted_piece(b, sizeof b, tr->tok, st->next), st->next,
+             st->forced ? "forced by the prompt" : "sampled");
+    int one_line = display_width(input) + 1 + display_width(next) <= width;
+    fprintf(out, "\n%s%s%s\n", input, one_line ? " " : "\n   ", next);
+}
+
+/* What the mask did for this query, in words (lines fit 80 columns). */
+void print_mask_note(FILE *out, const Step *st, int n_cols) {
+    if (st->window_start > st->sinks)
+        fprintf(out, "  (sliding window: pos %d sees %s%d..%d and the window %d..%d; positions %d..%d\n"
+                     "   were evicted from the KV cache: never computed, as if masked)\n",
+                st->pos, st->sinks ? "the sinks " : "", 0, st->sinks - 1, st->window_start, st->pos, st->sinks,
+                st->window_start - 1);
+    else if (n_cols > st->n_visible)
+        fprintf(out, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
+                     "   to their scores; their weights are 0, and forward() never computes them)\n",
+                st->n_visible, n_cols - 1);
+    else
+        fprintf(out, "  (pos %d sees every cached key 0..%d; later positions do not exist yet,\n"
+                     "   so the mask has nothing to hide)\n", st->pos, st->n_visible - 1);
+}
+
+
+int labels_make(Labels *lb, const Tracer *tr, const Step *st, int n_cols) {
+    lb->text = malloc((size_t)n_cols * sizeof *lb->text);
+    lb->ptrs = malloc((size_t)n_cols * sizeof *lb->ptrs);
+    lb->positions = malloc((size_t)n_cols * sizeof *lb->positions);
+    if (!lb->text || !lb->ptrs || !lb->positions) return -1;
+    for (int t = 0; t < n_cols; t++) {
+        lb->positions[t] = step_key_position(st, t);
+        key_label(lb->text[t], tr->tok, tr->run.steps[lb->positions[t]].token);
+        lb->ptrs[t] = lb->text[t];
+    }
+    return 0;
+}
+
+void labels_free(Labels *lb) {
+    free(lb->text);
+    free(lb->ptrs);
+    free(lb->positions);
+}
+
+/* One head's full table. */
+void print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+                             const Labels *lb, int colour) {
+    const Config *c = &tr->model->config;
+    fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
+            h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
+    int window = tr->opt.window > 0; /* marks the sinks and the window */
+    AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
+                         st->n_visible, n_cols, c->head_size, lb->ptrs, width,
+                         window ? lb->positions : NULL, window ? st->sinks : 0 };
+    trace_print_attention(out, &row, colour);
+}
+
+/* One head on one line: its most attended keys with their weights. */
+void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h,
+                               const Labels *lb, int mark) {
+    const float *w = step_weights(st, &tr->capture, l, h);
+    int best[TOP_ATTENDED], n = st->n_visible < TOP_ATTENDED ? st->n_visible : TOP_ATTENDED;
+    most_attended(w, st->n_visible, best, n);
+    char item[LABEL_BYTES + 32];
+    Wrap wr = { out, width, 10, 0 };
+    snprintf(item, sizeof item, "%s L%d H%-3d", mark ? ">" : " ", l, h);
+    wrap_put(&wr, item);
+    for (int k = 0; k < n; k++) {
+        snprintf(item, sizeof item, "  %s@%d %.3f", lb->ptrs[best[k]], lb->positions[best[k]], w[best[k]]);
+        wrap_put(&wr, item);
+    }
+    if (tr->opt.window && st->sinks) {
+        snprintf(item, sizeof item, "  sinks %.3f", step_sink_share(st, &tr->capture, l, h));
+        wrap_put(&wr, item);
+    }
+    wrap_end(&wr);
+}
+
+/* The top next tokens on as few lines as fit, with their probabilities:
+ * at the temperature the sampler drew from (p@T) when it is not 1 (or 0),
+ * the sampled token marked with a *. */
+void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st) {
+    char piece[256], item[300];
+    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
+    Wrap wr = { out, width, 8, 0 };
+    snprintf(item, sizeof item, with_t ? "  next (p@T, T = %g):" : "  next:", tr->temperature);
+    wrap_put(&wr, item);
+    for (int i = 0; i < st->n_top; i++) {
+        const Candidate *cand = &st->top[i];
+        quoted_piece(piece, sizeof piece, tr->tok, cand->id);
+        snprintf(item, sizeof item, " %s%s %.3f%s", with_t && cand->id == st->next ? "*" : "", piece,
+                 with_t ? cand->prob_t : cand->prob, i + 1 < st->n_top ? "," : "");
+        wrap_put(&wr, item);
+    }
+    wrap_end(&wr);
+}
+
+static void print_top_logits(FILE *out, const Tracer *tr, const Step *st) {
+    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
+    char piece[256];
+    fprintf(out, "top %d logits (p = softmax of the logits", st->n_top);
+    if (with_t) fprintf(out, "; p@T = softmax of the logits / %g", tr->temperature);
+    fprintf(out, ")\n  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
+    for (int i = 0; i < st->n_top; i++) {
+        const Candidate *cand = &st->top[i];
+        fprintf(out, "  %4d  %6d  ", i + 1, cand->id);
+        quoted_piece(piece, sizeof piece, tr->tok, cand->id);
+        fputs(piece, out);
+        for (int pad = 16 - display_width(piece); pad > 0; pad--) fputc(' ', out);
+        fprintf(out, " %9.4f %9.4f", cand->logit, cand->prob);
+        if (with_t) fprintf(out, " %9.4f", cand->prob_t);
+        if (cand->id == st->next) fputs(st->forced ? "  <- next (prompt)" : "  <- sampled", out);
+        fputc('\n', out);
+    }
+}
+
+void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
+    char piece[256];
+    quoted_piece(piece, sizeof piece, tr->tok, st->next);
+    if (st->forced) {
+        fprintf(out, "next %s (id %d) is the prompt's next token\n  (teacher forcing: nothing is sampled)\n",
+                piece, st->next);
+        return;
+    }
+    const SampleInfo *in = &st->info;
+    switch (in->method) {
+    case SAMPLE_GREEDY:
+        fprintf(out, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
+        break;
+    case SAMPLE_TEMPERATURE:
+        fprintf(out, "sampled %s (id %d): temperature %g over all %d tokens;\n  coin %.4f fell on it "
+                     "in the cumulative distribution; p@T = %.4f\n",
+                piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
+        break;
+    case SAMPLE_TOP_P:
+        fprintf(out, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
+        if (tr->topk > 0) fprintf(out, ", top-k %d", tr->topk);
+        if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(out, ", top-p %g", tr->topp);
+        fprintf(out, ":\n  %d candidate%s kept after the cutoff; coin %.4f (scaled by their mass)\n"
+                     "  fell on it; p@T = %.4f\n", in->n_candidates, in->n_candidates == 1 ? "" : "s", in->coin,
+                in->probability);
+        break;
+    }
+}
+
+/* One step of the text trace: every selected head as a table (full) or as
+ * one line (summary), then the next tokens and how the next was chosen. */
+static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
+    FILE *out = tr->text;
+    const Config *c = &tr->model->config;
+    Labels lb;
+    int rc = labels_make(&lb, tr, st, n_cols);
+    if (rc == 0) {
+        print_step_header(out, tr->width, tr, st);
+        for (int l = 0; l < c->n_layers; l++)
+            for (int h = 0; h < c->n_heads; h++) {
+                if (!layer_selected(tr, l) || !head_selected(tr, h)) continue;
+                if (tr->level == TRACE_FULL) print_head_table(out, tr->width, tr, st, l, h, n_cols, &lb, tr->colour);
+                else print_head_summary(out, tr->width, tr, st, l, h, &lb, 0);
+            }
+        if (tr->level == TRACE_FULL) {
+            print_mask_note(out, st, n_cols);
+            print_top_logits(out, tr, st);
+        } else print_next_summary(out, tr->width, tr, st);
+        print_sampling(out, tr, st);
+    }
+    labels_free(&lb);
+    return rc;
+}
+
+
+/* Writes the text blocks that can be written now. A prompt row waits for the
+ * end of the prompt (the first sampled step), so its columns can run over
+ * the whole prompt with the later keys masked. Forced rows are only shown
+ * with --trace-prompt; the others are kept for their tokens (key labels). */
+int write_pending_text(Tracer *tr, int at_close) {
+    const Step *last = &tr->run.steps[tr->run.n - 1];
+    if (last->forced && !at_close) return 0;
+    int n_cols_prompt = last->pos + 1;
+    for (; tr->n_text_done < tr->run.n; tr->n_text_done++) {
+        const Step *st = &tr->run.steps[tr->n_text_done];
+        if ((st->forced && !tr->opt.trace_prompt) || !pos_selected(tr, st->pos)) continue;
+        /* a prompt row's masked columns are the later prompt positions */
+        if (print_step_text(tr, st, st->forced ? st->n_visible + n_cols_prompt - (st->pos + 1) : st->n_visible))
+            return -1;
+    }
+    fflush(tr->text);
+    return 0;
+}
+
+
+/* Step mode's a: the chosen layer's heads side by side, a weights row each
+ * (> marks the chosen head), in blocks of the keys that fit: how the
+ * layer's heads divide the keys among them */
+void print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb,
+                                int colour) {
+    const Config *c = &tr->model->config;
+    int n = st->n_visible, keys = keys_per_block(width), window = tr->opt.window > 0;
+    AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, window ? lb->positions : NULL,
+                             window ? st->sinks : 0 };
+    char label[16], cell[32];
+    fprintf(out, "layer %d: every head's weights (a: back to head %d's table)\n", tr->focus_layer, tr->focus_head);
+    for (int first = 0; first < n; first += keys) {
+        int last = first + keys < n ? first + keys : n;
+        print_key_lines(out, &columns, first, last);
+        for (int h = 0; h < c->n_heads; h++) {
+            const float *w = step_weights(st, &tr->capture, tr->focus_layer, h);
+            snprintf(label, sizeof label, "%s H%d", h == tr->focus_head ? ">" : " ", h);
+            put_row_label(out, label);
+            for (int t = first; t < last; t++) {
+                snprintf(cell, sizeof cell, "%.3f", w[t]);
+                if (colour) put_heat_cell(out, cell, w[t]);
+                else put_cell(out, cell, CELL_WIDTH);
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
