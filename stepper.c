@@ -16,7 +16,9 @@ const char STEP_KEYS_HELP[] =
     "  j / k, down/up    next / previous layer\n"
     "  a                 the layer's heads side by side, or back to one head\n"
     "  (heads and layers wrap around; Ctrl-C quits too. A head's line: > marks\n"
-    "  the chosen one; tok@pos w: a key's token, its position, its weight)\n";
+    "  the chosen one; tok@pos w: a key's token, its position, its weight.\n"
+    "  A table shows the keys the terminal's rows hold; --trace-out FILE keeps\n"
+    "  every key of every head)\n";
 
 /* The terminal's settings before raw mode. A signal handler has to reach
  * them to restore the terminal on Ctrl-C, and a handler takes no argument:

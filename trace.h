@@ -80,6 +80,8 @@ typedef struct {
     int width;                 /* characters per line; 0: 106, 12 keys a block (files) */
     const int *positions;      /* [n_cols] each key's position; NULL: 0..n_cols-1 */
     int sinks;                 /* keys 0..sinks-1 are attention sinks (--window), marked */
+    const int *shown;          /* [n_shown] the columns shown, in order; NULL: all n_cols */
+    int n_shown;
 } AttentionRow;
 
 /* Prints key positions, key tokens, q·k, q·k/√d, the mask, the weights (with

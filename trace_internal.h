@@ -109,13 +109,19 @@ int output_rows(FILE *f);
 const char *method_name(SampleMethod m);
 /* The pieces of a step's text block and of step mode's view */
 void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st);
-void print_mask_note(FILE *out, const Step *st, int n_cols);
-void print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
-                      const Labels *lb, int colour);
+void print_mask_note(FILE *out, int width, const Step *st, int n_cols);
+/* a head's table; one_block: only the keys of one block with the most
+ * weight (a step view short of rows), with a note. 0, or -1 out of memory */
+int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+                     const Labels *lb, int colour, int one_block);
 void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, const Labels *lb,
                         int mark);
-void print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour);
-void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st);
+int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
+                        int one_block);
+/* "  (note)" wrapped to width: its own line breaks where they fit */
+void print_wrapped(FILE *out, int width, const char *text);
+/* the next tokens; one_line: as many as fit one line */
+void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, int one_line);
 void print_sampling(FILE *out, const Tracer *tr, const Step *st);
 /* Writes the text blocks of the recorded steps that can be written now
  * (at_close: the prompt's too); -1 when out of memory */

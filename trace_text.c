@@ -140,17 +140,20 @@ static void put_heat_cell(FILE *out, const char *text, float weight) {
     fputs("\033[0m", out);
 }
 
+/* The column shown i-th (row->shown's, else column i) */
+static int row_column(const AttentionRow *row, int i) { return row->shown ? row->shown[i] : i; }
+
 typedef enum { ROW_SCORES, ROW_SCALED, ROW_MASK, ROW_WEIGHTS } RowKind;
 
-/* One line of the block for key columns first..last-1. Masked columns (keys
+/* One line of the block for shown columns first..last-1. Masked columns (keys
  * after the query) show "·" for scores: forward() never computes them. */
 static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int first, int last, int colour) {
     static const char *const names[] = { "q·k", "q·k/√d", "mask", "weight" };
     float scale = 1.0f / sqrtf((float)row->head_size); /* as attention_head() scales */
     char cell[32];
     put_row_label(out, names[kind]);
-    for (int t = first; t < last; t++) {
-        int visible = t < row->n_visible;
+    for (int i = first; i < last; i++) {
+        int t = row_column(row, i), visible = t < row->n_visible;
         if (!visible) snprintf(cell, sizeof cell, "%s", kind == ROW_MASK ? "-inf" : kind == ROW_WEIGHTS ? "masked" : "·");
         else if (kind == ROW_SCORES) snprintf(cell, sizeof cell, "%.2f", row->scores[t]);
         else if (kind == ROW_SCALED) snprintf(cell, sizeof cell, "%.2f", row->scores[t] * scale);
@@ -164,21 +167,23 @@ static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int
 
 static int row_position(const AttentionRow *row, int t) { return row->positions ? row->positions[t] : t; }
 
+/* Lines key pos, key (and cache, with a window) of shown columns first..last-1 */
 static void print_key_lines(FILE *out, const AttentionRow *row, int first, int last) {
     char cell[32];
     put_row_label(out, "key pos");
-    for (int t = first; t < last; t++) {
-        snprintf(cell, sizeof cell, "%d", row_position(row, t));
+    for (int i = first; i < last; i++) {
+        snprintf(cell, sizeof cell, "%d", row_position(row, row_column(row, i)));
         put_cell(out, cell, CELL_WIDTH);
     }
     fputc('\n', out);
     put_row_label(out, "key");
-    for (int t = first; t < last; t++) put_cell(out, row->labels[t], CELL_WIDTH);
+    for (int i = first; i < last; i++) put_cell(out, row->labels[row_column(row, i)], CELL_WIDTH);
     fputc('\n', out);
     if (!row->positions) return;
     /* with a window: the sinks, and the first recent key after an eviction */
     put_row_label(out, "cache");
-    for (int t = first; t < last; t++) {
+    for (int i = first; i < last; i++) {
+        int t = row_column(row, i);
         int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
         int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
         if (t >= row->sinks && !window_start) break; /* nothing more to mark on this line */
@@ -209,6 +214,40 @@ static void wrap_put(Wrap *w, const char *item) {
 static void wrap_end(Wrap *w) {
     fputc('\n', w->out);
     w->column = 0;
+}
+
+/* "  " and text, its words on lines of at most width characters, later
+ * lines indented by three: a note in parentheses. A newline in text is a
+ * line break where the width holds text's lines (they were laid out for 80
+ * columns), a space where it does not. */
+void print_wrapped(FILE *out, int width, const char *text) {
+    Wrap w = { out, width, 3, 0 };
+    char word[256];
+    int longest = 0; /* the longest of text's own lines, indent included */
+    for (const char *p = text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0')) {
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(p, "\n"), p);
+        longest = display_width(line) + 3 > longest ? display_width(line) + 3 : longest;
+    }
+    wrap_put(&w, "  ");
+    for (const char *p = text; *p;) {
+        if (*p == '\n' && longest > width) { /* narrower than its lines: one paragraph */
+            p++;
+            continue;
+        }
+        if (*p == '\n') {
+            fprintf(out, "\n%*s", w.indent, "");
+            w.column = w.indent;
+            p++;
+            continue;
+        }
+        size_t n = strcspn(p + 1, " \n") + 1; /* a word with the space before it */
+        int joined = p > text && p[-1] == '\n' && *p != ' ' && longest > width; /* after a dropped break */
+        snprintf(word, sizeof word, "%s%.*s", joined ? " " : "", (int)(n < sizeof word - 1 ? n : sizeof word - 2), p);
+        wrap_put(&w, word);
+        p += n;
+    }
+    wrap_end(&w);
 }
 
 /* The indices of the k largest weights, largest first (k <= n). */
@@ -254,16 +293,21 @@ static int keys_per_block(int width) {
     return keys < MIN_KEYS_PER_BLOCK ? MIN_KEYS_PER_BLOCK : keys;
 }
 
-void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
-    int keys = keys_per_block(row->width);
-    for (int first = 0; first < row->n_cols; first += keys) {
-        int last = first + keys < row->n_cols ? first + keys : row->n_cols;
+/* The blocks of key columns, without the summary below them */
+static void print_attention_blocks(FILE *out, const AttentionRow *row, int colour) {
+    int keys = keys_per_block(row->width), n = row->shown ? row->n_shown : row->n_cols;
+    for (int first = 0; first < n; first += keys) {
+        int last = first + keys < n ? first + keys : n;
         print_key_lines(out, row, first, last);
         print_row_line(out, row, ROW_SCORES, first, last, colour);
         print_row_line(out, row, ROW_SCALED, first, last, colour);
         print_row_line(out, row, ROW_MASK, first, last, colour);
         print_row_line(out, row, ROW_WEIGHTS, first, last, colour);
     }
+}
+
+void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
+    print_attention_blocks(out, row, colour);
     print_row_summary(out, row);
 }
 
@@ -304,19 +348,21 @@ void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
 }
 
 /* What the mask did for this query, in words (lines fit 80 columns). */
-void print_mask_note(FILE *out, const Step *st, int n_cols) {
+void print_mask_note(FILE *out, int width, const Step *st, int n_cols) {
+    char note[512];
     if (st->window_start > st->sinks)
-        fprintf(out, "  (sliding window: pos %d sees %s%d..%d and the window %d..%d; positions %d..%d\n"
-                     "   were evicted from the KV cache: never computed, as if masked)\n",
-                st->pos, st->sinks ? "the sinks " : "", 0, st->sinks - 1, st->window_start, st->pos, st->sinks,
-                st->window_start - 1);
+        snprintf(note, sizeof note, "(sliding window: pos %d sees %s%d..%d and the window %d..%d; positions %d..%d\n"
+                                    "were evicted from the KV cache: never computed, as if masked)",
+                 st->pos, st->sinks ? "the sinks " : "", 0, st->sinks - 1, st->window_start, st->pos, st->sinks,
+                 st->window_start - 1);
     else if (n_cols > st->n_visible)
-        fprintf(out, "  (prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
-                     "   to their scores; their weights are 0, and forward() never computes them)\n",
-                st->n_visible, n_cols - 1);
+        snprintf(note, sizeof note, "(prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
+                                    "to their scores; their weights are 0, and forward() never computes them)",
+                 st->n_visible, n_cols - 1);
     else
-        fprintf(out, "  (pos %d sees every cached key 0..%d; later positions do not exist yet,\n"
-                     "   so the mask has nothing to hide)\n", st->pos, st->n_visible - 1);
+        snprintf(note, sizeof note, "(pos %d sees every cached key 0..%d; later positions do not exist yet,\n"
+                                    "so the mask has nothing to hide)", st->pos, st->n_visible - 1);
+    print_wrapped(out, width, note);
 }
 
 
@@ -339,17 +385,65 @@ void labels_free(Labels *lb) {
     free(lb->positions);
 }
 
-/* One head's full table. */
-void print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
-                             const Labels *lb, int colour) {
+/* When the step view has no rows for a table of every key: the keys of one
+ * block (as many as fit the width) with the most weight in any of rows
+ * (n_rows weight rows of n keys), in position order, into shown[MAX_CHOSEN]; returns
+ * how many, or -1 out of memory. */
+#define MAX_CHOSEN 64 /* keys chosen at most (a block of a 522-column terminal) */
+static int most_weighted_columns(const float *const *rows, int n_rows, int n, int width, int *shown) {
+    int k = keys_per_block(width) < MAX_CHOSEN ? keys_per_block(width) : MAX_CHOSEN;
+    if (k > n) k = n;
+    float *most = malloc((size_t)n * sizeof *most);
+    if (!most) return -1;
+    for (int t = 0; t < n; t++) {
+        most[t] = rows[0][t];
+        for (int r = 1; r < n_rows; r++) most[t] = rows[r][t] > most[t] ? rows[r][t] : most[t];
+    }
+    most_attended(most, n, shown, k);
+    free(most);
+    for (int i = 1; i < k; i++) /* into position order */
+        for (int j = i; j > 0 && shown[j - 1] > shown[j]; j--) {
+            int swap = shown[j];
+            shown[j] = shown[j - 1];
+            shown[j - 1] = swap;
+        }
+    return k;
+}
+
+/* The line under a table of chosen keys: how many of how many, and the sum
+ * of all their weights (the summary's line, which the heads' list repeats) */
+static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, const char *which) {
+    double sum = 0;
+    for (int t = 0; t < row->n_visible; t++) sum += row->weights ? row->weights[t] : 0;
+    char note[160], total[48] = "";
+    if (row->weights) snprintf(total, sizeof total, "; weights sum to %.6f", sum);
+    snprintf(note, sizeof note, "(%d of %d keys shown, %s%s)", shown, row->n_visible, which, total);
+    print_wrapped(out, row->width, note);
+}
+
+/* One head's table: every key, or (one_block) the keys of one block with
+ * the most weight, for a step view short of rows. 0, or -1 out of memory. */
+int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
+                     const Labels *lb, int colour, int one_block) {
     const Config *c = &tr->model->config;
     fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
             h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
     int window = tr->opt.window > 0; /* marks the sinks and the window */
     AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
                          st->n_visible, n_cols, c->head_size, lb->ptrs, width,
-                         window ? lb->positions : NULL, window ? st->sinks : 0 };
-    trace_print_attention(out, &row, colour);
+                         window ? lb->positions : NULL, window ? st->sinks : 0, NULL, 0 };
+    int shown[MAX_CHOSEN];
+    if (one_block && n_cols > keys_per_block(width)) {
+        row.n_shown = most_weighted_columns(&row.weights, 1, st->n_visible, width, shown);
+        if (row.n_shown < 0) return -1;
+        row.shown = shown;
+    }
+    if (!row.shown) trace_print_attention(out, &row, colour);
+    else {
+        print_attention_blocks(out, &row, colour);
+        print_chosen_note(out, row.n_shown, &row, "the most attended");
+    }
+    return 0;
 }
 
 /* One head on one line: its most attended keys with their weights. */
@@ -376,7 +470,7 @@ void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
 /* The top next tokens on as few lines as fit, with their probabilities:
  * at the temperature the sampler drew from (p@T) when it is not 1 (or 0),
  * the sampled token marked with a *. */
-void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st) {
+void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, int one_line) {
     char piece[256], item[300];
     int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
     Wrap wr = { out, width, 8, 0 };
@@ -387,6 +481,7 @@ void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st) 
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
         snprintf(item, sizeof item, " %s%s %.3f%s", with_t && cand->id == st->next ? "*" : "", piece,
                  with_t ? cand->prob_t : cand->prob, i + 1 < st->n_top ? "," : "");
+        if (one_line && i > 0 && wr.column + display_width(item) > width) break;
         wrap_put(&wr, item);
     }
     wrap_end(&wr);
@@ -452,13 +547,13 @@ static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
         for (int l = 0; l < c->n_layers; l++)
             for (int h = 0; h < c->n_heads; h++) {
                 if (!layer_selected(tr, l) || !head_selected(tr, h)) continue;
-                if (tr->level == TRACE_FULL) print_head_table(out, tr->width, tr, st, l, h, n_cols, &lb, tr->colour);
+                if (tr->level == TRACE_FULL) print_head_table(out, tr->width, tr, st, l, h, n_cols, &lb, tr->colour, 0);
                 else print_head_summary(out, tr->width, tr, st, l, h, &lb, 0);
             }
         if (tr->level == TRACE_FULL) {
-            print_mask_note(out, st, n_cols);
+            print_mask_note(out, tr->width, st, n_cols);
             print_top_logits(out, tr, st);
-        } else print_next_summary(out, tr->width, tr, st);
+        } else print_next_summary(out, tr->width, tr, st, 0);
         print_sampling(out, tr, st);
     }
     labels_free(&lb);
@@ -488,29 +583,41 @@ int write_pending_text(Tracer *tr, int at_close) {
 
 /* Step mode's a: the chosen layer's heads side by side, a weights row each
  * (> marks the chosen head), in blocks of the keys that fit: how the
- * layer's heads divide the keys among them */
-void print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb,
-                                int colour) {
+ * layer's heads divide the keys among them; or (one_block) the keys of one
+ * block that some head weighs most. 0, or -1 out of memory. */
+int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
+                        int one_block) {
     const Config *c = &tr->model->config;
-    int n = st->n_visible, keys = keys_per_block(width), window = tr->opt.window > 0;
+    int n = st->n_visible, keys = keys_per_block(width), window = tr->opt.window > 0, shown[MAX_CHOSEN];
     AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, window ? lb->positions : NULL,
-                             window ? st->sinks : 0 };
+                             window ? st->sinks : 0, NULL, 0 };
+    const float **heads = malloc((size_t)c->n_heads * sizeof *heads);
+    if (!heads) return -1;
+    for (int h = 0; h < c->n_heads; h++) heads[h] = step_weights(st, &tr->capture, tr->focus_layer, h);
+    if (one_block && n > keys) {
+        columns.n_shown = most_weighted_columns(heads, c->n_heads, n, width, shown);
+        columns.shown = columns.n_shown >= 0 ? shown : NULL;
+        if (!columns.shown) { free(heads); return -1; }
+        n = columns.n_shown;
+    }
     char label[16], cell[32];
     fprintf(out, "layer %d: every head's weights (a: back to head %d's table)\n", tr->focus_layer, tr->focus_head);
     for (int first = 0; first < n; first += keys) {
         int last = first + keys < n ? first + keys : n;
         print_key_lines(out, &columns, first, last);
         for (int h = 0; h < c->n_heads; h++) {
-            const float *w = step_weights(st, &tr->capture, tr->focus_layer, h);
             snprintf(label, sizeof label, "%s H%d", h == tr->focus_head ? ">" : " ", h);
             put_row_label(out, label);
-            for (int t = first; t < last; t++) {
-                snprintf(cell, sizeof cell, "%.3f", w[t]);
-                if (colour) put_heat_cell(out, cell, w[t]);
+            for (int i = first; i < last; i++) {
+                float w = heads[h][row_column(&columns, i)];
+                snprintf(cell, sizeof cell, "%.3f", w);
+                if (colour) put_heat_cell(out, cell, w);
                 else put_cell(out, cell, CELL_WIDTH);
             }
             fputc('\n', out);
         }
     }
+    if (columns.shown) print_chosen_note(out, n, &columns, "those some head weighs most");
+    free(heads);
+    return 0;
 }
-

@@ -206,6 +206,8 @@ if [ $have_python = 1 ]; then
     $CHECK step $RUN $MODEL -t 0 -n 12 -i "the" --step
     $CHECK step-screen $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat on the mat and the" --step \
         --trace-out "$tmp/step-file.txt"
+    $CHECK step-fit "$tmp/step-fit.txt" $RUN models/stories.bin -t 0 -n 40 -i "Once upon a time" --step \
+        --trace-out "$tmp/step-fit.txt"
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0
 fi
 

@@ -37,7 +37,7 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, 0, NULL, 0 };
+    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, 0, NULL, 0, NULL, 0 };
     trace_print_attention(f, &row, colour);
     fclose(f);
     return text;
@@ -159,7 +159,7 @@ static char *wrapped_row(int width, int *blocks, int *widest) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, N, N, 4, labels, width, NULL, 0 };
+    AttentionRow row = { scores, weights, N, N, 4, labels, width, NULL, 0, NULL, 0 };
     trace_print_attention(f, &row, 0);
     fclose(f);
     *blocks = 0;

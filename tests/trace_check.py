@@ -391,6 +391,69 @@ def cmd_step_screen(argv):
           "%d wide (%r), %d head lines of %s" % (len(wide), wide[:3], len(heads), layers))
 
 
+PROMPT_LINE = "-- [Enter] next token"
+
+
+def screen_rows(lines, width):
+    """Rows the lines take on a terminal width columns wide (they wrap)."""
+    return sum(max(1, (len(l) + width - 1) // width) for l in lines)
+
+
+def table_weights(lines, head_line):
+    """{key position: weight} of the table under head_line (the text
+    trace's blocks of "key pos" and "weight" rows, as far as its summary
+    or note)."""
+    i, weights, positions = lines.index(head_line) + 1, {}, []
+    while i < len(lines) and lines[i].startswith("  ") and not lines[i].startswith("  ("):
+        cells = lines[i].split()
+        if lines[i].startswith("  key pos"):
+            positions = [int(c) for c in cells[2:]]
+        elif cells[0] == "weight":
+            weights.update(zip(positions, [float(c) for c in cells[1:]]))
+        elif cells[0] == "sum":
+            break
+        i += 1
+    return weights
+
+
+def cmd_step_fit(trace_path, argv):
+    """Step mode at 80 x 24 on a model whose view would not fit (the stories
+    model: 36 heads, a table of every key): each view fits the rows with its
+    prompt line; once the table of every key would not, the chosen head's
+    table shows the 8 keys with the most weight, which are the 8 largest of
+    the head's row in the text trace's file (its full table) at that step,
+    with the same weights; a shows the layer's heads over 8 keys likewise."""
+    keys = [b"\n"] * 14 + [b"a", b"q"]
+    out = run_in_pty(argv, keys, {**os.environ, "NO_COLOR": "1"}, size=(80, 24), timeout=30)
+    lines = out.replace("\r", "").split("\n")
+    ends = [i for i, l in enumerate(lines) if l.startswith(PROMPT_LINE)]
+    views = [lines[a + 1:b + 1] for a, b in zip([-1] + ends, ends)]
+    tall = [screen_rows(v, 80) for v in views if screen_rows(v, 80) > 24]
+    head_view = views[-2] if len(views) >= 2 else []
+    note = [l for l in head_view if re.match(r"^  \(8 of \d+ keys shown, the most attended; weights sum to 1\.0000", l)]
+    pos = [int(m.group(1)) for l in head_view for m in [re.match(r"^== pos (\d+):", l)] if m]
+    shown, full = {}, {}
+    if note and pos:
+        shown = table_weights(head_view, next(l for l in head_view if l.startswith("layer 0 head 0 ")))
+        text = open(trace_path).read().split("\n")
+        block = text[text.index(next(l for l in text if l.startswith("== pos %d:" % pos[0]))):]
+        full = table_weights(block, next(l for l in block if l.startswith("layer 0 head 0 ")))
+    largest = sorted(full, key=lambda p: -full[p])[:8]
+    check(len(views) == 16 and not tall and note and len(full) == pos[0] + 1 and sorted(shown) == sorted(largest)
+          and all(abs(shown[p] - full[p]) < 6e-4 for p in shown),
+          "step view at 80 x 24 on the stories model: every view fits its rows; a table too tall for them shows "
+          "the 8 most attended keys, as the full table in the trace file has them",
+          "%d views, rows over 24: %s, note %s, shown %s, file's 8 largest %s" % (len(views), tall, note, shown, largest))
+    grid = views[-1]
+    rows = [l for l in grid if re.match(r"^  [ >] H\d ", l)]
+    check(any(l.startswith("layer 0: every head's weights") for l in grid) and len(rows) == 6
+          and all(len(l.split()) - (2 if l.startswith("  >") else 1) == 8 for l in rows)
+          and any("8 of %d keys shown, those some head weighs most" % (pos[0] + 1) in l for l in grid if pos)
+          and screen_rows(grid, 80) <= 24,
+          "step view's a at 80 x 24: the layer's 6 heads over the 8 keys some head weighs most, within the rows",
+          "\n".join(grid))
+
+
 def cmd_colour(argv):
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
@@ -475,6 +538,8 @@ def main():
         cmd_step(args)
     elif cmd == "step-screen":
         cmd_step_screen(args)
+    elif cmd == "step-fit":
+        cmd_step_fit(args[0], args[1:])
     elif cmd == "colour":
         cmd_colour(args)
     else:
