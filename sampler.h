@@ -8,7 +8,8 @@
 
 #include <stdint.h>
 
-typedef enum { SAMPLE_GREEDY, SAMPLE_TEMPERATURE, SAMPLE_TOP_P } SampleMethod;
+/* SAMPLE_TOP_K, _TOP_P, _TOP_K_TOP_P: which cutoffs the candidates passed */
+typedef enum { SAMPLE_GREEDY, SAMPLE_TEMPERATURE, SAMPLE_TOP_K, SAMPLE_TOP_P, SAMPLE_TOP_K_TOP_P } SampleMethod;
 
 typedef struct {
     float prob;
@@ -165,7 +166,9 @@ int sample(Sampler *s, float *logits, SampleInfo *info) {
         cdf += s->candidates[i].prob;
         if (r < cdf) { chosen = s->candidates[i].index; break; }
     }
-    *info = (SampleInfo){ SAMPLE_TOP_P, n, coin, logits[chosen] };
+    int top_p = s->topp > 0.0f && s->topp < 1.0f;
+    SampleMethod method = s->topk <= 0 ? SAMPLE_TOP_P : top_p ? SAMPLE_TOP_K_TOP_P : SAMPLE_TOP_K;
+    *info = (SampleInfo){ method, n, coin, logits[chosen] };
     return chosen;
 }
 

@@ -331,7 +331,9 @@ const char *method_name(SampleMethod m) {
     switch (m) {
     case SAMPLE_GREEDY: return "greedy";
     case SAMPLE_TEMPERATURE: return "temperature";
+    case SAMPLE_TOP_K: return "top-k";
     case SAMPLE_TOP_P: return "top-p";
+    case SAMPLE_TOP_K_TOP_P: return "top-k+top-p";
     }
     return "?";
 }
@@ -524,7 +526,9 @@ void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
                      "in the cumulative distribution; p@T = %.4f\n",
                 piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
         break;
+    case SAMPLE_TOP_K:
     case SAMPLE_TOP_P:
+    case SAMPLE_TOP_K_TOP_P:
         fprintf(out, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
         if (tr->topk > 0) fprintf(out, ", top-k %d", tr->topk);
         if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(out, ", top-p %g", tr->topp);

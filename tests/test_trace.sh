@@ -61,6 +61,18 @@ good = gen and all(s["sample"]["method"] == "top-p" and 1 <= s["sample"]["candid
 print("ok trace-json: top-p steps record candidates, coin and probability" if good else
       "FAIL trace-json sampling: %r" % [s["sample"] for s in gen[:2]])
 EOF
+    # the method names the cutoffs that ran: -k alone is top-k (it was
+    # reported as top-p), both are top-k+top-p
+    $RUN $MODEL -t 0.9 -k 5 -p 1 -s 7 -n 12 -i "$PROMPT" --trace-json "$tmp/k.jsonl" >/dev/null 2>&1
+    $RUN $MODEL -t 0.9 -k 5 -p 0.8 -s 7 -n 12 -i "$PROMPT" --trace-json "$tmp/kp.jsonl" >/dev/null 2>&1
+    $PY - "$tmp/k.jsonl" "$tmp/kp.jsonl" <<'EOF'
+import json, sys
+k, kp = ([json.loads(l)["sample"] for l in open(p) if not json.loads(l)["forced"]] for p in sys.argv[1:3])
+good = (k and kp and all(s["method"] == "top-k" and s["candidates"] == 5 and s["topk"] == 5 for s in k)
+        and all(s["method"] == "top-k+top-p" and 1 <= s["candidates"] <= 5 for s in kp))
+print("ok trace-json: -k alone is method top-k (5 candidates), -k with -p top-k+top-p" if good else
+      "FAIL trace-json top-k method: %r %r" % (k[:1], kp[:1]))
+EOF
 fi
 
 # ---- the text trace ---------------------------------------------------------

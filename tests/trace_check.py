@@ -75,7 +75,7 @@ def schema_errors(st, i):
             errs.append("step %d: %s is not %s" % (i, key, kind.__name__))
     if st.get("forced") is False:
         s = st.get("sample") or {}
-        if s.get("method") not in ("greedy", "temperature", "top-p"):
+        if s.get("method") not in ("greedy", "temperature", "top-k", "top-p", "top-k+top-p"):
             errs.append("step %d: sample.method %r" % (i, s.get("method")))
         for key in ("temperature", "topp", "topk", "candidates", "coin", "probability"):
             if not isinstance(s.get(key), (int, float)):
