@@ -290,15 +290,13 @@ double attention_flops(const Bench *b, int position) {
     return flops_attention_per_token(&b->model->config, keys_attended(b, position));
 }
 
-double other_flops(const Config *c) { return flops_weights_per_token(c); }
-
 /* The machine's FLOP rate on this model where attention is negligible. */
 static double small_context_flop_rate(const Bench *b) {
     const Config *c = &b->model->config;
     int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     double flops = 0, seconds = 0;
     for (int i = 0; i < n; i++) {
-        flops += attention_flops(b, b->cached.positions[i]) + other_flops(c);
+        flops += attention_flops(b, b->cached.positions[i]) + flops_weights_per_token(c);
         seconds += b->cached.total_ms[i] * 1e-3;
     }
     return seconds > 0 ? flops / seconds : 0;

@@ -105,7 +105,6 @@ typedef struct {
 ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases);
 double median(double *v, int n); /* sorts v */
 double attention_flops(const Bench *b, int position);
-double other_flops(const Config *c);
 int curve_find(const Curve *c, int position);     /* its index, or -1 when not measured */
 int log_positions(int ctx, int *out);             /* out[MAX_LOG_POSITIONS]; returns how many */
 int prefill_lengths(int ctx, int *out);           /* out[N_PREFILL_LENGTHS]; returns how many */

@@ -56,7 +56,7 @@ static void print_table(const Bench *b) {
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         printf("%9d %10.3f %10.3f %10.3f %6.1f %12.4g %12.4g", log_pos[k], total, attention,
                total - attention, 100.0 * attention / total, attention_flops(b, log_pos[k]) * 1e-6,
-               other_flops(c) * 1e-6);
+               flops_weights_per_token(c) * 1e-6);
         if (b->options->no_cache && j >= 0)
             printf(" %12.3f %9.2f", b->recomputed.total_ms[j], b->recomputed.total_ms[j] / total);
         printf("\n");
@@ -320,7 +320,7 @@ void write_csv(const Bench *b, FILE *f) {
         int j = b->options->no_cache ? curve_find(&b->recomputed, position) : -1;
         double total = b->cached.total_ms[i], attention = b->cached.attention_ms[i];
         fprintf(f, "%d,%.6f,%.6f,%.6f,%.0f,%.0f,", position, total, attention, total - attention,
-                attention_flops(b, position), other_flops(c));
+                attention_flops(b, position), flops_weights_per_token(c));
         if (j >= 0)
             fprintf(f, "%.6f,%.6f,%.4f\n", b->recomputed.total_ms[j], b->recomputed.attention_ms[j],
                     b->recomputed.total_ms[j] / total);

@@ -264,7 +264,7 @@ int derive(const Bench *b, Derived *d) {
         double a = attention_flops(b, b->cached.positions[i]);
         d->other_ms[i] = b->cached.total_ms[i] - b->cached.attention_ms[i];
         d->time_share[i] = 100.0 * b->cached.attention_ms[i] / b->cached.total_ms[i];
-        d->flop_share[i] = 100.0 * a / (a + other_flops(&b->model->config));
+        d->flop_share[i] = 100.0 * a / (a + flops_weights_per_token(&b->model->config));
     }
     running_median(&b->cached, b->cached.total_ms, d->total_smooth, scratch);
     running_median(&b->cached, b->cached.attention_ms, d->attention_smooth, scratch);

@@ -1,5 +1,6 @@
-/* checkpoint.h — loading checkpoints: qkv files, llama2.c's legacy and
- * version-1 files. Every size is checked against the file before a byte of
+/* checkpoint.h — loading checkpoints: qkv files, llama2.c's legacy,
+ * version-1 and version-2 (Q8_0) files, and model_load's choice among them
+ * and GGUF (read by gguf.h). Every size is checked against the file before a byte of
  * data is touched; a bad file gets one line in err and -1.
  *
  * Implementation only, included by model.h's implementation section; the

@@ -776,7 +776,7 @@ static const KernelEntry KERNELS[] = {
 };
 
 const char *isa_name(Isa isa) {
-    static const char *names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
+    static const char *const names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
     return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
 }
 
@@ -796,7 +796,7 @@ const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KER
 const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available(), 0); }
 
 const char *vendor_name(Vendor vendor) {
-    static const char *names[VENDOR_COUNT] = { "any", "intel", "amd" };
+    static const char *const names[VENDOR_COUNT] = { "any", "intel", "amd" };
     return vendor >= 0 && vendor < VENDOR_COUNT ? names[vendor] : "?";
 }
 

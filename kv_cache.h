@@ -59,7 +59,6 @@ typedef struct {
 /* Returns 0, or -1 when out of memory (or the size overflows). */
 int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int capacity, int head_size);
 void kv_cache_free(KVCache *kv);
-size_t kv_cache_bytes(const KVCache *kv);
 /* Bytes one position adds: keys and values of every layer and kv head. */
 size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size);
 
@@ -110,7 +109,7 @@ void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float
 #include <string.h>
 
 const char *kv_type_name(KVType type) {
-    static const char *names[KV_TYPE_COUNT] = { "f32", "f16", "q8" };
+    static const char *const names[KV_TYPE_COUNT] = { "f32", "f16", "q8" };
     return type >= 0 && type < KV_TYPE_COUNT ? names[type] : "?";
 }
 
@@ -173,10 +172,6 @@ void kv_cache_free(KVCache *kv) {
 
 size_t kv_bytes_per_position(KVType type, int n_layers, int n_kv_heads, int head_size) {
     return 2 * (size_t)n_layers * n_kv_heads * kv_row_bytes(type, head_size);
-}
-
-size_t kv_cache_bytes(const KVCache *kv) {
-    return (size_t)kv->n_layers * kv->n_kv_heads * kv->stride * kv_bytes_per_position(kv->type, 1, 1, kv->head_size);
 }
 
 /* The slot of position pos: a sink keeps its own; the others go round the

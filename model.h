@@ -5,10 +5,11 @@
  * (engine.c), linked with kernels_float.c (the float kernels, a translation
  * unit of their own: kernels_float.h).
  *
- * Reading order: config and weights (what a checkpoint holds), loading (three
- * file formats, every size checked before a byte of data is touched), the run
+ * Reading order: config and weights (what a checkpoint holds), loading (qkv,
+ * llama2.c's legacy, version-1 and version-2 files, GGUF; every size checked
+ * before a byte of data is touched), the run
  * state and KV cache, the kernels (small named functions, shapes in comments),
- * then forward(), which strings the kernels into Llama-style blocks.
+ * then forward(), which strings the kernels into Llama- or GPT-2-style blocks.
  */
 #ifndef QKV_MODEL_H
 #define QKV_MODEL_H
@@ -122,7 +123,7 @@ typedef struct {
 #define QKV_MAX_VOCAB    (1 << 20)
 #define QKV_MAX_SEQ_LEN  (1 << 20)
 
-/* Loads a checkpoint of any of the four formats. Returns 0, or -1 with a
+/* Loads a checkpoint of any FileFormat (the file says which). Returns 0, or -1 with a
  * one-line reason in err. */
 int model_load(Model *m, const char *path, char *err, size_t err_len);
 /* The same from size bytes at data (a fuzzer's input, a test's buffer): the
@@ -138,9 +139,6 @@ const char *model_kernel_name(const Model *m);
 
 /* ------------------------------------------------------------------------ */
 /* KV cache and run state                                                    */
-
-/* The KV cache (kv_cache.h): keys and values of every layer for every
- * position seen so far, in float32, float16 or int8. */
 
 /* Positions forward_tokens pushes through the weights together, as rows of
  * a matrix: each weight row is read from memory once per chunk of positions
@@ -166,12 +164,14 @@ const char *model_kernel_name(const Model *m);
 #define QKV_ATTENTION_FLOATS ((size_t)16 << 20)
 
 typedef struct {
-    float *x;       /* [QKV_CHUNK, dim] residual stream */
-    float *xb;      /* [QKV_CHUNK, width = max(dim, q_dim)] normed input / attention output */
-    float *xb2;     /* [QKV_CHUNK, dim] a block's output before the residual add */
-    float *q;       /* [QKV_CHUNK, q_dim] queries of all heads */
-    float *k, *v;   /* [QKV_CHUNK, kv_dim] these positions' keys and values */
-    float *hb, *hb2;/* [QKV_CHUNK, hidden_dim] MLP gate and up */
+    float *x;          /* [QKV_CHUNK, dim] residual stream */
+    float *matmul_in;  /* [QKV_CHUNK, width = max(dim, q_dim)] the next products' input: the normed
+                          stream, or attention's output (the input of wo) */
+    float *block_out;  /* [QKV_CHUNK, dim] a block's output before the residual add */
+    float *q;          /* [QKV_CHUNK, q_dim] queries of all heads */
+    float *k, *v;      /* [QKV_CHUNK, kv_dim] these positions' keys and values */
+    float *mlp_hidden; /* [QKV_CHUNK, hidden_dim] the MLP's hidden layer: gelu(w1 x), or w1 x and then silu(w1 x) * (w3 x) */
+    float *mlp_up;     /* [QKV_CHUNK, hidden_dim] SwiGLU's w3 x */
     float *attention_scores;  /* [n_heads, capacity] raw q·k of the position the observer is told of */
     float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores (both point into:) */
     float *chunk_scores;      /* [attention_rows, n_heads, capacity] the scores of a chunk's positions, */
@@ -185,7 +185,7 @@ typedef struct {
     float *x_q_scale; /*   and its scales per block, for int8 and 4-bit weights */
     int32_t *x_q_sum; /*   and its sums per block */
     float *rope_cos, *rope_sin; /* [QKV_CHUNK, head_size/2] the chunk's RoPE turns, shared by the layers */
-    int width;      /* row length of xb */
+    int width;      /* row length of matmul_in */
     KVCache kv_cache;
     Team *team;     /* the threads of the forward's parallel loops (team.h); NULL: OpenMP regions */
 } RunState;
@@ -323,13 +323,13 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     size_t width = q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim;
     s->width = (int)width;
     s->x = zalloc_aligned((size_t)QKV_CHUNK * c->dim, sizeof(float));
-    s->xb = zalloc_aligned((size_t)QKV_CHUNK * width, sizeof(float));
-    s->xb2 = zalloc_aligned((size_t)QKV_CHUNK * c->dim, sizeof(float));
+    s->matmul_in = zalloc_aligned((size_t)QKV_CHUNK * width, sizeof(float));
+    s->block_out = zalloc_aligned((size_t)QKV_CHUNK * c->dim, sizeof(float));
     s->q = zalloc_aligned((size_t)QKV_CHUNK * q_dim, sizeof(float));
     s->k = zalloc_aligned((size_t)QKV_CHUNK * kv_dim, sizeof(float));
     s->v = zalloc_aligned((size_t)QKV_CHUNK * kv_dim, sizeof(float));
-    s->hb = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
-    s->hb2 = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
+    s->mlp_hidden = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
+    s->mlp_up = zalloc_aligned((size_t)QKV_CHUNK * c->hidden_dim, sizeof(float));
     /* a chunk's scores, as many positions as fit in QKV_ATTENTION_FLOATS */
     s->attention_block = c->n_heads * capacity;
     s->attention_rows = attention_rows_for(c->n_heads, capacity);
@@ -347,7 +347,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     s->x_q_scale = zalloc_aligned((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(float));
     s->x_q_sum = zalloc_aligned((size_t)QKV_CHUNK * (widest / QKV_QBLOCK + 1), sizeof(int32_t));
     int kv_failed = kv_cache_init(&s->kv_cache, kv_type, c->n_layers, c->n_kv_heads, capacity, c->head_size);
-    if (kv_failed || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 ||
+    if (kv_failed || !s->x || !s->matmul_in || !s->block_out || !s->q || !s->k || !s->v || !s->mlp_hidden || !s->mlp_up ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
         !s->x_q_scale || !s->x_q_sum || !s->attention_partials || !s->attention_states) {
         run_state_free(s);
@@ -357,7 +357,7 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
 }
 
 void run_state_free(RunState *s) {
-    void *buffers[] = { s->x, s->xb, s->xb2, s->q, s->k, s->v, s->hb, s->hb2, s->chunk_scores, s->chunk_weights,
+    void *buffers[] = { s->x, s->matmul_in, s->block_out, s->q, s->k, s->v, s->mlp_hidden, s->mlp_up, s->chunk_scores, s->chunk_weights,
                         s->rope_cos, s->rope_sin, s->logits, s->x_q, s->x_q_scale, s->x_q_sum,
                         s->attention_partials, s->attention_states };
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) free_aligned(buffers[i]);
@@ -394,14 +394,6 @@ void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
-
-/* attention_head is built for AVX-512, AVX2+FMA and baseline x86-64
- * (target_clones), and the CPU's features pick one at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QKV_PORTABLE)
-#define QKV_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define QKV_SIMD_CLONES
-#endif
 
 Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
     Matrix mat = { type, rows, cols, data, NULL, NULL };
@@ -529,8 +521,6 @@ void matrix_row(float *out, const Matrix *w, int row) {
                         out, w->cols);
 }
 
-/* Rotary position embedding, in place on vec[n_heads*head_size]: within each
- * head, the pair (2i, 2i+1) turns by pos * theta^(-2i/head_size) radians. */
 /* The turn of each pair at position pos: cos[i/2], sin[i/2] of pos *
  * theta^(-i/head_size), i = 0, 2, 4, ... (the same for every head and layer) */
 static void rope_angles(float *cos_out, float *sin_out, int head_size, int pos, float theta) {
@@ -553,6 +543,8 @@ static void rope_apply(float *vec, int n_heads, int head_size, const float *cos_
         }
 }
 
+/* Rotary position embedding, in place on vec[n_heads*head_size]: within each
+ * head, the pair (2i, 2i+1) turns by pos * theta^(-2i/head_size) radians. */
 void rope(float *vec, int n_heads, int head_size, int pos, float theta) {
     float cos_buf[QKV_MAX_DIM / 2], sin_buf[QKV_MAX_DIM / 2];
     rope_angles(cos_buf, sin_buf, head_size, pos, theta);
@@ -632,7 +624,7 @@ static void add_bias(float *out, int stride, const float *bias, int len, int n) 
  * arithmetic is the same wherever its run starts (elementwise.h). */
 typedef struct {
     Activations *x;
-    Product gate, up; /* w1 into hb, w3 into hb2: the same rows */
+    Product gate, up; /* w1 into mlp_hidden, w3 into mlp_up: the same rows */
     Isa isa;
 } GateUpTask;
 
@@ -647,7 +639,7 @@ static void gate_up_rows(void *ctx, long first, long last) {
                  g->up.out + (size_t)t * g->up.out_stride + begin, end - begin);
 }
 
-/* hb[t, :hidden] = silu(w1 x[t]) * (w3 x[t]) */
+/* mlp_hidden[t, :hidden] = silu(w1 x[t]) * (w3 x[t]) */
 static void gate_up(Activations *x, const Product *gate, const Product *up, Isa isa) {
     Product both[] = { *gate, *up };
     long work;
@@ -695,7 +687,7 @@ static void notify_attention(const ForwardObserver *o, int layer, int pos, RunSt
 
 /* Attention of rows first..first+n-1 (positions pos..pos+n-1) for every
  * query head, against the cache, which already holds their keys: q rows ->
- * xb rows, a block of keys at a time (attention.h). Observed, row t's
+ * matmul_in rows, a block of keys at a time (attention.h). Observed, row t's
  * scores of head h go to chunk_scores + t*block + h*capacity, its weights
  * likewise. */
 static void attention(const Config *c, RunState *s, int layer, int pos, int first, int n, int observed) {
@@ -703,7 +695,7 @@ static void attention(const Config *c, RunState *s, int layer, int pos, int firs
     AttentionRows rows = {
         .n_heads = c->n_heads, .n = n, .pos = pos,
         .q = s->q + (size_t)first * q_dim, .q_stride = q_dim,
-        .out = s->xb + (size_t)first * s->width, .out_stride = s->width,
+        .out = s->matmul_in + (size_t)first * s->width, .out_stride = s->width,
         .scores = observed ? s->chunk_scores : NULL, .weights = observed ? s->chunk_weights : NULL,
         .observed_stride = s->attention_block,
         .partials = s->attention_partials, .states = s->attention_states, .team = s->team,
@@ -743,7 +735,7 @@ static void norm_rows(Team *team, const Config *c, float *out, int out_stride, c
  * into the cache. */
 static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int layer, int pos, int n) {
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
-    Activations normed = activations(s, s->xb, n, s->width, c->dim);
+    Activations normed = activations(s, s->matmul_in, n, s->width, c->dim);
     Product qkv[] = { { s->q, q_dim, &w->wq }, { s->k, kv_dim, &w->wk }, { s->v, kv_dim, &w->wv } };
     matmul_group(&normed, qkv, 3);
     add_bias(s->q, q_dim, w->bq, q_dim, n);
@@ -761,23 +753,23 @@ static void project_qkv(const Config *c, const LayerWeights *w, RunState *s, int
     }
 }
 
-/* The MLP of rows 0..n-1, normed input in xb -> xb2:
+/* The MLP of rows 0..n-1, normed input in matmul_in -> block_out:
  *   Llama:  w2 · (silu(w1 x) * w3 x)
  *   GPT-2:  w2 · gelu(w1 x + b1) + b2 */
 static void mlp(const Config *c, const LayerWeights *w, RunState *s, int n) {
     int dim = c->dim, hidden = c->hidden_dim;
-    Activations normed = activations(s, s->xb, n, s->width, dim);
+    Activations normed = activations(s, s->matmul_in, n, s->width, dim);
     if (c->arch == ARCH_GPT2) {
-        matmul_rows(s->hb, hidden, &normed, &w->w1);
-        add_bias(s->hb, hidden, w->b1, hidden, n);
-        gelu(s->team, s->hb, n * hidden, (Activation)c->activation);
+        matmul_rows(s->mlp_hidden, hidden, &normed, &w->w1);
+        add_bias(s->mlp_hidden, hidden, w->b1, hidden, n);
+        gelu(s->team, s->mlp_hidden, n * hidden, (Activation)c->activation);
     } else {
-        Product gate = { s->hb, hidden, &w->w1 }, up = { s->hb2, hidden, &w->w3 };
+        Product gate = { s->mlp_hidden, hidden, &w->w1 }, up = { s->mlp_up, hidden, &w->w3 };
         gate_up(&normed, &gate, &up, s->kv_cache.isa); /* the run state's instruction set */
     }
-    Activations hidden_rows = activations(s, s->hb, n, hidden, hidden);
-    matmul_rows(s->xb2, dim, &hidden_rows, &w->w2);
-    add_bias(s->xb2, dim, w->b2, dim, n);
+    Activations hidden_rows = activations(s, s->mlp_hidden, n, hidden, hidden);
+    matmul_rows(s->block_out, dim, &hidden_rows, &w->w2);
+    add_bias(s->block_out, dim, w->b2, dim, n);
 }
 
 /* One block over rows 0..n-1 (positions pos..pos+n-1):
@@ -792,7 +784,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
     const LayerWeights *w = &m->weights.layers[layer];
     int dim = c->dim;
 
-    norm_rows(s->team, c, s->xb, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
+    norm_rows(s->team, c, s->matmul_in, s->width, s->x, w->attention_norm, w->attention_norm_bias, n);
     project_qkv(c, w, s, layer, pos, n);
     /* an observer's score rows hold attention_rows positions; without one, all n go together */
     int observed = watches_attention(o), at_once = observed ? s->attention_rows : n;
@@ -803,14 +795,14 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
         notify_stage(o, STAGE_ATTENTION_END, layer);
         for (int t = 0; t < rows; t++) notify_attention(o, layer, pos + first + t, s, t);
     }
-    Activations heads = activations(s, s->xb, n, s->width, c->n_heads * c->head_size);
-    matmul_rows(s->xb2, dim, &heads, &w->wo);
-    add_bias(s->xb2, dim, w->bo, dim, n);
-    add_residual(s->x, s->xb2, n * dim);
+    Activations heads = activations(s, s->matmul_in, n, s->width, c->n_heads * c->head_size);
+    matmul_rows(s->block_out, dim, &heads, &w->wo);
+    add_bias(s->block_out, dim, w->bo, dim, n);
+    add_residual(s->x, s->block_out, n * dim);
 
-    norm_rows(s->team, c, s->xb, s->width, s->x, w->ffn_norm, w->ffn_norm_bias, n);
+    norm_rows(s->team, c, s->matmul_in, s->width, s->x, w->ffn_norm, w->ffn_norm_bias, n);
     mlp(c, w, s, n);
-    add_residual(s->x, s->xb2, n * dim);
+    add_residual(s->x, s->block_out, n * dim);
 }
 
 /* x[dim] = the token's embedding, plus its position's (GPT-2); Llama's
@@ -820,7 +812,7 @@ static void embed(const Model *m, RunState *s, int t, int token, int pos) {
     float *x = s->x + (size_t)t * c->dim;
     matrix_row(x, &m->weights.token_embedding, token);
     if (c->arch == ARCH_GPT2) {
-        float *row = s->xb2 + (size_t)t * c->dim; /* scratch until the block's attention output */
+        float *row = s->block_out + (size_t)t * c->dim; /* scratch until the block's attention output */
         /* learned positions end at seq_len; the callers stop there (run.c
          * clamps -n and --ctx), and a position past the table must not read
          * past it: it gets the last row */

@@ -101,7 +101,7 @@ static int print_step_lower(Part *table, Part *bottom, int width, Tracer *tr, co
     print_mask_note(bottom->f, width, st, st->n_visible);
     print_next_summary(bottom->f, width, tr, st, compact);
     print_sampling(bottom->f, tr, st);
-    if (tr->all_heads) return print_layer_weights(table->f, width, tr, st, lb, colour, compact);
+    if (tr->layer_weights) return print_layer_weights(table->f, width, tr, st, lb, colour, compact);
     return print_head_table(table->f, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, lb, colour,
                             compact);
 }
@@ -132,7 +132,7 @@ static int print_step_view(Tracer *tr, const Step *st) {
             part_close(&bottom);
             rc = print_step_lower(&table, &bottom, width, tr, st, &lb, colour, 1);
             /* the layer's weights show what its heads' lines would */
-            if (tr->all_heads) part_close(&heads);
+            if (tr->layer_weights) part_close(&heads);
         }
     }
     Part *parts[] = { &top, &heads, &table, &bottom };
@@ -169,7 +169,7 @@ int tracer_pause(Tracer *tr) {
         case KEY_HEAD_PREV: tr->focus_head = wrap_index(tr->focus_head, -1, c->n_heads); break;
         case KEY_LAYER_NEXT: tr->focus_layer = wrap_index(tr->focus_layer, 1, c->n_layers); break;
         case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
-        case KEY_ALL_HEADS: tr->all_heads = !tr->all_heads; break;
+        case KEY_LAYER_WEIGHTS: tr->layer_weights = !tr->layer_weights; break;
         case KEY_HELP: fputs(STEP_KEYS_HELP, stderr); redraw = 0; break;
         case KEY_OTHER: fputs("  (not a key of step mode: ? lists them)\n", stderr); redraw = 0; break;
         }

@@ -90,7 +90,7 @@ static StepKey key_of_char(int c) {
     case 'h': return KEY_HEAD_PREV;
     case 'j': return KEY_LAYER_NEXT;
     case 'k': return KEY_LAYER_PREV;
-    case 'a': return KEY_ALL_HEADS;
+    case 'a': return KEY_LAYER_WEIGHTS;
     case '?': return KEY_HELP;
     default: return KEY_OTHER;
     }

@@ -11,7 +11,7 @@ typedef enum {
     KEY_HEAD_PREV,  /* h, left arrow */
     KEY_LAYER_NEXT, /* j, down arrow */
     KEY_LAYER_PREV, /* k, up arrow */
-    KEY_ALL_HEADS,  /* a: every head's full table, or back to one */
+    KEY_LAYER_WEIGHTS, /* a: the chosen layer's heads side by side, or back to one head */
     KEY_HELP,       /* ? */
     KEY_OTHER
 } StepKey;

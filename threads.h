@@ -8,12 +8,13 @@
  * one core busy. So unless --threads (or OMP_NUM_THREADS) fixes the count,
  * generate and ppl time their steps with all threads and with one, keep the
  * faster, and look again at the other now and then (at doubling intervals,
- * up to every PROBE_MAX steps, so a probe of a slow setting costs little).
+ * up to every THREAD_PROBE_MAX steps, so a probe of a slow setting costs
+ * little).
  * The result does not depend on the choice: every kernel gives the same bits
  * with any number of threads (tested).
  *
- *     ThreadChoice tc = thread_choice(forced);
- *     int n = thread_choice_next(&tc);   (1 or all) ... omp_set_num_threads(n); step ...
+ *     ThreadChoice tc = thread_choice(omp_get_max_threads(), forced);
+ *     thread_choice_apply(&tc);   (OpenMP's count for the step: 1 or all) ... step ...
  *     thread_choice_record(&tc, seconds, tokens);
  */
 #ifndef QKV_THREADS_H

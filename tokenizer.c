@@ -191,7 +191,7 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
     t->eos_id = kind == TOKENIZER_LLAMA ? 2 : -1;
     if (vocab_size < 0 && n >= 4 && kind == TOKENIZER_LLAMA) vocab_size = count_entries(data, n);
     if (vocab_size <= 0) return fail(t, err, err_len, "tokenizer: empty or malformed");
-    /* encode() falls back to id 0, and BOS and EOS are 1 and 2 unless a qkv
+    /* tokenizer_encode falls back to id 0, and BOS and EOS are 1 and 2 unless a qkv
      * header says otherwise (checked against the vocabulary at load) */
     if (vocab_size < 3 && kind == TOKENIZER_LLAMA) {
         snprintf(err, err_len, "tokenizer: %d entries; the engine needs at least 3 (<unk>, <s>, </s>)", vocab_size);

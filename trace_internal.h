@@ -67,7 +67,7 @@ struct Tracer {
     int run_to_end;    /* step mode: the user pressed c, stop pausing */
     int raw_keys;      /* step mode: the terminal gives one key at a time */
     int focus_layer, focus_head; /* step mode: the head whose table is shown */
-    int all_heads;     /* step mode: every head's table */
+    int layer_weights; /* step mode: the chosen layer's heads side by side (a) */
     int out_of_memory; /* a step could not be recorded: reported at close */
     float *probs;      /* [vocab_size] scratch */
 };
