@@ -42,12 +42,6 @@ _Static_assert(sizeof PREFILL_LENGTHS / sizeof PREFILL_LENGTHS[0] == N_PREFILL_L
 /* ------------------------------------------------------------------------ */
 /* Timing one call of the forward pass                                       */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The observer's context: attention time summed over layers, each layer
  * counted from its STAGE_ATTENTION_BEGIN to its STAGE_ATTENTION_END. */
 typedef struct {

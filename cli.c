@@ -18,12 +18,6 @@ void die(const char *fmt, const char *detail) {
     exit(1);
 }
 
-double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 char *read_stream(FILE *f, const char *path, size_t *n) {
     size_t len = 0, cap = 1 << 16;
     char *buf = malloc(cap + 1);

@@ -18,8 +18,7 @@
 /* Prints "error: " and fmt (with detail for its one %s) on stderr, and exits with 1. */
 void die(const char *fmt, const char *detail);
 
-/* Seconds on the monotonic clock. */
-double now_seconds(void);
+#include "progress.h" /* now_seconds: seconds on the monotonic clock */
 
 /* Reads f to its end into a NUL-terminated buffer: at most MAX_TEXT_BYTES
  * (the limit is checked as it reads, so a stream that never ends is cut

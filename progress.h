@@ -19,21 +19,22 @@ typedef struct {
     double start, last;     /* seconds: when it began, when it last drew */
 } Progress;
 
-static inline double progress_now(void) {
+/* Seconds on the monotonic clock (the timings of every mode) */
+static inline double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static inline Progress progress_start(const char *label) {
-    Progress p = { label, isatty(2), progress_now(), 0 };
+    Progress p = { label, isatty(2), now_seconds(), 0 };
     return p;
 }
 
 /* [#########.........]  45%  what  12 s left: 20 columns of bar, the rest of
  * an 80-column line for the caller's words. */
 static inline void progress_update(Progress *p, double done, double total, const char *what) {
-    double now = progress_now();
+    double now = now_seconds();
     if (!p->on || total <= 0 || (now - p->last < 0.1 && done < total)) return;
     p->last = now;
     double f = done / total > 1 ? 1 : done / total;

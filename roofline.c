@@ -8,6 +8,7 @@
 #include "kernels.h"
 #include "kernels_isa.h" /* fetch_line: the kernels' own requests for lines */
 #include "team.h"
+#include "progress.h" /* now_seconds */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,12 +17,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- the sums (n floats, n a multiple of 64) and the FMA chains ---- */
 
