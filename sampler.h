@@ -110,27 +110,60 @@ static int by_probability_desc(const void *a, const void *b) {
     return 0;
 }
 
-/* Sorts the candidates that can matter, then keeps the top k of them (if k
- * is on) and the shortest prefix whose mass reaches topp (if p is on).
- * Returns how many are kept and their mass. Like llama2.c, tokens below
- * (1-topp)/(n-1) are dropped before sorting: they can never be in the nucleus. */
+/* The k most likely tokens into candidates[0..k-1], most likely first
+ * (a min-heap of k over the vocabulary, then sorted: O(vocab log k), where
+ * sorting the vocabulary would cost a millisecond at 32,000 tokens). */
+static int top_k_candidates(Sampler *s, const float *probs, int k) {
+    ProbIndex *heap = s->candidates;
+    for (int i = 0; i < s->vocab_size; i++) {
+        int at;
+        if (i < k) /* sift the new one up */
+            for (at = i; at > 0 && heap[(at - 1) / 2].prob > probs[i]; at = (at - 1) / 2) heap[at] = heap[(at - 1) / 2];
+        else if (probs[i] > heap[0].prob) /* it replaces the least: sift down */
+            for (at = 0; 2 * at + 1 < k;) {
+                int child = 2 * at + 1;
+                if (child + 1 < k && heap[child + 1].prob < heap[child].prob) child++;
+                if (heap[child].prob >= probs[i]) break;
+                heap[at] = heap[child];
+                at = child;
+            }
+        else continue;
+        heap[at] = (ProbIndex){ probs[i], i };
+    }
+    qsort(heap, (size_t)k, sizeof(ProbIndex), by_probability_desc);
+    return k;
+}
+
+/* The candidates, most likely first: the top k (if k is on), then the
+ * shortest prefix whose share of their mass reaches topp (if p is on), the
+ * order and the renormalisation of Hugging Face's and llama.cpp's
+ * samplers. Returns how many are kept and their mass. Top-p alone is
+ * llama2.c's: tokens below (1-topp)/(n-1) are dropped before sorting (they
+ * can never be in the nucleus), and the same coin picks the same token. */
 static int select_candidates(Sampler *s, const float *probs, float *mass) {
     int n = 0, nucleus = s->topp > 0.0f && s->topp < 1.0f && s->vocab_size > 1;
-    float cutoff = nucleus ? (1.0f - s->topp) / (s->vocab_size - 1) : 0.0f;
-    for (int i = 0; i < s->vocab_size; i++)
-        if (!nucleus || probs[i] >= cutoff) s->candidates[n++] = (ProbIndex){ probs[i], i };
-    /* A flat distribution can leave every token under the cutoff (each 1/n,
-     * the cutoff (1-topp)/(n-1) above it when topp < 1/n): then nothing was
-     * dropped for good reason, so all stay. llama2.c reads candidates[-1] here. */
-    if (n == 0)
-        for (int i = 0; i < s->vocab_size; i++) s->candidates[n++] = (ProbIndex){ probs[i], i };
-    qsort(s->candidates, (size_t)n, sizeof(ProbIndex), by_probability_desc);
-    if (s->topk > 0 && s->topk < n) n = s->topk;
+    int top_k = s->topk > 0 && s->topk < s->vocab_size;
+    if (top_k) n = top_k_candidates(s, probs, s->topk);
+    else {
+        float cutoff = nucleus ? (1.0f - s->topp) / (s->vocab_size - 1) : 0.0f;
+        for (int i = 0; i < s->vocab_size; i++)
+            if (!nucleus || probs[i] >= cutoff) s->candidates[n++] = (ProbIndex){ probs[i], i };
+        /* A flat distribution can leave every token under the cutoff (each
+         * 1/n, the cutoff (1-topp)/(n-1) above it when topp < 1/n): then
+         * nothing was dropped for good reason, so all stay. llama2.c reads
+         * candidates[-1] here. */
+        if (n == 0)
+            for (int i = 0; i < s->vocab_size; i++) s->candidates[n++] = (ProbIndex){ probs[i], i };
+        qsort(s->candidates, (size_t)n, sizeof(ProbIndex), by_probability_desc);
+    }
+    float kept = 0.0f; /* the mass top-p takes its share of: all of it (1 up to rounding) or the top k's */
+    for (int i = 0; top_k && i < n; i++) kept += s->candidates[i].prob;
+    float threshold = top_k ? s->topp * kept : s->topp;
     float cumulative = 0.0f;
     int last = n - 1;
     for (int i = 0; i < n; i++) {
         cumulative += s->candidates[i].prob;
-        if (nucleus && cumulative > s->topp) { last = i; break; }
+        if (nucleus && cumulative > threshold) { last = i; break; }
     }
     *mass = cumulative;
     return last + 1;

@@ -1252,6 +1252,38 @@ static uint32_t next_random(uint64_t *state) {
     return (uint32_t)(*state >> 32);
 }
 
+/* -k then -p, worked by hand: probabilities 0.4 0.2 0.15 0.1 0.05 0.05 0.03
+ * 0.02. k = 3, p = 0.7: the top 3 hold 0.75, p takes 0.7 of that (0.525):
+ * 0.4, then 0.6 > 0.525, so 2 candidates (top-p over the whole
+ * distribution would keep 3: 0.75 > 0.7). k = 5, p = 0.9: 0.9 of 0.9 is
+ * 0.81, reached at 0.85: 4 (not 5). k = 3, p = 1: the 3. Every draw is one
+ * of the kept, and over 2,000 draws each kept token turns up. */
+static void test_sampler_top_k_top_p(void) {
+    enum { V = 8 };
+    const float probs[V] = { 0.4f, 0.2f, 0.15f, 0.1f, 0.05f, 0.05f, 0.03f, 0.02f };
+    const struct { int k; float p; int want; } cases[] = { { 3, 0.7f, 2 }, { 5, 0.9f, 4 }, { 3, 1.0f, 3 }, { 1, 0.5f, 1 } };
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Sampler s;
+        sampler_init(&s, V, 1.0f, cases[c].p, cases[c].k, 7);
+        int seen[V] = { 0 }, wrong = 0;
+        for (int draw = 0; draw < 2000; draw++) {
+            float logits[V];
+            for (int i = 0; i < V; i++) logits[i] = logf(probs[i]);
+            SampleInfo info;
+            int next = sample(&s, logits, &info);
+            wrong += info.n_candidates != cases[c].want || next < 0 || next >= cases[c].want;
+            if (next >= 0 && next < V) seen[next]++;
+        }
+        for (int i = 0; i < cases[c].want; i++) wrong += seen[i] == 0;
+        if (wrong) fprintf(stderr, "  k %d p %g: %d wrong\n", cases[c].k, cases[c].p, wrong);
+        bad += wrong != 0;
+        sampler_free(&s);
+    }
+    report(!bad, "sampler: top-k, then top-p over the top k's renormalised mass (hand-worked cases)",
+           "%d of 4 cases wrong", bad);
+}
+
 static void test_sampler_hostile(void) {
     enum { V = 582 };
     float logits[V];
@@ -1622,6 +1654,7 @@ int main(void) {
     test_golden_models();
     test_tokenizer();
     test_piece_escape();
+    test_sampler_top_k_top_p();
     test_sampler_hostile();
     test_logit_passes();
     for (int isa = 0; isa <= (int)isa_available() && isa <= ISA_AVX512; isa++) test_silu_mul((Isa)isa);
