@@ -38,7 +38,8 @@ static const size_t GGUF_VALUE_BYTES[GGUF_VALUE_TYPES] = { 1, 1, 2, 2, 4, 4, 4, 
 /* The metadata qkv reads; other keys are skipped, after their bounds are checked. */
 enum { KEY_ARCHITECTURE, KEY_NAME, KEY_ALIGNMENT, KEY_CONTEXT, KEY_EMBEDDING, KEY_BLOCKS, KEY_FFN,
        KEY_HEADS, KEY_KV_HEADS, KEY_RMS_EPS, KEY_ROPE_BASE, KEY_ROPE_DIMS, KEY_ROPE_SCALING, KEY_VOCAB,
-       KEY_TOKENIZER, KEY_TOKENS, KEY_SCORES, KEY_TOKEN_TYPES, KEY_BOS, KEY_EOS, KEY_COUNT };
+       KEY_TOKENIZER, KEY_TOKENS, KEY_SCORES, KEY_TOKEN_TYPES, KEY_BOS, KEY_EOS, KEY_KEY_LENGTH, KEY_VALUE_LENGTH,
+       KEY_COUNT };
 static const char *const GGUF_KEYS[KEY_COUNT] = {
     "general.architecture", "general.name", "general.alignment", "llama.context_length",
     "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
@@ -46,7 +47,7 @@ static const char *const GGUF_KEYS[KEY_COUNT] = {
     "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base", "llama.rope.dimension_count",
     "llama.rope.scaling.type", "llama.vocab_size", "tokenizer.ggml.model", "tokenizer.ggml.tokens",
     "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
-    "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.eos_token_id", "llama.attention.key_length", "llama.attention.value_length",
 };
 
 /* The tensors of block l are blk.l.NAME.weight, NAME in this order (the
@@ -279,9 +280,19 @@ static int gguf_config(GgufFile *g, Config *c) {
         return -1;
     c->seq_len = (int)seq; c->dim = (int)dim; c->n_layers = (int)layers; c->hidden_dim = (int)hidden;
     c->n_heads = (int)heads; c->n_kv_heads = (int)kv_heads;
-    if (c->dim % c->n_heads != 0)
-        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d", c->dim, c->n_heads);
-    c->head_size = c->dim / c->n_heads;
+    /* a head's size: attention.key_length (= value_length: qkv's keys and
+     * values share it), else embedding_length / head_count */
+    long long key_length, value_length;
+    if (gguf_int(g, KEY_KEY_LENGTH, 1, QKV_MAX_DIM, 0, &key_length) ||
+        gguf_int(g, KEY_VALUE_LENGTH, 1, QKV_MAX_DIM, key_length, &value_length))
+        return -1;
+    if (key_length != value_length)
+        return load_error(g->f, "GGUF attention.key_length %lld differs from value_length %lld (qkv's keys and "
+                                "values have one head size)", key_length, value_length);
+    if (!key_length && c->dim % c->n_heads != 0)
+        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d (and no "
+                                "attention.key_length)", c->dim, c->n_heads);
+    c->head_size = key_length ? (int)key_length : c->dim / c->n_heads;
     if (gguf_int(g, KEY_ROPE_DIMS, 0, INT_MAX, c->head_size, &rope_dims)) return -1;
     if (rope_dims != c->head_size)
         return load_error(g->f, "GGUF rope.dimension_count %lld differs from the head size %d (qkv rotates whole heads)",

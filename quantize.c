@@ -208,7 +208,9 @@ static int write_tensor(FILE *f, const TensorOut *t, float *row_f32, unsigned ch
  * offset, and after the last up to file_bytes. */
 static int write_tensors(FILE *f, const Model *m, const TensorOut *list, int n, size_t at, size_t file_bytes) {
     unsigned char zeros[ALIGNMENT] = { 0 };
-    int widest = m->config.dim > m->config.hidden_dim ? m->config.dim : m->config.hidden_dim;
+    int widest = 1; /* the longest row: wo's (n_heads x head_size) may pass dim and hidden_dim */
+    for (int i = 0; i < n; i++)
+        if (list[i].matrix && list[i].matrix->cols > widest) widest = list[i].matrix->cols;
     float *row_f32 = malloc((size_t)widest * sizeof(float));
     unsigned char *row_out = malloc((size_t)widest * sizeof(float));
     int rc = row_f32 && row_out ? 0 : -1;
@@ -334,6 +336,10 @@ static void gguf_metadata(Bytes *b, const Config *c, const Tokenizer *t, WeightT
         { "llama.attention.head_count_kv", c->n_kv_heads },
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) kv_u32(b, ints[i].key, (uint32_t)ints[i].value);
+    if (c->head_size * c->n_heads != c->dim) { /* a head's size, when not embedding_length / head_count */
+        kv_u32(b, "llama.attention.key_length", (uint32_t)c->head_size);
+        kv_u32(b, "llama.attention.value_length", (uint32_t)c->head_size);
+    }
     kv_f32(b, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
     kv_u32(b, "llama.rope.dimension_count", (uint32_t)c->head_size);
     kv_f32(b, "llama.rope.freq_base", c->rope_theta);

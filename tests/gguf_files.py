@@ -70,7 +70,7 @@ class Model:
     """A valid small llama GGUF as parts that the hostile cases edit."""
 
     def __init__(self, dim=32, hidden=64, layers=1, heads=2, kv_heads=1, vocab=270, seq=16, matrix_type=GGML_F32,
-                 tied=True, version=3, alignment=None, seed=1):
+                 tied=True, version=3, alignment=None, seed=1, head_size=None):
         rng = random.Random(seed)
         self.version, self.alignment = version, alignment
         self.kvs = [("general.architecture", STRING, "llama"), ("general.name", STRING, "tiny")]
@@ -80,14 +80,17 @@ class Model:
                      ("llama.block_count", U32, layers), ("llama.feed_forward_length", U32, hidden),
                      ("llama.attention.head_count", U32, heads), ("llama.attention.head_count_kv", U32, kv_heads),
                      ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5),
-                     ("llama.rope.dimension_count", U32, dim // heads), ("llama.rope.freq_base", F32, 10000.0),
+                     ("llama.rope.dimension_count", U32, head_size or dim // heads),
+                     ("llama.rope.freq_base", F32, 10000.0),
                      ("tokenizer.ggml.model", STRING, "llama")]
         toks = tokens(vocab)
         self.kvs += [("tokenizer.ggml.tokens", ARRAY, (STRING, [t for t, _ in toks])),
                      ("tokenizer.ggml.scores", ARRAY, (F32, [-float(i) for i in range(vocab)])),
                      ("tokenizer.ggml.token_type", ARRAY, (I32, [k for _, k in toks])),
                      ("tokenizer.ggml.bos_token_id", U32, 1), ("tokenizer.ggml.eos_token_id", U32, 2)]
-        hs = dim // heads
+        if head_size:  # a head size other than dim / heads, as llama.cpp's files give it
+            self.kvs += [("llama.attention.key_length", U32, head_size), ("llama.attention.value_length", U32, head_size)]
+        hs = head_size or dim // heads
         self.tensors = []  # [name, ne, ggml type, data, offset or None (computed)]
 
         def add(name, ne, ggml_type):
@@ -178,6 +181,7 @@ def valid_cases():
         "wide-keys": wide,
         "no-tokenizer": no_tokenizer,
         "extra-keys": extra,
+        "head-size-24": Model(dim=32, heads=3, kv_heads=1, head_size=24, seed=15),  # 3 x 24 = 72 columns into wo
     }
 
 
@@ -250,6 +254,11 @@ def hostile_cases():
         m.set_kv("llama.attention.head_count_kv", U32, 3)
         m.set_kv("llama.rope.dimension_count", U32, 8)
     edit("kv-heads-do-not-divide-heads", "multiple", kv_heads_3)
+    edit("key-length-not-value-length", "value_length",
+         lambda m: (m.set_kv("llama.attention.key_length", U32, 16), m.set_kv("llama.attention.value_length", U32, 8)))
+    edit("key-length-zero", "key_length", lambda m: m.set_kv("llama.attention.key_length", U32, 0))
+    edit("key-length-not-the-tensors", "shape|dimension|size", lambda m: (
+        m.set_kv("llama.attention.key_length", U32, 8), m.set_kv("llama.rope.dimension_count", U32, 8)))
     edit("rope-dims-differ", "dimension_count", lambda m: m.set_kv("llama.rope.dimension_count", U32, 8))
     edit("rope-scaling", "scaling", lambda m: m.set_kv("llama.rope.scaling.type", STRING, "yarn"))
     def alignment_48(m):

@@ -85,6 +85,33 @@ expect_logits() {
     else fail "$1" "max logit difference '$d', limit $4"; fi
 }
 
+# heads wider than the model (2 heads of 40: 80 columns into wo, dim and
+# hidden 64) and a head size other than dim / heads: -m quantize wrote past
+# its row buffer (an abort, on every --dtype), and the GGUF it wrote did not
+# give the head size (qkv refused to load it). Now every dtype converts,
+# both files load, and float32 gives the source's logits exactly.
+if $PY -c 'import numpy' 2>/dev/null; then
+    $PY - "$tmp/wide.qkv" <<'EOF'
+import sys
+sys.path.insert(0, "export")
+import qkvfile, make_test_models as mtm
+tok = mtm.tiny_tokenizer()
+c = qkvfile.default_config(64, 64, 1, 2, 2, len(tok.pieces), 32, head_size=40)
+qkvfile.write_qkv(sys.argv[1], c, mtm.random_tensors(c, 7, widths=32), tok)
+EOF
+    failed=""
+    for d in f32 f16 q8 q4; do
+        for ext in qkv gguf; do
+            $RUN "$tmp/wide.qkv" -m quantize -o "$tmp/wide-$d.$ext" --dtype $d >/dev/null 2>&1 &&
+                $RUN "$tmp/wide-$d.$ext" -t 0 -n 8 -i "the cat" >/dev/null 2>&1 || failed="$failed $d.$ext"
+        done
+    done
+    if [ -z "$failed" ]; then ok "-m quantize of heads wider than dim and hidden (head size 40, not dim/heads): every dtype, .qkv and .gguf, converts and loads"
+    else fail "-m quantize, wide heads" "failed:$failed"; fi
+    expect_logits "wide heads to .qkv float32: the same logits" "$tmp/wide.qkv" "$tmp/wide-f32.qkv" 0
+    expect_logits "wide heads to .gguf float32 (attention.key_length 40): the same logits" "$tmp/wide.qkv" "$tmp/wide-f32.gguf" 0
+else skip "wide heads through -m quantize" "numpy is missing"; fi
+
 # version 2 and version 3 lay out the same bytes: the same file with version 2
 cp "$tmp/good/tiny-f32.gguf" "$tmp/v2.gguf"
 printf '\002' | dd of="$tmp/v2.gguf" bs=1 seek=4 conv=notrunc status=none
