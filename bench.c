@@ -23,8 +23,8 @@
  */
 #include "bench_internal.h"
 #include "progress.h"
+#include "output_file.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -552,25 +552,6 @@ static size_t peak_resident_bytes(void) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Output files                                                              */
-
-static FILE *open_output(const char *path, char *err, size_t err_len) {
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
-    return f;
-}
-
-/* Closes f; a full disk shows up here, not at fprintf. */
-static int close_output(FILE *f, const char *path, char *err, size_t err_len) {
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 
 /* Positions timed when --ctx is not given and the context is longer. */
 #define BENCH_DEFAULT_MAX_CTX 4096
@@ -621,8 +602,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     /* The output files are opened first, so a bad path fails at once rather
      * than after minutes of measuring. */
     FILE *csv = NULL, *svg = NULL;
-    if (o->csv_path && !(csv = open_output(o->csv_path, err, err_len))) return -1;
-    if (o->svg_path && !(svg = open_output(o->svg_path, err, err_len))) {
+    if (o->csv_path && !(csv = output_open(o->csv_path, "--csv", err, err_len))) return -1;
+    if (o->svg_path && !(svg = output_open(o->svg_path, "--svg", err, err_len))) {
         if (csv) fclose(csv);
         return -1;
     }
@@ -655,8 +636,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     }
     free(d.block);
     if (rc) snprintf(err, err_len, "out of memory for the benchmark");
-    if (csv && close_output(csv, o->csv_path, err, err_len)) rc = -1;
-    if (svg && close_output(svg, o->svg_path, err, err_len)) rc = -1;
+    if (csv && output_close(csv, o->csv_path, err, err_len)) rc = -1;
+    if (svg && output_close(svg, o->svg_path, err, err_len)) rc = -1;
     curve_free(&b.cached);
     curve_free(&b.recomputed);
     curve_free(&b.full);

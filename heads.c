@@ -12,12 +12,12 @@
  *
  * Nothing here computes attention: the scores are means of what the engine
  * did. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "heads.h"
+#include "output_file.h"
 #include "tokenizer.h" /* write_escaped_text */
 #include "sampler.h"
 
@@ -424,18 +424,14 @@ typedef void (*ReportWriter)(FILE *f, const HeadsReport *r, const char *model_pa
 
 static void csv_writer(FILE *f, const HeadsReport *r, const char *model_path) { write_csv(f, r); }
 
-/* Writes one output file; a full disk shows up at fclose. */
+/* Writes one output file (output_file.h: a full disk shows up at its close). */
 static int write_output(const char *path, ReportWriter writer, const HeadsReport *r, const char *model_path,
                         char *err, size_t err_len) {
     if (!path) return 0;
-    FILE *f = fopen(path, "w");
-    if (f) {
-        writer(f, r, model_path);
-        int failed = ferror(f);
-        if (fclose(f) == 0 && !failed) return 0;
-    }
-    snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
-    return -1;
+    FILE *f = output_open(path, "output", err, err_len);
+    if (!f) return -1;
+    writer(f, r, model_path);
+    return output_close(f, path, err, err_len);
 }
 
 int heads_run(const Model *m, const HeadsOptions *o, char *err, size_t err_len) {

@@ -10,7 +10,7 @@
  * tokenizer), the tensor infos, then the tensors in the same order, each at
  * a multiple of 32 bytes (README: Checkpoint formats qkv reads). */
 #include "quantize.h"
-#include "whole_file.h"
+#include "output_file.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
 #include "heads.h"
 #include "cli.h"
 #include "ppl.h"
-#include "whole_file.h"
+#include "output_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -803,7 +803,7 @@ static int same_file(const char *a, const char *b) {
     return !a_exists && !b_exists && strcmp(canonical_path(a, ca), canonical_path(b, cb)) == 0;
 }
 
-/* A page or checkpoint written whole (whole_file.h) cannot go where a
+/* A page or checkpoint written whole (output_file.h) cannot go where a
  * directory, FIFO or device is: said now, as a usage error, before the
  * model loads (the writer would refuse it too, later) */
 static void check_whole_output(const char *flag, const char *path) {

@@ -18,7 +18,6 @@
 #include "stepper.h"
 #include "trace_internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,13 +170,7 @@ int pos_selected(const Tracer *tr, int pos) { return pos >= tr->opt.pos[0] && po
 /* ------------------------------------------------------------------------ */
 /* The tracer's life                                                         */
 
-static FILE *open_output(const char *path, const char *what, char *err, size_t err_len) {
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(err, err_len, "cannot open %s %s: %s", what, path, strerror(errno));
-    return f;
-}
-
-/* The page is written whole (whole_file.h), so a run that fails (a bad
+/* The page is written whole (output_file.h), so a run that fails (a bad
  * --compare model, an error while generating) leaves neither a page nor an
  * empty file behind. */
 static int finish_html(Tracer *tr, char *err, size_t err_len) {
@@ -264,9 +257,9 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     /* step mode shows its own view on stderr: a text trace goes to a file */
     if (o->step && !o->out_path) text = 0;
     int failed = check_run(tr, err, err_len) != 0;
-    if (!failed && text) tr->text = o->out_path ? open_output(o->out_path, "trace output", err, err_len) : stderr;
+    if (!failed && text) tr->text = o->out_path ? output_open(o->out_path, "trace output", err, err_len) : stderr;
     failed |= !failed && text && !tr->text;
-    if (!failed && o->json_path) failed |= !(tr->json = open_output(o->json_path, "trace JSON", err, err_len));
+    if (!failed && o->json_path) failed |= !(tr->json = output_open(o->json_path, "trace JSON", err, err_len));
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
@@ -342,14 +335,15 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
         rc = -1;
     }
     if (rc == 0 && tr->html.f) rc = finish_html(tr, err, err_len);
-    if (rc == 0 && tr->json && (fflush(tr->json) || ferror(tr->json))) {
-        snprintf(err, err_len, "cannot write %s", tr->opt.json_path);
+    /* the streamed files' close tells whether every write went (the first
+     * error is the one reported) */
+    char later[256];
+    if (tr->json && output_close(tr->json, tr->opt.json_path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
+    tr->json = NULL;
+    if (tr->text && tr->text != stderr &&
+        output_close(tr->text, tr->opt.out_path, rc ? later : err, rc ? sizeof later : err_len))
         rc = -1;
-    }
-    if (rc == 0 && tr->text && tr->text != stderr && (fflush(tr->text) || ferror(tr->text))) {
-        snprintf(err, err_len, "cannot write %s", tr->opt.out_path);
-        rc = -1;
-    }
+    tr->text = NULL;
     tracer_free(tr);
     return rc;
 }

@@ -5,7 +5,7 @@
 #define QKV_TRACE_INTERNAL_H
 
 #include "trace.h"
-#include "whole_file.h" /* the --html page */
+#include "output_file.h" /* the --html page */
 
 /* What the observer captures, and what a step keeps                         */
 

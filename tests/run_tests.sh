@@ -39,7 +39,7 @@ engine_test() { c_build test_engine build/engine.o && run_c test_engine; }
 # waiting: workers spinning at each barrier while the other core runs another
 # test made this run take 10 to 25 s instead of 2.
 attention_test() {
-    c_build test_attention bench.c bench_report.c bench_svg.c roofline.c build/engine.o || return
+    c_build test_attention bench.c bench_report.c bench_svg.c roofline.c output_file.c build/engine.o || return
     run_c test_attention
     OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run_c test_attention | sed -E 's/^(ok|FAIL|skip) /&2 threads: /'
 }

@@ -30,7 +30,7 @@ fi
 
 # ---- the row printer on the docs' worked example ---------------------------
 if engine_build build/test_trace_format -Wextra -Wno-unused-parameter -Ibuild \
-        tests/test_trace_format.c trace.c trace_text.c trace_json.c step_view.c heads.c stepper.c tokenizer.c whole_file.c; then
+        tests/test_trace_format.c trace.c trace_text.c trace_json.c step_view.c heads.c stepper.c tokenizer.c output_file.c; then
     ./build/test_trace_format
 else
     fail "build tests/test_trace_format.c" "compile error"
@@ -138,7 +138,7 @@ expect_error() {
 }
 expect_error "--layer beyond the model" "--layer 2: the model has 2 layers" $RUN $MODEL -n 4 --trace --layer 2
 expect_error "--head beyond the model" "--head 4: the model has 4 heads" $RUN $MODEL -n 4 --trace --head 4
-expect_error "--trace-out to a missing directory" "cannot open" $RUN $MODEL -n 4 --trace-out "$tmp/no/such"
+expect_error "--trace-out to a missing directory" "cannot write" $RUN $MODEL -n 4 --trace-out "$tmp/no/such"
 expect_error "--compare with a missing checkpoint" "--compare" $RUN $MODEL -n 4 --html "$tmp/x.html" --compare "$tmp/none"
 if [ $have_python = 1 ] && $CHECK small-vocab-model $MODEL "$tmp/small.qkv"; then
     expect_error "--compare with another vocabulary" "vocabulary of 280 tokens, the model has 300" \

@@ -1,6 +1,6 @@
-/* whole_file.c — a file written whole (see whole_file.h). */
+/* output_file.c — the files a run writes: whole, or streamed (see output_file.h). */
 #define _XOPEN_SOURCE 700 /* realpath (POSIX's XSI part) */
-#include "whole_file.h"
+#include "output_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -63,4 +63,19 @@ void whole_file_abandon(WholeFile *w) {
     free(w->path);
     free(w->part);
     memset(w, 0, sizeof *w);
+}
+
+FILE *output_open(const char *path, const char *what, char *err, size_t err_len) {
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));
+    return f;
+}
+
+int output_close(FILE *f, const char *path, char *err, size_t err_len) {
+    int failed = ferror(f) != 0;
+    if (fclose(f) != 0) snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+    else if (failed) /* an earlier write's reason is gone: errno has moved on since */
+        snprintf(err, err_len, "cannot write %s: a write to it failed", path);
+    else return 0;
+    return -1;
 }

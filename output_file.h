@@ -1,9 +1,16 @@
-/* whole_file.h — a file written whole: under a temporary name beside it
- * (PATH.part), renamed over PATH only when complete, so a run that fails
- * leaves neither a half file nor an empty one, and a reader of PATH never
- * sees it half written. -m quantize's checkpoint and --html's page. */
-#ifndef QKV_WHOLE_FILE_H
-#define QKV_WHOLE_FILE_H
+/* output_file.h — the files a run writes, two ways.
+ *
+ * Whole (WholeFile): under a temporary name beside it (PATH.part), renamed
+ * over PATH only when complete, so a run that fails leaves neither a half
+ * file nor an empty one, and a reader of PATH never sees it half written:
+ * -m quantize's checkpoint and --html's page.
+ *
+ * Streamed (output_open, output_close): opened at the start (a bad path
+ * fails before minutes of work) and written as the run goes, so a FIFO or
+ * /dev/stdout can take it: the trace's text and JSON lines, -m bench's and
+ * -m heads' tables and charts. */
+#ifndef QKV_OUTPUT_FILE_H
+#define QKV_OUTPUT_FILE_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -29,5 +36,13 @@ int whole_file_commit(WholeFile *w, char *err, size_t err_len);
 
 /* Closes and removes the temporary, if still open; frees the names. */
 void whole_file_abandon(WholeFile *w);
+
+/* Opens path to write as the run goes. Returns the file, or NULL with err
+ * (what names the file in it). */
+FILE *output_open(const char *path, const char *what, char *err, size_t err_len);
+
+/* Closes f (opened on path); a write that failed, a full disk among them,
+ * shows up here. Returns 0, or -1 with err. */
+int output_close(FILE *f, const char *path, char *err, size_t err_len);
 
 #endif
