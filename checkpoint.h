@@ -601,8 +601,7 @@ static size_t count_norm_params(const Config *c) {
 
 /* Parameters in the matrices (the weight type's). */
 static size_t count_matrix_params(const Config *c) {
-    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
-    size_t per_layer = q_dim * c->dim * 2 + kv_dim * c->dim * 2 + (size_t)mlp_matrices(c) * c->hidden_dim * c->dim;
+    size_t per_layer = attention_matrix_params(c) + mlp_matrix_params(c);
     size_t n = (size_t)c->vocab_size * c->dim + per_layer * c->n_layers;
     if (c->arch == ARCH_GPT2) n += (size_t)c->seq_len * c->dim; /* the position embedding */
     if (!c->shared_classifier) n += (size_t)c->vocab_size * c->dim;

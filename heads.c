@@ -147,15 +147,6 @@ static void observe_attention(void *ctx, int layer, int pos, int n_visible, cons
 /* ------------------------------------------------------------------------ */
 /* Running the probes                                                        */
 
-/* -log softmax(logits)[target], in double */
-static double token_loss(const float *logits, int n, int target) {
-    double max = logits[0], sum = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > max) max = logits[i];
-    for (int i = 0; i < n; i++) sum += exp(logits[i] - max);
-    return log(sum) - (logits[target] - max);
-}
-
 /* A text probe: BOS, then each next token sampled from the model. */
 static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *probs, int *tokens,
                           int len, const ForwardObserver *obs) {
@@ -184,8 +175,8 @@ static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int 
             int pos = done + t;
             const float *row = logits + (size_t)t * c->vocab_size;
             if (logits_check(row, c->vocab_size) >= 0) return BAD_LOGITS;
-            if (pos >= 1 && pos < block_len) *loss_first += token_loss(row, c->vocab_size, tokens[pos + 1]);
-            if (pos > block_len && pos < 2 * block_len) *loss_second += token_loss(row, c->vocab_size, tokens[pos + 1]);
+            if (pos >= 1 && pos < block_len) *loss_first += negative_log_likelihood(row, c->vocab_size, tokens[pos + 1]);
+            if (pos > block_len && pos < 2 * block_len) *loss_second += negative_log_likelihood(row, c->vocab_size, tokens[pos + 1]);
         }
         done += n;
     }

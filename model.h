@@ -236,6 +236,7 @@ float gelu_erf(float x);
 float gelu_tanh(float x);
 void matrix_row(float *out, const Matrix *w, int row);
 void softmax(float *x, int n);
+double negative_log_likelihood(const float *logits, int n, int target);
 void matmul(float *out, const float *x, const Matrix *w);
 void rope(float *vec, int n_heads, int head_size, int pos, float theta);
 /* keys and values: n_visible rows of head_size floats */
@@ -268,6 +269,9 @@ float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int
 /* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
 double flops_weights_per_token(const Config *c);
 int mlp_matrices(const Config *c);
+/* Parameters in one layer's matrices: attention's (wq, wk, wv, wo) and the MLP's */
+size_t attention_matrix_params(const Config *c);
+size_t mlp_matrix_params(const Config *c);
 double flops_attention_per_token(const Config *c, int n_visible);
 size_t kv_cache_bytes_per_token(const Config *c); /* float32 */
 /* Bytes of weights a decode step reads: every matrix and norm, but of the
@@ -393,6 +397,15 @@ void softmax(float *x, int n) {
     float sum = 0.0f;
     for (int i = 0; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
     for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+/* -log softmax(logits)[target], in double: log-sum-exp minus the target's
+ * logit (a token's loss: -m ppl's and -m heads' scores) */
+double negative_log_likelihood(const float *logits, int n, int target) {
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < n; i++) if (logits[i] > max) max = logits[i];
+    for (int i = 0; i < n; i++) sum += exp(logits[i] - max);
+    return max + log(sum) - logits[target];
 }
 
 Matrix matrix_make(WeightType type, int rows, int cols, const void *data) {
@@ -875,9 +888,15 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
 /* The MLP's matrices: w1, w2, w3 (SwiGLU) or c_fc, c_proj (GPT-2). */
 int mlp_matrices(const Config *c) { return c->arch == ARCH_GPT2 ? 2 : 3; }
 
+size_t attention_matrix_params(const Config *c) {
+    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
+    return (size_t)c->dim * (2 * q_dim + 2 * kv_dim);
+}
+
+size_t mlp_matrix_params(const Config *c) { return (size_t)mlp_matrices(c) * c->dim * c->hidden_dim; }
+
 double flops_weights_per_token(const Config *c) {
-    double q_dim = (double)c->n_heads * c->head_size, kv_dim = (double)c->n_kv_heads * c->head_size;
-    double per_layer = c->dim * (2 * q_dim + 2 * kv_dim) + (double)mlp_matrices(c) * c->dim * c->hidden_dim;
+    double per_layer = (double)attention_matrix_params(c) + (double)mlp_matrix_params(c);
     return 2.0 * (per_layer * c->n_layers + (double)c->vocab_size * c->dim);
 }
 

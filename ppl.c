@@ -91,14 +91,6 @@ static int *encode_documents(const Tokenizer *t, int start, char *text, const ch
 /* ------------------------------------------------------------------------ */
 /* Scoring                                                                   */
 
-/* -log p(target) from logits, in double: log-sum-exp minus the target's logit */
-static double negative_log_likelihood(const float *logits, int n, int target) {
-    double max = logits[0], sum = 0;
-    for (int i = 1; i < n; i++) if (logits[i] > max) max = logits[i];
-    for (int i = 0; i < n; i++) sum += exp(logits[i] - max);
-    return max + log(sum) - logits[target];
-}
-
 /* What -m ppl carries through its scoring loops. */
 typedef struct {
     const Model *m;

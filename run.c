@@ -718,10 +718,9 @@ static void tokenize(const Tokenizer *t, int start, const Options *o) {
 
 static void info(const Model *m, const char *path, int ctx) {
     const Config *c = &m->config;
-    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
     size_t embedding = (size_t)c->vocab_size * c->dim;
-    size_t attention = (size_t)c->n_layers * (2 * q_dim * c->dim + 2 * kv_dim * c->dim);
-    size_t mlp = (size_t)c->n_layers * mlp_matrices(c) * (size_t)c->hidden_dim * c->dim;
+    size_t attention = (size_t)c->n_layers * attention_matrix_params(c);
+    size_t mlp = (size_t)c->n_layers * mlp_matrix_params(c);
     size_t norms = (size_t)c->n_layers * 2 * c->dim + c->dim;
     size_t classifier = c->shared_classifier ? 0 : embedding;
     int gpt2 = c->arch == ARCH_GPT2;
