@@ -1,5 +1,6 @@
 /* cli.c — what the command line's modes share: run.c's generate and
  * tokenize, and ppl.c. cli.h says what each piece does. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,15 @@ void die(const char *fmt, const char *detail) {
     fprintf(stderr, fmt, detail);
     fprintf(stderr, "\n");
     exit(1);
+}
+
+/* The exit status once what was printed has reached stdout's file: a full
+ * disk or a closed pipe end is an error line, not a silent loss. */
+int output_status(int status) {
+    int failed = fflush(stdout) != 0 ? errno : 0;
+    if (!failed && !ferror(stdout)) return status;
+    fprintf(stderr, "error: cannot write the output to stdout: %s\n", failed ? strerror(failed) : "a write failed");
+    return 1;
 }
 
 char *read_stream(FILE *f, const char *path, size_t *n) {

@@ -15,6 +15,10 @@
  * 1.5 GB of encoder scratch at 90 bytes per byte of text. */
 #define MAX_TEXT_BYTES (16u << 20)
 
+/* The exit status once what was printed has reached stdout's file: status,
+ * or 1 after an error line when a write failed (a full disk, a closed pipe) */
+int output_status(int status);
+
 /* Prints "error: " and fmt (with detail for its one %s) on stderr, and exits with 1. */
 void die(const char *fmt, const char *detail);
 

@@ -61,10 +61,12 @@ done
 
 # ---- help: stdout, exit 0, every flag of the table, 80 columns ------------
 $RUN --help >"$tmp/help" 2>"$tmp/err"; rc=$?
-missing=""
-for f in $(grep -oE '^    \{ "-[-a-z]+"' run.c | grep -oE '"-[-a-z]+"' | tr -d '"'); do
+missing="" flags=0
+for f in $(grep -oE '^    \{ "-[-a-z]+"' options.c | grep -oE '"-[-a-z]+"' | tr -d '"'); do
     grep -qE -- "^  $f( |$)" "$tmp/help" || missing="$missing $f"
+    flags=$((flags + 1))
 done
+[ $flags -ge 30 ] || missing="$missing (only $flags flags found in options.c's table)"
 wide=$(awk 'length($0) > 80' "$tmp/help" | head -n 1)
 if [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && [ -z "$missing" ] && [ -z "$wide" ] && grep -q "step keys" "$tmp/help" \
     && [ "$(grep -c '^  \./run' "$tmp/help")" -ge 6 ]; then
