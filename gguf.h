@@ -22,9 +22,7 @@
 
 #include <limits.h>
 
-/* Metadata value types */
-enum { GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STRING,
-       GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_VALUE_TYPES };
+#include "gguf_format.h"
 
 /* Bytes of a value of each fixed-size type; 0 for strings and arrays. */
 static const size_t GGUF_VALUE_BYTES[GGUF_VALUE_TYPES] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
@@ -33,7 +31,6 @@ static const size_t GGUF_VALUE_BYTES[GGUF_VALUE_TYPES] = { 1, 1, 2, 2, 4, 4, 4, 
 #define GGUF_MAX_NESTING 4   /* arrays of arrays followed (the format allows them; llama files have none) */
 #define GGUF_MAX_NAME 64     /* bytes of a tensor name, as the format specifies */
 #define GGUF_MAX_DIMS 4
-#define GGUF_TOKEN_NORMAL 1  /* tokenizer.ggml.token_type of a plain piece (others: control, byte, ...) */
 
 /* The metadata qkv reads; other keys are skipped, after their bounds are checked. */
 enum { KEY_ARCHITECTURE, KEY_NAME, KEY_ALIGNMENT, KEY_CONTEXT, KEY_EMBEDDING, KEY_BLOCKS, KEY_FFN,
@@ -50,14 +47,9 @@ static const char *const GGUF_KEYS[KEY_COUNT] = {
     "tokenizer.ggml.eos_token_id", "llama.attention.key_length", "llama.attention.value_length",
 };
 
-/* The tensors of block l are blk.l.NAME.weight, NAME in this order (the
- * slot order below); then LayerWeights' fields in the same order. */
-static const char *const GGUF_LAYER_TENSORS[] = { "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                                                  "ffn_norm", "ffn_gate", "ffn_down", "ffn_up" };
-#define GGUF_PER_LAYER 9
+/* A tensor's slot: the three global ones (gguf_format.h's order), then
+ * block l's GGUF_LAYER_TENSORS from SLOT_LAYERS + l * GGUF_PER_LAYER */
 enum { SLOT_TOKEN_EMBD, SLOT_OUTPUT_NORM, SLOT_OUTPUT, SLOT_LAYERS };
-static const char *const GGUF_GLOBAL_TENSORS[SLOT_LAYERS] = { "token_embd.weight", "output_norm.weight",
-                                                              "output.weight" };
 
 typedef struct { const char *s; size_t len; } GgufString;
 
@@ -363,10 +355,10 @@ static int gguf_read_tensor_infos(GgufFile *g, int n_layers) {
 /* The WeightType of a ggml tensor type, or -1 if qkv has no kernel for it. */
 static int gguf_weight_type(uint32_t ggml_type) {
     switch (ggml_type) {
-    case 0: return WEIGHT_F32;
-    case 1: return WEIGHT_F16;
-    case 2: return WEIGHT_Q4_0;
-    case 8: return WEIGHT_Q8_0;
+    case GGML_TYPE_F32: return WEIGHT_F32;
+    case GGML_TYPE_F16: return WEIGHT_F16;
+    case GGML_TYPE_Q4_0: return WEIGHT_Q4_0;
+    case GGML_TYPE_Q8_0: return WEIGHT_Q8_0;
     }
     return -1;
 }

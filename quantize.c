@@ -11,6 +11,7 @@
  * a multiple of 32 bytes (README: Checkpoint formats qkv reads). */
 #include "quantize.h"
 #include "output_file.h"
+#include "gguf_format.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,20 +62,13 @@ static void add_vector(TensorOut *list, int *n, const char *name, const float *v
     t->rows = len;
 }
 
-/* Tensor names in qkv files and in GGUF files: the embedding, the final
- * norm, the classifier, then a layer's tensors in LayerWeights' order (the
- * two formats list them in the same order). */
-static const char *const TENSOR_NAMES[2][3] = {
-    { "tok_embeddings", "norm", "output" },
-    { "token_embd.weight", "output_norm.weight", "output.weight" },
-};
-static const char *const LAYER_NAMES[2][9] = {
-    { "layers.%d.attention_norm", "layers.%d.attention.wq", "layers.%d.attention.wk", "layers.%d.attention.wv",
-      "layers.%d.attention.wo", "layers.%d.ffn_norm", "layers.%d.feed_forward.w1", "layers.%d.feed_forward.w2",
-      "layers.%d.feed_forward.w3" },
-    { "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight", "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
-      "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight", "blk.%d.ffn_gate.weight", "blk.%d.ffn_down.weight",
-      "blk.%d.ffn_up.weight" },
+/* Tensor names in qkv files: the embedding, the final norm, the
+ * classifier, then a layer's tensors in LayerWeights' order; GGUF's
+ * (gguf_format.h) come in the same order. */
+static const char *const QKV_TENSORS[3] = { "tok_embeddings", "norm", "output" };
+static const char *const QKV_LAYER_TENSORS[GGUF_PER_LAYER] = {
+    "attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
+    "ffn_norm", "feed_forward.w1", "feed_forward.w2", "feed_forward.w3",
 };
 
 /* A GPT-2 layer's tensors in the README's order (qkv files only). */
@@ -106,7 +100,8 @@ static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     const Config *c = &m->config;
     int n = 0;
     char name[64];
-    add_matrix(list, &n, TENSOR_NAMES[gguf][0], &m->weights.token_embedding);
+    const char *const *global = gguf ? GGUF_GLOBAL_TENSORS : QKV_TENSORS;
+    add_matrix(list, &n, global[0], &m->weights.token_embedding);
     if (c->arch == ARCH_GPT2) {
         add_matrix(list, &n, "pos_embeddings", &m->weights.position_embedding);
         for (int l = 0; l < c->n_layers; l++) list_gpt2_layer(m, l, list, &n);
@@ -117,18 +112,19 @@ static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     }
     for (int l = 0; l < c->n_layers; l++) {
         const LayerWeights *w = &m->weights.layers[l];
-        const struct { const Matrix *matrix; const float *vector; } parts[9] = {
+        const struct { const Matrix *matrix; const float *vector; } parts[GGUF_PER_LAYER] = {
             { NULL, w->attention_norm }, { &w->wq, NULL }, { &w->wk, NULL }, { &w->wv, NULL }, { &w->wo, NULL },
             { NULL, w->ffn_norm }, { &w->w1, NULL }, { &w->w2, NULL }, { &w->w3, NULL },
         };
-        for (int i = 0; i < 9; i++) {
-            snprintf(name, sizeof name, LAYER_NAMES[gguf][i], l);
+        for (int i = 0; i < GGUF_PER_LAYER; i++) {
+            if (gguf) snprintf(name, sizeof name, "blk.%d.%s.weight", l, GGUF_LAYER_TENSORS[i]);
+            else snprintf(name, sizeof name, "layers.%d.%s", l, QKV_LAYER_TENSORS[i]);
             if (parts[i].matrix) add_matrix(list, &n, name, parts[i].matrix);
             else add_vector(list, &n, name, parts[i].vector, c->dim);
         }
     }
-    add_vector(list, &n, TENSOR_NAMES[gguf][1], m->weights.final_norm, c->dim);
-    if (!c->shared_classifier) add_matrix(list, &n, TENSOR_NAMES[gguf][2], &m->weights.classifier);
+    add_vector(list, &n, global[1], m->weights.final_norm, c->dim);
+    if (!c->shared_classifier) add_matrix(list, &n, global[2], &m->weights.classifier);
     return n;
 }
 
@@ -240,11 +236,8 @@ static int write_qkv(FILE *f, const Model *m, WeightType type, TensorOut *list, 
 /* ------------------------------------------------------------------------ */
 /* GGUF                                                                      */
 
-enum { GGUF_U32 = 4, GGUF_I32 = 5, GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9 };
-/* llama.cpp's token types */
-enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };
 /* ggml's tensor type and llama.cpp's file type ("mostly ...") of each WeightType */
-static const uint32_t GGML_TYPE[WEIGHT_TYPE_COUNT] = { 0, 1, 8, 2 };
+static const uint32_t GGML_TYPE[WEIGHT_TYPE_COUNT] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0 };
 static const uint32_t GGML_FILE_TYPE[WEIGHT_TYPE_COUNT] = { 0, 1, 7, 2 };
 
 /* Bytes built in memory: the GGUF header, metadata and tensor infos. */
@@ -293,10 +286,10 @@ static void kv_array(Bytes *b, const char *key, uint32_t elem, int count) {
 static int token_type(const Tokenizer *t, const Config *c, int i) {
     const char *p = t->vocab[i];
     int len = t->piece_lengths[i];
-    if (i == 0) return TOKEN_UNKNOWN;
-    if (i == c->bos_id || i == c->eos_id || len == 0) return TOKEN_CONTROL;
-    if (len == 6 && memcmp(p, "<0x", 3) == 0 && p[5] == '>') return TOKEN_BYTE;
-    return TOKEN_NORMAL;
+    if (i == 0) return GGUF_TOKEN_UNKNOWN;
+    if (i == c->bos_id || i == c->eos_id || len == 0) return GGUF_TOKEN_CONTROL;
+    if (len == 6 && memcmp(p, "<0x", 3) == 0 && p[5] == '>') return GGUF_TOKEN_BYTE;
+    return GGUF_TOKEN_NORMAL;
 }
 
 /* The vocabulary as tokenizer.ggml.tokens, scores and token_type: in normal
@@ -305,7 +298,7 @@ static void gguf_vocabulary(Bytes *b, const Tokenizer *t, const Config *c) {
     kv_array(b, "tokenizer.ggml.tokens", GGUF_STRING, t->vocab_size);
     for (int i = 0; i < t->vocab_size; i++) {
         const char *p = t->vocab[i];
-        int len = t->piece_lengths[i], normal = token_type(t, c, i) == TOKEN_NORMAL, spaces = 0;
+        int len = t->piece_lengths[i], normal = token_type(t, c, i) == GGUF_TOKEN_NORMAL, spaces = 0;
         for (int j = 0; j < len; j++) spaces += normal && p[j] == ' ';
         bytes_u64(b, (uint64_t)len + 2 * (uint64_t)spaces);
         for (int j = 0; j < len; j++) {
