@@ -272,19 +272,20 @@ static int gguf_config(GgufFile *g, Config *c) {
         return -1;
     c->seq_len = (int)seq; c->dim = (int)dim; c->n_layers = (int)layers; c->hidden_dim = (int)hidden;
     c->n_heads = (int)heads; c->n_kv_heads = (int)kv_heads;
-    /* a head's size: attention.key_length (= value_length: qkv's keys and
-     * values share it), else embedding_length / head_count */
-    long long key_length, value_length;
-    if (gguf_int(g, KEY_KEY_LENGTH, 1, QKV_MAX_DIM, 0, &key_length) ||
-        gguf_int(g, KEY_VALUE_LENGTH, 1, QKV_MAX_DIM, key_length, &value_length))
+    /* a head's size: attention.key_length and value_length, each by default
+     * embedding_length / head_count (llama.cpp's rule); qkv's keys and
+     * values share one size, so the two must agree */
+    long long key_length, value_length, even = c->dim % c->n_heads == 0 ? c->dim / c->n_heads : 0;
+    if (gguf_int(g, KEY_KEY_LENGTH, 1, QKV_MAX_DIM, even, &key_length) ||
+        gguf_int(g, KEY_VALUE_LENGTH, 1, QKV_MAX_DIM, even, &value_length))
         return -1;
+    if (!key_length || !value_length)
+        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d (and no "
+                                "attention.key_length and value_length)", c->dim, c->n_heads);
     if (key_length != value_length)
         return load_error(g->f, "GGUF attention.key_length %lld differs from value_length %lld (qkv's keys and "
                                 "values have one head size)", key_length, value_length);
-    if (!key_length && c->dim % c->n_heads != 0)
-        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d (and no "
-                                "attention.key_length)", c->dim, c->n_heads);
-    c->head_size = key_length ? (int)key_length : c->dim / c->n_heads;
+    c->head_size = (int)key_length;
     if (gguf_int(g, KEY_ROPE_DIMS, 0, INT_MAX, c->head_size, &rope_dims)) return -1;
     if (rope_dims != c->head_size)
         return load_error(g->f, "GGUF rope.dimension_count %lld differs from the head size %d (qkv rotates whole heads)",

@@ -11,12 +11,9 @@
 #include <string.h>
 
 /* The step view's heads, one line each (> marks the chosen one): every
- * head, unless their lines would fill more than half the terminal's rows
- * (the stories model's 36 in 24 rows pushed the chosen head's table off
- * the screen), then the chosen layer's, with a line saying so. */
-static void print_step_heads(FILE *out, int width, int rows, const Tracer *tr, const Step *st, const Labels *lb) {
+ * head, or (one_layer) the chosen layer's, with a line saying so. */
+static void print_step_heads(FILE *out, int width, int one_layer, const Tracer *tr, const Step *st, const Labels *lb) {
     const Config *c = &tr->model->config;
-    int one_layer = rows > 0 && 2 * c->n_layers * c->n_heads > rows;
     for (int l = 0; l < c->n_layers; l++)
         for (int h = 0; h < c->n_heads; h++)
             if (!one_layer || l == tr->focus_layer)
@@ -24,32 +21,33 @@ static void print_step_heads(FILE *out, int width, int rows, const Tracer *tr, c
     char note[96];
     snprintf(note, sizeof note, "(layer %d of 0..%d; j/k: other layers, a: its heads side by side)", tr->focus_layer,
              c->n_layers - 1);
-    if (one_layer) print_wrapped(out, width, note);
+    if (one_layer && c->n_layers > 1) print_wrapped(out, width, note);
 }
 
 /* "  text: …" the run's text up to the step's input, escaped, its end as
  * much as fits the width (the story so far, where stdout may be elsewhere) */
 static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step *st) {
     char text[4096], piece[256];
-    size_t used = 0;
-    int last = (int)(st - tr->run.steps);
-    for (int i = last > 64 ? last - 64 : 0; i <= last; i++) {
+    size_t start = sizeof text - 1; /* text[start..] holds the end of the text, built backwards */
+    text[start] = '\0';
+    int i = (int)(st - tr->run.steps), room = width - (int)sizeof "  text: …", chars = 0;
+    for (; i >= 0 && chars < room; i--) { /* piece by piece back from the step's input, as far as fits */
         int len, prev = i ? tr->run.steps[i - 1].token : -1, token = tr->run.steps[i].token;
         if (tr->tok->kind == TOKENIZER_LLAMA && (token == tr->tok->bos_id || token == tr->tok->eos_id)) continue;
         const char *p = tokenizer_decode(tr->tok, prev, token, &len);
         piece_escape(piece, sizeof piece, p, len, 0);
         size_t n = strlen(piece);
-        if (used + n >= sizeof text) break;
-        memcpy(text + used, piece, n + 1);
-        used += n;
+        if (n > start) break;
+        start -= n;
+        memcpy(text + start, piece, n);
+        for (size_t k = 0; k < n; k++) chars += ((unsigned char)piece[k] & 0xC0) != 0x80;
     }
-    const char *tail = text + used;
-    int room = width - (int)sizeof "  text: …", chars = 0;
-    while (tail > text && chars < room) { /* back one character: its lead byte */
-        do tail--; while (tail > text && ((unsigned char)*tail & 0xC0) == 0x80);
-        chars++;
-    }
-    fprintf(out, "  text: %s%s\n", tail > text ? "…" : "", tail);
+    const char *tail = text + sizeof text - 1;
+    for (chars = 0; tail > text + start && chars < room; chars++) /* back one character: to its lead byte */
+        do tail--; while (tail > text + start && ((unsigned char)*tail & 0xC0) == 0x80);
+    while (i >= 0 && tr->tok->kind == TOKENIZER_LLAMA && tr->run.steps[i].token == tr->tok->bos_id) i--;
+    int more = tail > text + start || i >= 0; /* text before what is shown */
+    fprintf(out, "  text: %s%s\n", more ? "…" : "", tail);
 }
 
 /* A part of the view drawn in memory first, so its rows on the screen can
@@ -91,55 +89,72 @@ static int part_rows(Part *p, int width) {
     return rows;
 }
 
-/* The chosen head's table (or its layer's weights), what the mask did, the
- * next tokens and how the next was chosen, each part drawn in memory;
- * compact: the table's keys of one block with the most weight only, and
- * the next tokens on one line */
-static int print_step_lower(Part *table, Part *bottom, int width, Tracer *tr, const Step *st, const Labels *lb,
-                            int colour, int compact) {
-    if (part_open(table) || part_open(bottom)) return -1;
-    print_mask_note(bottom->f, width, st, st->n_visible);
-    print_next_summary(bottom->f, width, tr, st, compact);
-    print_sampling(bottom->f, tr, st);
-    if (tr->layer_weights) return print_layer_weights(table->f, width, tr, st, lb, colour, compact);
-    return print_head_table(table->f, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, lb, colour,
-                            compact);
+/* How much of the view is drawn: the first level that fits the terminal's
+ * rows. Each level keeps what the one before did and gives up more. */
+enum {
+    VIEW_FULL,       /* every head's line (one layer's when they would fill half the rows), every key */
+    VIEW_ONE_BLOCK,  /* the table: one block of the keys with most weight, a line for the summary's two;
+                        the next tokens on one line */
+    VIEW_ONE_LAYER,  /* the chosen layer's heads only */
+    VIEW_NO_MASK,    /* without the mask's note */
+    VIEW_NO_HEADS,   /* without the heads' lines (the table is the chosen head's) */
+    VIEW_LEVELS
+};
+
+typedef struct {
+    Part top, heads, table, bottom; /* drawn in this order */
+} View;
+
+static void view_close(View *v) {
+    part_close(&v->top);
+    part_close(&v->heads);
+    part_close(&v->table);
+    part_close(&v->bottom);
 }
 
-/* The step view: the step, the text so far and the heads
- * (print_step_heads), then print_step_lower's parts; as wide as stderr's
- * terminal is now (it may have been resized). When they would pass the
- * terminal's rows (the step and the heads scrolled away above), the lower
- * parts are drawn compact (and the layer's weights without the heads'
- * lines, which say the same). */
+/* The view drawn in memory at a level; 0, or -1 out of memory */
+static int view_draw(View *v, int level, int width, int rows, Tracer *tr, const Step *st, const Labels *lb,
+                     int colour) {
+    const Config *c = &tr->model->config;
+    if (part_open(&v->top) || part_open(&v->heads) || part_open(&v->table) || part_open(&v->bottom)) return -1;
+    print_step_header(v->top.f, width, tr, st);
+    print_text_so_far(v->top.f, width, tr, st);
+    /* the layer's weights show what its heads' lines would */
+    int one_layer = level >= VIEW_ONE_LAYER || (rows > 0 && 2 * c->n_layers * c->n_heads > rows);
+    if (level < VIEW_NO_HEADS && !(level >= VIEW_ONE_BLOCK && tr->layer_weights))
+        print_step_heads(v->heads.f, width, one_layer, tr, st, lb);
+    if (level < VIEW_NO_MASK) print_mask_note(v->bottom.f, width, st, st->n_visible);
+    print_next_summary(v->bottom.f, width, tr, st, level >= VIEW_ONE_BLOCK);
+    print_sampling(v->bottom.f, tr, st);
+    int one_block = level >= VIEW_ONE_BLOCK;
+    if (tr->layer_weights) return print_layer_weights(v->table.f, width, tr, st, lb, colour, one_block);
+    return print_head_table(v->table.f, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, lb, colour,
+                            one_block);
+}
+
+/* The step view: the step, the text so far, the heads, the chosen head's
+ * table (or its layer's weights), what the mask did, the next tokens and
+ * how the next was chosen; as wide as stderr's terminal is now (it may have
+ * been resized), and at the first level that fits its rows with the keys'
+ * prompt line below (the step and the heads would scroll away above). */
 static int print_step_view(Tracer *tr, const Step *st) {
     FILE *out = stderr;
     int width = output_width(out), rows = output_rows(out), colour = wants_colour(out);
     Labels lb;
-    Part top = { 0 }, heads = { 0 }, table = { 0 }, bottom = { 0 };
-    int rc = labels_make(&lb, tr, st, st->n_visible) || part_open(&top) || part_open(&heads);
-    if (rc == 0) {
-        print_step_header(top.f, width, tr, st);
-        print_text_so_far(top.f, width, tr, st);
-        print_step_heads(heads.f, width, rows, tr, st, &lb);
-        rc = print_step_lower(&table, &bottom, width, tr, st, &lb, colour, 0);
-        /* + 1: the keys' prompt line below it all */
+    View v = { 0 };
+    int rc = labels_make(&lb, tr, st, st->n_visible);
+    for (int level = VIEW_FULL; rc == 0 && level < VIEW_LEVELS; level++) {
+        view_close(&v);
+        rc = view_draw(&v, level, width, rows, tr, st, &lb, colour);
         int taller = rc == 0 && rows > 0 &&
-                     part_rows(&top, width) + part_rows(&heads, width) + part_rows(&table, width) +
-                             part_rows(&bottom, width) + 1 > rows;
-        if (taller) {
-            part_close(&table);
-            part_close(&bottom);
-            rc = print_step_lower(&table, &bottom, width, tr, st, &lb, colour, 1);
-            /* the layer's weights show what its heads' lines would */
-            if (tr->layer_weights) part_close(&heads);
-        }
+                     part_rows(&v.top, width) + part_rows(&v.heads, width) + part_rows(&v.table, width) +
+                             part_rows(&v.bottom, width) + 1 > rows;
+        if (!taller) break;
     }
-    Part *parts[] = { &top, &heads, &table, &bottom };
-    for (int i = 0; i < 4; i++) {
-        if (rc == 0 && parts[i]->f && fflush(parts[i]->f) == 0) fwrite(parts[i]->text, 1, parts[i]->len, out);
-        part_close(parts[i]);
-    }
+    Part *parts[] = { &v.top, &v.heads, &v.table, &v.bottom };
+    for (int i = 0; i < 4; i++)
+        if (rc == 0 && fflush(parts[i]->f) == 0) fwrite(parts[i]->text, 1, parts[i]->len, out);
+    view_close(&v);
     labels_free(&lb);
     return rc;
 }

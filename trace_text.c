@@ -419,12 +419,15 @@ static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, con
     for (int t = 0; t < row->n_visible; t++) sum += row->weights ? row->weights[t] : 0;
     char note[160], total[48] = "";
     if (row->weights) snprintf(total, sizeof total, "; weights sum to %.6f", sum);
-    snprintf(note, sizeof note, "(%d of %d keys shown, %s%s)", shown, row->n_visible, which, total);
+    if (shown < row->n_visible)
+        snprintf(note, sizeof note, "(%d of %d keys shown, %s%s)", shown, row->n_visible, which, total);
+    else snprintf(note, sizeof note, "(all %d keys%s)", shown, total);
     print_wrapped(out, row->width, note);
 }
 
-/* One head's table: every key, or (one_block) the keys of one block with
- * the most weight, for a step view short of rows. 0, or -1 out of memory. */
+/* One head's table: every key, or (one_block, for a step view short of
+ * rows) the keys of one block with the most weight and a line for the
+ * summary's two. 0, or -1 out of memory. */
 int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
                      const Labels *lb, int colour, int one_block) {
     const Config *c = &tr->model->config;
@@ -440,10 +443,10 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
         if (row.n_shown < 0) return -1;
         row.shown = shown;
     }
-    if (!row.shown) trace_print_attention(out, &row, colour);
+    if (!one_block) trace_print_attention(out, &row, colour);
     else {
         print_attention_blocks(out, &row, colour);
-        print_chosen_note(out, row.n_shown, &row, "the most attended");
+        print_chosen_note(out, row.shown ? row.n_shown : n_cols, &row, "the most attended");
     }
     return 0;
 }
@@ -483,7 +486,10 @@ void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
         snprintf(item, sizeof item, " %s%s %.3f%s", with_t && cand->id == st->next ? "*" : "", piece,
                  with_t ? cand->prob_t : cand->prob, i + 1 < st->n_top ? "," : "");
-        if (one_line && i > 0 && wr.column + display_width(item) > width) break;
+        if (one_line && i > 0 && wr.column + display_width(item) + 2 > width) { /* room for " …" */
+            wrap_put(&wr, " …"); /* more than the line holds */
+            break;
+        }
         wrap_put(&wr, item);
     }
     wrap_end(&wr);

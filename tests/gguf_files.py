@@ -168,6 +168,8 @@ def valid_cases():
     no_tokenizer = Model(seed=9)
     for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
         no_tokenizer.drop_kv(key)
+    value_only = Model(seed=16)  # value_length alone, equal to dim / heads: key_length's default agrees
+    value_only.set_kv("llama.attention.value_length", U32, 16)
     extra = Model(seed=10)  # keys qkv does not read, nested arrays among them
     extra.kvs.insert(2, ("general.tags", ARRAY, (ARRAY, [(STRING, ["a", "b"]), (U8, [1, 2, 3])])))
     extra.kvs.insert(3, ("general.description", STRING, "x" * 100))
@@ -182,6 +184,7 @@ def valid_cases():
         "no-tokenizer": no_tokenizer,
         "extra-keys": extra,
         "head-size-24": Model(dim=32, heads=3, kv_heads=1, head_size=24, seed=15),  # 3 x 24 = 72 columns into wo
+        "value-length-only": value_only,
     }
 
 

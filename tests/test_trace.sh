@@ -195,6 +195,12 @@ if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$t
     && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
     ok "--step --layer 2 --head 3 --top 3: that head's table; a: its layer's 4 heads side by side; three next tokens"
 else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables, $rows rows"; fi
+# an empty prompt: the first view's text line is empty (it printed whatever
+# its buffer held: the text was never written when every token was BOS)
+printf 'q\n' | $RUN models/grammar.bin -i "" --step -n 3 -s 1 >/dev/null 2>"$tmp/step.txt"
+if [ "$(grep '^  text:' "$tmp/step.txt")" = "  text: " ]; then ok "--step with an empty prompt: an empty text line"
+else fail "step text line, empty prompt" "$(grep '^  text:' "$tmp/step.txt" | od -c | head -n 2)"; fi
+
 # the step that ends the text is shown too (it was never paused on), and each
 # view carries the text so far
 yes '' 2>/dev/null | head -n 300 | $RUN models/stories.bin -i "Once upon a time" -t 0 -n 0 --step >/dev/null 2>"$tmp/end.txt"
@@ -218,6 +224,10 @@ if [ $have_python = 1 ]; then
     $CHECK step $RUN $MODEL -t 0 -n 12 -i "the" --step
     $CHECK step-screen $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat on the mat and the" --step \
         --trace-out "$tmp/step-file.txt"
+    # 12 heads (grammar: exactly half the rows), GQA, a short prompt (one block)
+    $CHECK step-rows $RUN models/grammar.bin -t 0 -n 30 -i "the cat sat on the mat and the dog" --step
+    $CHECK step-rows $RUN tests/data/gqa.qkv -t 0 -n 30 -i "the cat sat on the mat" --step
+    $CHECK step-rows $RUN models/stories.bin -t 0 -n 30 -i "Once" --step
     $CHECK step-fit "$tmp/step-fit.txt" $RUN models/stories.bin -t 0 -n 40 -i "Once upon a time" --step \
         --trace-out "$tmp/step-fit.txt"
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0

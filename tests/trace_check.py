@@ -384,11 +384,13 @@ def cmd_step_screen(argv):
     wide = [l for l in view if len(l) > 80]
     heads = [l for l in lines if re.match(r"^[ >] L\d+ H\d+ ", l)]
     layers = sorted({re.match(r"^[ >] (L\d+)", l).group(1) for l in heads})
+    ends = [i for i, l in enumerate(lines) if l.startswith(PROMPT_LINE)]
+    rows = [screen_rows(lines[a + 1:b + 1], 80) for a, b in zip([-1] + ends, ends)]
     check(not wide and len(heads) == 8 and "> L0 H0 " in out and "> L1 H0 " in out and layers == ["L0", "L1"]
-          and out.count("(layer ") == 2 and "sees every cached key" in out,
+          and out.count("(layer ") == 2 and len(rows) == 2 and max(rows) <= 20,
           "step view at 80 x 20, the text trace in a file: lines fit, the chosen layer's heads only "
-          "(j moves it), the mask in words",
-          "%d wide (%r), %d head lines of %s" % (len(wide), wide[:3], len(heads), layers))
+          "(j moves it), each view within the 20 rows",
+          "%d wide (%r), %d head lines of %s, rows %s" % (len(wide), wide[:3], len(heads), layers, rows))
 
 
 PROMPT_LINE = "-- [Enter] next token"
@@ -440,9 +442,9 @@ def cmd_step_fit(trace_path, argv):
         full = table_weights(block, next(l for l in block if l.startswith("layer 0 head 0 ")))
     largest = sorted(full, key=lambda p: -full[p])[:8]
     check(len(views) == 16 and not tall and note and len(full) == pos[0] + 1 and sorted(shown) == sorted(largest)
-          and all(abs(shown[p] - full[p]) < 6e-4 for p in shown),
+          and all(abs(shown[p] - full[p]) < 6e-4 for p in shown) and any("sees every cached key" in l for l in head_view),
           "step view at 80 x 24 on the stories model: every view fits its rows; a table too tall for them shows "
-          "the 8 most attended keys, as the full table in the trace file has them",
+          "the 8 most attended keys, as the full table in the trace file has them; the mask in words",
           "%d views, rows over 24: %s, note %s, shown %s, file's 8 largest %s" % (len(views), tall, note, shown, largest))
     grid = views[-1]
     rows = [l for l in grid if re.match(r"^  [ >] H\d ", l)]
@@ -452,6 +454,20 @@ def cmd_step_fit(trace_path, argv):
           and screen_rows(grid, 80) <= 24,
           "step view's a at 80 x 24: the layer's 6 heads over the 8 keys some head weighs most, within the rows",
           "\n".join(grid))
+
+
+def cmd_step_rows(argv):
+    """Every view of a run fits 80 x 24 with its prompt line (Enter 8 times,
+    then a, j): the view gives up, level by level, what does not fit."""
+    keys = [b"\n"] * 8 + [b"a", b"j", b"q"]
+    out = run_in_pty(argv, keys, {**os.environ, "NO_COLOR": "1"}, size=(80, 24), timeout=30)
+    lines = out.replace("\r", "").split("\n")
+    ends = [i for i, l in enumerate(lines) if l.startswith(PROMPT_LINE)]
+    views = [lines[a + 1:b + 1] for a, b in zip([-1] + ends, ends)]
+    rows = [screen_rows(v, 80) for v in views]
+    check(len(views) == 11 and max(rows) <= 24 and all(any(l.startswith("== pos") for l in v) for v in views),
+          "step view at 80 x 24 of %s: all %d views within the rows, each with its step's line"
+          % (os.path.basename(argv[1]), len(views)), "rows %s" % rows)
 
 
 def cmd_colour(argv):
@@ -538,6 +554,8 @@ def main():
         cmd_step(args)
     elif cmd == "step-screen":
         cmd_step_screen(args)
+    elif cmd == "step-rows":
+        cmd_step_rows(args)
     elif cmd == "step-fit":
         cmd_step_fit(args[0], args[1:])
     elif cmd == "colour":
