@@ -280,11 +280,14 @@ static int gguf_config(GgufFile *g, Config *c) {
         gguf_int(g, KEY_VALUE_LENGTH, 1, QKV_MAX_DIM, even, &value_length))
         return -1;
     if (!key_length || !value_length)
-        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d (and no "
-                                "attention.key_length and value_length)", c->dim, c->n_heads);
-    if (key_length != value_length)
-        return load_error(g->f, "GGUF attention.key_length %lld differs from value_length %lld (qkv's keys and "
-                                "values have one head size)", key_length, value_length);
+        return load_error(g->f, "GGUF embedding_length %d is not divisible by head_count %d, and attention.%s "
+                                "is missing", c->dim, c->n_heads, key_length ? "value_length" : "key_length");
+    if (key_length != value_length) {
+        int key_given = g->keys[KEY_KEY_LENGTH].type >= 0, value_given = g->keys[KEY_VALUE_LENGTH].type >= 0;
+        return load_error(g->f, "GGUF attention.key_length %lld%s differs from value_length %lld%s (qkv's keys and "
+                                "values have one head size)", key_length, key_given ? "" : " (embedding / heads)",
+                          value_length, value_given ? "" : " (embedding / heads)");
+    }
     c->head_size = (int)key_length;
     if (gguf_int(g, KEY_ROPE_DIMS, 0, INT_MAX, c->head_size, &rope_dims)) return -1;
     if (rope_dims != c->head_size)

@@ -415,24 +415,26 @@ typedef void (*ReportWriter)(FILE *f, const HeadsReport *r, const char *model_pa
 
 static void csv_writer(FILE *f, const HeadsReport *r, const char *model_path) { write_csv(f, r); }
 
-/* Writes one output file (output_file.h: a full disk shows up at its close). */
-static int write_output(const char *path, ReportWriter writer, const HeadsReport *r, const char *model_path,
-                        char *err, size_t err_len) {
-    if (!path) return 0;
-    FILE *f = output_open(path, "output", err, err_len);
-    if (!f) return -1;
-    writer(f, r, model_path);
-    return output_close(f, path, err, err_len);
-}
-
 int heads_run(const Model *m, const HeadsOptions *o, char *err, size_t err_len) {
-    HeadsReport r;
     const char *name = o->model_path ? o->model_path : "model";
-    if (heads_measure(m, o->n_probes, o->seed, &r, err, err_len)) return -1;
-    print_table(stdout, &r, name);
-    int rc = write_output(o->csv_path, csv_writer, &r, name, err, err_len);
-    if (rc == 0) rc = write_output(o->json_path, write_json, &r, name, err, err_len);
-    if (rc == 0) rc = write_output(o->svg_path, write_svg, &r, name, err, err_len);
-    heads_report_free(&r);
+    /* the outputs open first: a bad path fails before the probes run */
+    const struct { const char *flag, *path; ReportWriter writer; } outputs[] = {
+        { "--csv", o->csv_path, csv_writer }, { "--json", o->json_path, write_json }, { "--svg", o->svg_path, write_svg },
+    };
+    FILE *files[3] = { NULL, NULL, NULL };
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (outputs[i].path && !(files[i] = output_open(outputs[i].path, outputs[i].flag, err, err_len))) rc = -1;
+    HeadsReport r;
+    int measured = rc == 0 && heads_measure(m, o->n_probes, o->seed, &r, err, err_len) == 0;
+    if (rc == 0 && !measured) rc = -1;
+    if (measured) print_table(stdout, &r, name);
+    char later[256]; /* the first error is the one reported */
+    for (int i = 0; i < 3; i++) {
+        if (!files[i]) continue;
+        if (measured) outputs[i].writer(files[i], &r, name);
+        if (output_close(files[i], outputs[i].path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
+    }
+    if (measured) heads_report_free(&r);
     return rc;
 }

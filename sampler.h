@@ -103,32 +103,41 @@ static int sample_cdf(const float *probs, int n, float coin) {
     return n - 1;
 }
 
+/* Most likely first; equal probabilities by token id (glibc's qsort keeps
+ * ties in their order, as llama2.c's run gets them: now said, not left to
+ * the sort) */
 static int by_probability_desc(const void *a, const void *b) {
     const ProbIndex *x = a, *y = b;
-    if (x->prob > y->prob) return -1;
-    if (x->prob < y->prob) return 1;
-    return 0;
+    if (x->prob != y->prob) return x->prob > y->prob ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* a is a worse candidate than b: less likely, or as likely and a later id */
+static inline int worse_candidate(ProbIndex a, ProbIndex b) {
+    return a.prob < b.prob || (a.prob == b.prob && a.index > b.index);
 }
 
 /* The k most likely tokens into candidates[0..k-1], most likely first
  * (a min-heap of k over the vocabulary, then sorted: O(vocab log k), where
  * sorting the vocabulary would cost a millisecond at 32,000 tokens). */
 static int top_k_candidates(Sampler *s, const float *probs, int k) {
-    ProbIndex *heap = s->candidates;
+    ProbIndex *heap = s->candidates; /* heap[0] the worst kept (worse_candidate: ties go to the lower id) */
     for (int i = 0; i < s->vocab_size; i++) {
+        ProbIndex cand = { probs[i], i };
         int at;
         if (i < k) /* sift the new one up */
-            for (at = i; at > 0 && heap[(at - 1) / 2].prob > probs[i]; at = (at - 1) / 2) heap[at] = heap[(at - 1) / 2];
-        else if (probs[i] > heap[0].prob) /* it replaces the least: sift down */
+            for (at = i; at > 0 && worse_candidate(cand, heap[(at - 1) / 2]); at = (at - 1) / 2)
+                heap[at] = heap[(at - 1) / 2];
+        else if (worse_candidate(heap[0], cand)) /* it replaces the worst: sift down */
             for (at = 0; 2 * at + 1 < k;) {
                 int child = 2 * at + 1;
-                if (child + 1 < k && heap[child + 1].prob < heap[child].prob) child++;
-                if (heap[child].prob >= probs[i]) break;
+                if (child + 1 < k && worse_candidate(heap[child + 1], heap[child])) child++;
+                if (!worse_candidate(heap[child], cand)) break;
                 heap[at] = heap[child];
                 at = child;
             }
         else continue;
-        heap[at] = (ProbIndex){ probs[i], i };
+        heap[at] = cand;
     }
     qsort(heap, (size_t)k, sizeof(ProbIndex), by_probability_desc);
     return k;
@@ -186,7 +195,8 @@ int sample(Sampler *s, float *logits, SampleInfo *info) {
     }
     softmax(logits, s->vocab_size);
     float coin = random_f32(&s->rng_state);
-    if ((s->topp <= 0.0f || s->topp >= 1.0f) && s->topk <= 0) {
+    int top_p = s->topp > 0.0f && s->topp < 1.0f, top_k = s->topk > 0 && s->topk < s->vocab_size;
+    if (!top_p && !top_k) { /* -k at or past the vocabulary keeps it all, as -k 0 */
         int next = sample_cdf(logits, s->vocab_size, coin);
         *info = (SampleInfo){ SAMPLE_TEMPERATURE, s->vocab_size, coin, logits[next] };
         return next;
@@ -199,8 +209,7 @@ int sample(Sampler *s, float *logits, SampleInfo *info) {
         cdf += s->candidates[i].prob;
         if (r < cdf) { chosen = s->candidates[i].index; break; }
     }
-    int top_p = s->topp > 0.0f && s->topp < 1.0f;
-    SampleMethod method = s->topk <= 0 ? SAMPLE_TOP_P : top_p ? SAMPLE_TOP_K_TOP_P : SAMPLE_TOP_K;
+    SampleMethod method = !top_k ? SAMPLE_TOP_P : top_p ? SAMPLE_TOP_K_TOP_P : SAMPLE_TOP_K;
     *info = (SampleInfo){ method, n, coin, logits[chosen] };
     return chosen;
 }

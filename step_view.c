@@ -97,7 +97,7 @@ enum {
                         the next tokens on one line */
     VIEW_ONE_LAYER,  /* the chosen layer's heads only */
     VIEW_NO_MASK,    /* without the mask's note */
-    VIEW_NO_HEADS,   /* without the heads' lines (the table is the chosen head's) */
+    VIEW_NO_HEADS,   /* without the heads' lines (the table below is the chosen head's or its layer's) */
     VIEW_LEVELS
 };
 

@@ -1282,6 +1282,29 @@ static void test_sampler_top_k_top_p(void) {
     }
     report(!bad, "sampler: top-k, then top-p over the top k's renormalised mass (hand-worked cases)",
            "%d of 4 cases wrong", bad);
+    /* ties at the k-th place go to the lower id (the sort's order before the
+     * heap): logits 0 0 1 -5 and k = 2 keep ids 2 and 0, never 1; and k at
+     * or past the vocabulary draws as k = 0 does (the same coins, tokens) */
+    Sampler tie, all, none;
+    sampler_init(&tie, 4, 1.0f, 1.0f, 2, 7);
+    sampler_init(&all, 4, 1.0f, 1.0f, 4, 9);
+    sampler_init(&none, 4, 1.0f, 1.0f, 0, 9);
+    int drawn[4] = { 0 }, differ = 0, all_method = 0;
+    for (int draw = 0; draw < 4000; draw++) {
+        float a[4] = { 0, 0, 1, -5 }, b[4] = { 0.3f, -1, 2, 0 }, c[4] = { 0.3f, -1, 2, 0 };
+        SampleInfo info;
+        int next = sample(&tie, a, NULL);
+        if (next >= 0 && next < 4) drawn[next]++;
+        differ += sample(&all, b, &info) != sample(&none, c, NULL);
+        all_method += info.method != SAMPLE_TEMPERATURE;
+    }
+    report(drawn[1] == 0 && drawn[0] > 0 && drawn[2] > 0 && !differ && !all_method,
+           "sampler: a tie at the k-th place keeps the lower id; -k at the vocabulary's size draws as -k 0",
+           "drawn %d %d %d %d, %d draws differ, %d methods not temperature", drawn[0], drawn[1], drawn[2], drawn[3],
+           differ, all_method);
+    sampler_free(&tie);
+    sampler_free(&all);
+    sampler_free(&none);
 }
 
 static void test_sampler_hostile(void) {
