@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tokenizer.h" /* TokenizerKind, checked in the header */
+#include "input_file.h"
 
 /* ------------------------------------------------------------------------ */
 /* A bounds-checked view of the file in memory (mapped or read)            */
@@ -629,24 +630,21 @@ static FileFormat format_of_magic(const unsigned char head[4]) {
 }
 
 static int map_file(FileView *f, Model *m, const char *path) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
-    if (fd < 0) return load_error(f, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    size_t size;
+    int fd = input_open(path, &size);
+    if (fd == INPUT_CANNOT_OPEN) return load_error(f, "cannot open %s: %s", path, strerror(errno));
+    if (fd == INPUT_NOT_REGULAR) return load_error(f, "%s is not a regular file", path);
+    if (size < 8) {
         close(fd);
-        return load_error(f, "%s is not a regular file", path);
+        return load_error(f, "truncated file: %s has %zu bytes", path, size);
     }
-    if (st.st_size < 8) {
-        close(fd);
-        return load_error(f, "truncated file: %s has %lld bytes", path, (long long)st.st_size);
-    }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) return load_error(f, "cannot map %s: %s", path, strerror(errno));
     m->mapping = p;
-    m->file_bytes = (size_t)st.st_size;
+    m->file_bytes = size;
     f->base = m->file = p;
-    f->size = (size_t)st.st_size;
+    f->size = size;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "input_file.h"
 #include "sampler.h"
 
 void die(const char *fmt, const char *detail) {
@@ -64,18 +65,15 @@ char *read_stream(FILE *f, const char *path, size_t *n) {
 /* A device (/dev/urandom, /dev/zero) could run forever or fill memory, and a
  * directory has no text: hence a regular file only, its size checked first. */
 char *read_text_file(const char *path, size_t *n) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
+    size_t size = 0;
+    int fd = input_open(path, &size);
+    if (fd == INPUT_NOT_REGULAR) die("%s is not a regular file", path);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) die("cannot open %s", path);
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (size > MAX_TEXT_BYTES) {
         fclose(f);
-        die("%s is not a regular file", path);
-    }
-    if (st.st_size > (off_t)MAX_TEXT_BYTES) {
-        fclose(f);
-        fprintf(stderr, "error: %s has %lld bytes, more than the %u MiB qkv reads as a text\n", path,
-                (long long)st.st_size, MAX_TEXT_BYTES >> 20);
+        fprintf(stderr, "error: %s has %zu bytes, more than the %u MiB qkv reads as a text\n", path, size,
+                MAX_TEXT_BYTES >> 20);
         exit(1);
     }
     char *text = read_stream(f, path, n);

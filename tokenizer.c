@@ -12,6 +12,7 @@
  */
 #include "tokenizer.h"
 #include "unicode_classes.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -246,24 +247,21 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
 
 int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *err, size_t err_len) {
     memset(t, 0, sizeof *t);
-    int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO without a writer: no wait in open */
+    size_t size = 0;
+    int fd = input_open(path, &size);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
+    if (!f && fd != INPUT_NOT_REGULAR) {
         snprintf(err, err_len, "cannot open tokenizer %s: %s", path, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
-    struct stat st;
-    const char *why = NULL;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) why = "is not a regular file";
-    else if (st.st_size == 0) why = "is empty";
-    else if (st.st_size > (off_t)MAX_TOKENIZER_BYTES) why = "is larger than 64 MiB";
+    const char *why = !f ? "is not a regular file" : size == 0 ? "is empty"
+                      : size > MAX_TOKENIZER_BYTES ? "is larger than 64 MiB" : NULL;
     if (why) {
-        fclose(f);
+        if (f) fclose(f);
         snprintf(err, err_len, "tokenizer %s %s", path, why);
         return -1;
     }
-    size_t size = (size_t)st.st_size;
     unsigned char *data = malloc(size);
     int ok = data && fread(data, 1, size, f) == size;
     fclose(f);
