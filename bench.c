@@ -155,69 +155,95 @@ static int dense_prefix(const Curve *c) {
  * step rewrites the same slot). With
  * recompute = 1, each position runs its whole prefix from position 1. With
  * c->rss, the first run samples resident memory every rss_every positions. */
-static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
-                         int repeats, int recompute, const char *label) {
-    size_t samples = (size_t)c->n * repeats;
-    double *total = malloc(samples * sizeof(double));
-    double *attention = malloc(samples * sizeof(double));
-    double *spread = malloc((size_t)c->n * sizeof(double));
-    if (!total || !attention || !spread) {
-        free(total); free(attention); free(spread);
-        return -1;
-    }
-    /* touched now, not page by page as the positions advance: the resident
-     * memory sampled during the run is then the engine's alone */
-    memset(total, 0, samples * sizeof(double));
-    memset(attention, 0, samples * sizeof(double));
-    int dense = recompute ? c->n : dense_prefix(c), last = c->positions[c->n - 1];
+/* Each position's step times in milliseconds: [n positions, repeats] */
+typedef struct {
+    double *total, *attention;
+    int repeats;
+} StepSamples;
+
+static void sample_step(StepSamples *t, int i, int r, StepTime step) {
+    t->total[(size_t)i * t->repeats + r] = step.total * 1e3;
+    t->attention[(size_t)i * t->repeats + r] = step.attention * 1e3;
+}
+
+/* Positions 0..dense-1 of the curve in order, repeats times over (with
+ * recompute, each from position 1); the first run samples resident memory
+ * every rss_every positions. */
+static void time_dense_positions(const Model *m, RunState *s, const int *tokens, Curve *c, StepSamples *t,
+                                 int dense, int recompute, const char *label) {
     Progress progress = progress_start("bench");
-    for (int r = 0; r < repeats && dense > 0; r++) {
-        fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, repeats,
+    for (int r = 0; r < t->repeats && dense > 0; r++) {
+        fprintf(stderr, "bench: %s, run %d/%d (positions %d..%d)\n", label, r + 1, t->repeats,
                 c->positions[0], c->positions[dense - 1]);
         for (int i = 0; i < dense; i++) {
             int position = c->positions[i];
-            StepTime t = recompute ? timed_forward(m, s, tokens, 0, position)
-                                   : timed_forward(m, s, tokens, position - 1, 1);
+            StepTime step = recompute ? timed_forward(m, s, tokens, 0, position)
+                                      : timed_forward(m, s, tokens, position - 1, 1);
             if (c->rss && r == 0 && position % c->rss_every == 0)
                 c->rss[position / c->rss_every - 1] = resident_bytes();
-            total[(size_t)i * repeats + r] = t.total * 1e3;
-            attention[(size_t)i * repeats + r] = t.attention * 1e3;
-            show_position(&progress, (double)r * dense + i + 1, (double)repeats * dense, position,
+            sample_step(t, i, r, step);
+            show_position(&progress, (double)r * dense + i + 1, (double)t->repeats * dense, position,
                           c->positions[dense - 1]);
         }
         progress_end(&progress);
     }
+}
+
+/* Positions dense.. of the curve: each after a prefill fills the cache up to
+ * it, then WARM_STEPS untimed steps and repeats timed ones in a row (the
+ * step rewrites the same slot). */
+static void time_after_prefill(const Model *m, RunState *s, const int *tokens, Curve *c, StepSamples *t,
+                               int dense, const char *label) {
+    int last = c->positions[c->n - 1];
     if (dense < c->n)
         fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it and %d untimed steps\n",
                 label, c->n - dense, c->positions[dense], last, WARM_STEPS);
-    progress = progress_start("bench");
+    Progress progress = progress_start("bench");
     for (int i = dense; i < c->n; i++) {
         int position = c->positions[i], filled = c->positions[i - 1];
         forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
         for (int w = 0; w < WARM_STEPS; w++) timed_forward(m, s, tokens, position - 1, 1);
-        for (int r = 0; r < repeats; r++) {
-            StepTime t = timed_forward(m, s, tokens, position - 1, 1);
-            total[(size_t)i * repeats + r] = t.total * 1e3;
-            attention[(size_t)i * repeats + r] = t.attention * 1e3;
-        }
+        for (int r = 0; r < t->repeats; r++) sample_step(t, i, r, timed_forward(m, s, tokens, position - 1, 1));
         show_position(&progress, i - dense + 1, c->n - dense, position, last);
     }
     progress_end(&progress);
+}
+
+/* The curve's medians, its fastest rest-of-step times and the runs' spread */
+static void curve_medians(Curve *c, StepSamples *t, double *spread) {
+    int repeats = t->repeats;
     for (int i = 0; i < c->n; i++) {
-        double *runs = total + (size_t)i * repeats;
-        c->other_fastest_ms[i] = runs[0] - attention[(size_t)i * repeats];
+        double *runs = t->total + (size_t)i * repeats, *attention = t->attention + (size_t)i * repeats;
+        c->other_fastest_ms[i] = runs[0] - attention[0];
         for (int r = 1; r < repeats; r++)
-            if (runs[r] - attention[(size_t)i * repeats + r] < c->other_fastest_ms[i])
-                c->other_fastest_ms[i] = runs[r] - attention[(size_t)i * repeats + r];
+            if (runs[r] - attention[r] < c->other_fastest_ms[i]) c->other_fastest_ms[i] = runs[r] - attention[r];
         c->total_ms[i] = median(runs, repeats); /* sorts runs: min first, max last */
-        c->attention_ms[i] = median(attention + (size_t)i * repeats, repeats);
+        c->attention_ms[i] = median(attention, repeats);
         spread[i] = (runs[repeats - 1] - runs[0]) / c->total_ms[i];
     }
     c->spread = median(spread, c->n);
-    free(total);
-    free(attention);
+}
+
+static int measure_curve(const Model *m, RunState *s, const int *tokens, Curve *c,
+                         int repeats, int recompute, const char *label) {
+    size_t samples = (size_t)c->n * repeats;
+    StepSamples t = { malloc(samples * sizeof(double)), malloc(samples * sizeof(double)), repeats };
+    double *spread = malloc((size_t)c->n * sizeof(double));
+    int rc = t.total && t.attention && spread ? 0 : -1;
+    if (rc == 0) {
+        /* touched now, not page by page as the positions advance: the
+         * resident memory sampled during the run is then the engine's alone */
+        memset(t.total, 0, samples * sizeof(double));
+        memset(t.attention, 0, samples * sizeof(double));
+        int dense = recompute ? c->n : dense_prefix(c);
+        time_dense_positions(m, s, tokens, c, &t, dense, recompute, label);
+        time_after_prefill(m, s, tokens, c, &t, dense, label);
+        curve_medians(c, &t, spread);
+    }
+    free(t.total);
+    free(t.attention);
     free(spread);
-    return 0;
+    return rc;
 }
 
 /* 1, 2, 4, ... below ctx, then ctx: the positions the table shows and the
