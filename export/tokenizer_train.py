@@ -295,10 +295,12 @@ def verify(tok_path, text, run="./run", model=None):
     """Compare our encoder with the C engine's `-m tokenize` output."""
     import subprocess
     tok = Tokenizer.load(tok_path)
-    cmd = [run, "-m", "tokenize", "-z", tok_path, "-i", text]
+    # the text on stdin (-i -), not on the command line (a text over ~128 KB
+    # is too long an argument); -i - drops one final newline, so one is added
+    cmd = [run, "-m", "tokenize", "-z", tok_path, "-i", "-"]
     if model:
         cmd[1:1] = [model]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    res = subprocess.run(cmd, input=text + "\n", capture_output=True, text=True, check=True)
     c_ids = [int(x) for x in res.stdout.splitlines()[0].split()]
     py = tok.encode(text)
     ok = c_ids == py or c_ids == [BOS_ID] + py

@@ -84,6 +84,7 @@ CONFIGS = {
         grammar_seed=4321,
         repeat_fraction=0.5,         # share of rows that are repeated random tokens
         repeat_min=6, repeat_max=40,  # length of the repeated block, uniform
+        grammar_stream=False,        # prepare_grammar's rows, as the grammar config's default
         dim=96, hidden_dim=224, n_layers=2, n_heads=4, n_kv_heads=4,
         seq_len=128, shared_classifier=True,
         batch_size=32, grad_accum=1,
@@ -424,7 +425,8 @@ def main():
             print(line, flush=True)
             log.write(line + "\n")
             log.flush()
-            history.append(dict(iter=it, train=tl, eval=vl, elapsed=el, **dict(losses)))
+            # each held-out split's loss by name; a split named "eval" is vl itself
+            history.append({**dict(losses), "iter": it, "train": tl, "eval": vl, "elapsed": el})
             train_loss_acc, n_acc = 0.0, 0
             save(ck_path, model, opt, cfg, it, tok, best_val, history)
             if vl == best_val:  # the checkpoint with the lowest held-out loss so far
