@@ -30,6 +30,11 @@ def measure(ckpt, tmp):
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) != 2:
+        sys.exit("usage: heads_curve.py RUN_DIR   (a train.py out_dir with ckpt_NNNNN.pt files)")
     import torch
     run_dir = sys.argv[1]
     ckpts = sorted(glob.glob(os.path.join(run_dir, "ckpt_*.pt")))

@@ -936,8 +936,12 @@ def read_model(path, tokenizer_path=None):
 
 if __name__ == "__main__":
     import sys
+    usage = "usage: qkvfile.py MODEL [TOKENIZER]   (prints the config and tensor list)"
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(usage)
+        sys.exit(0)
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: qkvfile.py MODEL [TOKENIZER]   (prints the config and tensor list)")
+        sys.exit(usage)
     cfg, ts, tk = read_model(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
     print("format", detect_format(sys.argv[1]), "bytes", os.path.getsize(sys.argv[1]))
     for k, v in cfg.items():

@@ -168,6 +168,9 @@ def attention_table(model, pieces, joiner, path, T, layers, heads):
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
     models = sys.argv[1:] or ["models/stories.bin", "models/grammar.bin"]
     os.makedirs(OUT, exist_ok=True)
     for model in models:
