@@ -662,9 +662,8 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     }
     free(d.block);
     if (rc) snprintf(err, err_len, "out of memory for the benchmark");
-    char later[256]; /* the first error is the one reported */
-    if (csv && output_close(csv, o->csv_path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
-    if (svg && output_close(svg, o->svg_path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
+    if (csv) rc = output_close(csv, o->csv_path, rc, err, err_len);
+    if (svg) rc = output_close(svg, o->svg_path, rc, err, err_len);
     curve_free(&b.cached);
     curve_free(&b.recomputed);
     curve_free(&b.full);

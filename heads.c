@@ -429,11 +429,10 @@ int heads_run(const Model *m, const HeadsOptions *o, char *err, size_t err_len) 
     int measured = rc == 0 && heads_measure(m, o->n_probes, o->seed, &r, err, err_len) == 0;
     if (rc == 0 && !measured) rc = -1;
     if (measured) print_table(stdout, &r, name);
-    char later[256]; /* the first error is the one reported */
     for (int i = 0; i < 3; i++) {
         if (!files[i]) continue;
         if (measured) outputs[i].writer(files[i], &r, name);
-        if (output_close(files[i], outputs[i].path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
+        rc = output_close(files[i], outputs[i].path, rc, err, err_len);
     }
     if (measured) heads_report_free(&r);
     return rc;

@@ -71,9 +71,10 @@ FILE *output_open(const char *path, const char *what, char *err, size_t err_len)
     return f;
 }
 
-int output_close(FILE *f, const char *path, char *err, size_t err_len) {
-    int failed = ferror(f) != 0;
-    if (fclose(f) != 0) snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
+int output_close(FILE *f, const char *path, int rc, char *err, size_t err_len) {
+    int failed = ferror(f) != 0, closed = fclose(f) == 0;
+    if (rc) return rc; /* err holds the run's first error */
+    if (!closed) snprintf(err, err_len, "cannot write %s: %s", path, strerror(errno));
     else if (failed) /* an earlier write's reason is gone: errno has moved on since */
         snprintf(err, err_len, "cannot write %s: a write to it failed", path);
     else return 0;

@@ -42,7 +42,8 @@ void whole_file_abandon(WholeFile *w);
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len);
 
 /* Closes f (opened on path); a write that failed, a full disk among them,
- * shows up here. Returns 0, or -1 with err. */
-int output_close(FILE *f, const char *path, char *err, size_t err_len);
+ * shows up here. rc is the run's status so far: a run that already failed
+ * keeps its first error in err and its rc; else returns 0, or -1 with err. */
+int output_close(FILE *f, const char *path, int rc, char *err, size_t err_len);
 
 #endif

@@ -335,15 +335,10 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
         rc = -1;
     }
     if (rc == 0 && tr->html.f) rc = finish_html(tr, err, err_len);
-    /* the streamed files' close tells whether every write went (the first
-     * error is the one reported) */
-    char later[256];
-    if (tr->json && output_close(tr->json, tr->opt.json_path, rc ? later : err, rc ? sizeof later : err_len)) rc = -1;
-    tr->json = NULL;
-    if (tr->text && tr->text != stderr &&
-        output_close(tr->text, tr->opt.out_path, rc ? later : err, rc ? sizeof later : err_len))
-        rc = -1;
-    tr->text = NULL;
+    /* the streamed files' close tells whether every write went */
+    if (tr->json) rc = output_close(tr->json, tr->opt.json_path, rc, err, err_len);
+    if (tr->text && tr->text != stderr) rc = output_close(tr->text, tr->opt.out_path, rc, err, err_len);
+    tr->json = tr->text = NULL;
     tracer_free(tr);
     return rc;
 }
