@@ -4,17 +4,9 @@
 # no-cache columns are filled exactly at the log-spaced positions, and its SVG
 # chart is well-formed XML. Timings themselves are never asserted: they
 # depend on the machine. Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why".
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 RUN=./run
 MODEL=tests/data/gqa.qkv
-PY=${PYTHON:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-skip() { echo "skip $1: $2"; }
 
 COLUMNS="position,total_ms,attention_ms,other_ms,attention_flops,other_flops,no_cache_ms,no_cache_attention_ms,ratio"
 

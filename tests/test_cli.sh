@@ -2,16 +2,9 @@
 # The command line: every bad input gets one clear error line and the right
 # exit code (1 for bad data, 2 for bad usage), never a crash; the modes and
 # flags behave as documented. Prints "ok NAME" / "FAIL NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
+. "$(dirname "$0")/lib.sh"
 TOK=tests/data/tiny-tokenizer.bin
 MODEL=tests/data/gqa.qkv
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 # expect_error NAME CODE PATTERN -- command...: exit code CODE, exactly one
 # stderr line for data errors (usage follows its error line for code 2),

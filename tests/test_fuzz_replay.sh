@@ -7,10 +7,8 @@
 # the engine as make compiled it for ./run (build/engine.o, with make test's
 # CFLAGS: under CI's sanitizer pass it is instrumented too), built with
 # QKV_FUZZ_ENGINE_APART, which leaves out their own copy of it.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 . tests/cached_build.sh
-CC=${CC:-cc}
 mkdir -p build
 flags=(-std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:-} -O1)
 if ! [ -f build/engine.o ] || ! cached_build build/replay_tokenizer.o $CC "${flags[@]}" -c tokenizer.c; then

@@ -6,20 +6,11 @@
 # as the originals, and their F16/Q8_0/Q4_0 tensors the same logits, bit for
 # bit, as qkv's own -m quantize of the original (the blocks are the same).
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 . tests/cached_build.sh
-RUN=${QKV_RUN:-./run}
-CC=${CC:-cc}
-PY=${PYTHON:-/usr/bin/python3}
 TOK=tests/data/tiny-tokenizer.bin
 CONVERT=../shared/tools/llamacpp/gguf_from_llama2c.py
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 within_build
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-skip() { echo "skip $1: $2"; }
 
 if [ ! -x "$PY" ]; then
     skip "GGUF files" "$PY is missing"

@@ -7,17 +7,8 @@
 # shakespeare model generates. With PyTorch installed, export.py rebuilds the
 # fixtures from nanoGPT and Hugging Face checkpoints byte for byte.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 . tests/cached_build.sh
-RUN=${QKV_RUN:-./run}
-PY=${PYTHON:-/usr/bin/python3}
-CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-skip() { echo "skip $1: $2"; }
 BPE=tests/data/gpt2-bpe.qkv CHAR=tests/data/gpt2.qkv
 
 # ---- GPT-2 BPE: the engine's ids are the reference's, and decode gives the text back ----

@@ -4,15 +4,7 @@
 # shipped induction model's induction head and the random model's lack of
 # any role; --probe induction in the explorer page; bad flags.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
-PY=${PYTHON:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-have_numpy() { $PY -c 'import numpy' 2>/dev/null; }
+. "$(dirname "$0")/lib.sh"
 
 # ---- scores against independent oracles -------------------------------------
 if ! have_numpy; then

@@ -6,17 +6,9 @@
 # issue-10 regressions that need a command line: top-p and temperature
 # extremes, -m ppl on devices, a huge claimed context, a damaged tokenizer in
 # every mode, the --compare page, the messages. Prints ok / FAIL / skip lines.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 . tests/cached_build.sh
-RUN=${QKV_RUN:-./run}
-CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 within_build
-
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 # run_case EXPECT PATTERN ARGS...: sets why to nothing if the run behaved,
 # else to why not. Hundreds of runs: stderr is read by bash's builtins (as

@@ -2,13 +2,7 @@
 # The shipped models: ./run with no arguments tells a story; the grammar
 # model writes grammatical sentences; perplexity mode agrees with PyTorch.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
+. "$(dirname "$0")/lib.sh"
 
 # ---- ./run with no arguments ----------------------------------------------
 # The seed comes from the clock, so the story differs each run and may end

@@ -9,8 +9,7 @@
 # may also hold prefetcht0 where the compiler keeps fetch_line's untaken
 # branch: the sanitizers' -O1 build does; so its check is the prefetcht1.)
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 OBJ=build/engine.o
 name="KV cache kernels' prefetch hints in $OBJ: rows kernels prefetcht0 only, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
 if ! command -v objdump >/dev/null 2>&1; then echo "skip $name: no objdump"; exit 0; fi

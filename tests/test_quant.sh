@@ -10,14 +10,9 @@
 # ../shared/tools/llamacpp/gguf_from_llama2c.py (ggml's formulas) when ../shared
 # is there, and export.py --dtype q8 with qkvfile when PyTorch is installed.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
-PY=${PYTHON:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
-if ! $PY -c 'import numpy' 2>/dev/null; then
+if ! have_numpy; then
     echo "skip quantized files: python3 with numpy is missing"
     exit 0
 fi

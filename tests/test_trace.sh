@@ -3,27 +3,19 @@
 # the numbers the real forward pass computed. Attention is checked against
 # export/reference.py (NumPy float64) over exactly the tokens of each run.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 . tests/cached_build.sh
-RUN=${QKV_RUN:-./run}
 MODEL=tests/data/gqa.qkv      # GQA: 4 query heads share 2 kv heads
 OTHER=tests/data/mqa.qkv      # same vocabulary, other weights: the --compare model
-PY=${PYTHON:-/usr/bin/python3}
 CHECK="$PY tests/trace_check.py"
 PROMPT="the cat sat on the"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
 
 if [ ! -r "$MODEL" ] || [ ! -r "$OTHER" ]; then
     echo "skip trace: $MODEL or $OTHER is missing"
     exit 0
 fi
 have_python=1
-if ! $PY -c 'import numpy' 2>/dev/null; then
+if ! have_numpy; then
     have_python=0
     echo "skip trace checks in Python: $PY with numpy is missing"
 fi

@@ -8,15 +8,7 @@
 # while the README said they reproduce). Needs PyTorch; the stories and
 # shakespeare configs need ../shared/data.
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
-PY=${PYTHON:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-skip() { echo "skip $1: $2"; }
+. "$(dirname "$0")/lib.sh"
 
 if ! $PY -c 'import torch, numpy' 2>/dev/null; then
     skip "training pipeline" "PyTorch or NumPy is missing (apt-get install python3-torch python3-numpy)"

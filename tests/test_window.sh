@@ -6,17 +6,8 @@
 # the cache at every step: an independent formulation); the sinks stay in
 # every step's trace; memory stays flat over ten contexts. Prints "ok NAME" /
 # "FAIL NAME: why" lines.
-set -u
-cd "$(dirname "$0")/.."
-RUN=${QKV_RUN:-./run}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/lib.sh"
 MODEL=tests/data/gqa.qkv # context 32
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-has_numpy() { $PY -c 'import numpy' 2>/dev/null; }
 
 # ---- a window that never fills is full attention, bit for bit -------------
 for kv in f32 f16 q8; do
@@ -92,7 +83,7 @@ EOF
 else fail "JSON trace sinks" "see above"; fi
 
 # ---- against NumPy: attention of a window, and the ppl variants -------------
-if has_numpy; then
+if have_numpy; then
     for sinks in 0 3; do
         $RUN $MODEL -t 0.9 -s 5 -n 80 --window 12 --sinks $sinks -i "the" --trace-json "$tmp/w.json" >/dev/null 2>&1
         if $PY - "$tmp/w.json" 12 $sinks <<'EOF'; then ok "--window 12 --sinks $sinks, 80 positions: every weight within 1e-5 of NumPy's StreamingLLM cache"
