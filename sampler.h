@@ -143,6 +143,12 @@ static int top_k_candidates(Sampler *s, const float *probs, int k) {
     return k;
 }
 
+/* -k on: fewer than the whole vocabulary (-k at or past it keeps it all,
+ * as -k 0) */
+static inline int uses_top_k(const Sampler *s) { return s->topk > 0 && s->topk < s->vocab_size; }
+/* -p on: a share below the whole mass */
+static inline int uses_top_p(const Sampler *s) { return s->topp > 0.0f && s->topp < 1.0f; }
+
 /* The candidates, most likely first: the top k (if k is on), then the
  * shortest prefix whose share of their mass reaches topp (if p is on), the
  * order and the renormalisation of Hugging Face's and llama.cpp's
@@ -150,8 +156,7 @@ static int top_k_candidates(Sampler *s, const float *probs, int k) {
  * llama2.c's: tokens below (1-topp)/(n-1) are dropped before sorting (they
  * can never be in the nucleus), and the same coin picks the same token. */
 static int select_candidates(Sampler *s, const float *probs, float *mass) {
-    int n = 0, nucleus = s->topp > 0.0f && s->topp < 1.0f && s->vocab_size > 1;
-    int top_k = s->topk > 0 && s->topk < s->vocab_size;
+    int n = 0, nucleus = uses_top_p(s) && s->vocab_size > 1, top_k = uses_top_k(s);
     if (top_k) n = top_k_candidates(s, probs, s->topk);
     else {
         float cutoff = nucleus ? (1.0f - s->topp) / (s->vocab_size - 1) : 0.0f;
@@ -195,8 +200,8 @@ int sample(Sampler *s, float *logits, SampleInfo *info) {
     }
     softmax(logits, s->vocab_size);
     float coin = random_f32(&s->rng_state);
-    int top_p = s->topp > 0.0f && s->topp < 1.0f, top_k = s->topk > 0 && s->topk < s->vocab_size;
-    if (!top_p && !top_k) { /* -k at or past the vocabulary keeps it all, as -k 0 */
+    int top_p = uses_top_p(s), top_k = uses_top_k(s);
+    if (!top_p && !top_k) {
         int next = sample_cdf(logits, s->vocab_size, coin);
         *info = (SampleInfo){ SAMPLE_TEMPERATURE, s->vocab_size, coin, logits[next] };
         return next;
