@@ -183,6 +183,37 @@ int tokenizer_load_bytes(Tokenizer *t, const unsigned char *data, size_t n, int 
     return tokenizer_load_kind(t, data, n, vocab_size, TOKENIZER_LLAMA, err, err_len);
 }
 
+/* The vocabulary's t->vocab_size entries (a float score, an int32 length,
+ * that many bytes) into t's arrays; -1 with err set and t freed when they
+ * are cut short or a length is out of range. */
+static int read_pieces(Tokenizer *t, Reader *r, char *err, size_t err_len) {
+    int vocab_size = t->vocab_size, max_len = t->max_token_length;
+    t->vocab = calloc((size_t)vocab_size, sizeof(char *));
+    t->piece_lengths = calloc((size_t)vocab_size, sizeof(int));
+    t->scores = calloc((size_t)vocab_size, sizeof(float));
+    t->sorted = calloc((size_t)vocab_size, sizeof(TokenIndex));
+    if (!t->vocab || !t->piece_lengths || !t->scores || !t->sorted)
+        return fail(t, err, err_len, "tokenizer: out of memory");
+    for (int i = 0; i < vocab_size; i++) {
+        int32_t len;
+        if (read_bytes(r, &t->scores[i], 4) || read_bytes(r, &len, 4))
+            return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
+        if (len < 0 || len > max_len) {
+            snprintf(err, err_len, len < 0 ? "tokenizer: piece %d has a negative length (%d)"
+                                           : "tokenizer: piece %d has %d bytes, more than max_token_length",
+                     i, (int)len);
+            tokenizer_free(t);
+            return -1;
+        }
+        if (!(t->vocab[i] = malloc((size_t)len + 1))) return fail(t, err, err_len, "tokenizer: out of memory");
+        if (read_bytes(r, t->vocab[i], (size_t)len))
+            return fail(t, err, err_len, "tokenizer: truncated inside a piece");
+        t->vocab[i][len] = '\0';
+        t->piece_lengths[i] = len;
+    }
+    return 0;
+}
+
 int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int vocab_size, int kind,
                         char *err, size_t err_len) {
     memset(t, 0, sizeof *t);
@@ -205,29 +236,7 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
         return fail(t, err, err_len, "tokenizer: truncated or bad header");
     t->max_token_length = max_len;
     t->vocab_size = vocab_size;
-    t->vocab = calloc((size_t)vocab_size, sizeof(char *));
-    t->piece_lengths = calloc((size_t)vocab_size, sizeof(int));
-    t->scores = calloc((size_t)vocab_size, sizeof(float));
-    t->sorted = calloc((size_t)vocab_size, sizeof(TokenIndex));
-    if (!t->vocab || !t->piece_lengths || !t->scores || !t->sorted)
-        return fail(t, err, err_len, "tokenizer: out of memory");
-    for (int i = 0; i < vocab_size; i++) {
-        int32_t len;
-        if (read_bytes(&r, &t->scores[i], 4) || read_bytes(&r, &len, 4))
-            return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
-        if (len < 0 || len > max_len) {
-            snprintf(err, err_len, len < 0 ? "tokenizer: piece %d has a negative length (%d)"
-                                           : "tokenizer: piece %d has %d bytes, more than max_token_length",
-                     i, (int)len);
-            tokenizer_free(t);
-            return -1;
-        }
-        if (!(t->vocab[i] = malloc((size_t)len + 1))) return fail(t, err, err_len, "tokenizer: out of memory");
-        if (read_bytes(&r, t->vocab[i], (size_t)len))
-            return fail(t, err, err_len, "tokenizer: truncated inside a piece");
-        t->vocab[i][len] = '\0';
-        t->piece_lengths[i] = len;
-    }
+    if (read_pieces(t, &r, err, err_len)) return -1;
     if (kind == TOKENIZER_GPT2_BPE && load_merges(t, &r, err, err_len)) {
         tokenizer_free(t);
         return -1;
