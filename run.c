@@ -121,16 +121,11 @@ static int steps_for(const Config *c, const Options *o, int n_prompt) {
 }
 
 /* A --compare model reads the run's tokens again, so the run stops at its
- * context if that is shorter (with a warning, as -n past the context is) */
-static int steps_for_compare(const Tracer *tr, int steps, int n_prompt) {
+ * context if that is shorter (with a warning, as -n past the context is;
+ * tracer_open refused a prompt longer than it) */
+static int steps_for_compare(const Tracer *tr, int steps) {
     int most = tracer_max_positions(tr, steps);
-    if (most == steps) return steps;
-    if (most < n_prompt) {
-        fprintf(stderr, "error: the prompt is %d tokens, longer than the --compare model's context of %d\n", n_prompt,
-                most);
-        exit(1);
-    }
-    fprintf(stderr, "warning: the --compare model's context is %d positions: the run stops there\n", most);
+    if (most < steps) fprintf(stderr, "warning: the --compare model's context is %d positions: the run stops there\n", most);
     return most;
 }
 
@@ -239,9 +234,10 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     unsigned long long seed = o->seed ? o->seed : clock_seed();
     TraceOptions trace = o->trace;
     trace.positions = steps;
+    trace.prompt_tokens = n_prompt;
     Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
     if (!tr && err[0]) die("%s", err);
-    steps = steps_for_compare(tr, steps, n_prompt);
+    steps = steps_for_compare(tr, steps);
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
     run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);

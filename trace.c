@@ -218,11 +218,16 @@ int tracer_max_positions(const Tracer *tr, int steps) {
 }
 
 /* What can refuse the run, checked before any output file is opened: the
- * --compare model, and --pos against the positions the run can reach (a
+ * --compare model (and a prompt longer than its context), and --pos against the positions the run can reach (a
  * trace of nothing would pass silently) */
 static int check_run(Tracer *tr, char *err, size_t err_len) {
     const TraceOptions *o = &tr->opt;
     if (o->compare_path && load_compare(tr, err, err_len)) return -1;
+    if (tr->has_compare && o->prompt_tokens > tr->compare.config.seq_len) {
+        snprintf(err, err_len, "the prompt is %d tokens, longer than the --compare model's context of %d",
+                 o->prompt_tokens, tr->compare.config.seq_len);
+        return -1;
+    }
     int positions = tracer_max_positions(tr, o->positions);
     if (positions > 0 && o->pos[0] >= positions) {
         snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n, the context%s)", o->pos[0],

@@ -27,6 +27,8 @@ typedef struct {
     int window, sinks;        /* --window W --sinks S of the run (0: none), to mark them */
     int positions;            /* the run's positions at most (-n, clamped; 0: unknown):
                                  --pos is checked against it */
+    int prompt_tokens;        /* the prompt's length (0: unknown): checked against
+                                 a --compare model's context */
 } TraceOptions;
 
 typedef enum { TRACE_FULL, TRACE_SUMMARY } TraceLevel;

@@ -147,7 +147,12 @@ if [ $rc -eq 0 ] && grep -q "^warning: the --compare model's context is 32 posit
 else fail "--compare shorter than the run" "exit $rc, $lines JSON lines: $(head -n 1 "$tmp/err")"; fi
 expect_error "a prompt longer than the --compare model's context" 1 "longer than the --compare model's context" -- \
     $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/keep.jsonl"
-[ "$(cat "$tmp/keep.jsonl")" = keep ] && ok "that refusal comes before any output is opened"
+rm -f "$tmp/c.html"
+$RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/keep.jsonl" \
+    >/dev/null 2>&1
+if [ "$(cat "$tmp/keep.jsonl")" = keep ] && [ -z "$(ls "$tmp" | grep '^c\.html')" ]; then
+    ok "that refusal comes before any output is opened (the JSON file kept, no page or .part)"
+else fail "a prompt longer than the --compare model's context" "outputs touched: $(ls "$tmp" | grep '^c\.html\|keep') $(head -c 20 "$tmp/keep.jsonl")"; fi
 # stdout that cannot be written is an error, not a silent loss
 for mode in "-m tokenize -i hi" "-m info"; do
     expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"
