@@ -352,11 +352,13 @@ void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
 /* What the mask did for this query, in words (lines fit 80 columns). */
 void print_mask_note(FILE *out, int width, const Step *st, int n_cols) {
     char note[512];
-    if (st->window_start > st->sinks)
-        snprintf(note, sizeof note, "(sliding window: pos %d sees %s%d..%d and the window %d..%d; positions %d..%d\n"
+    if (st->window_start > st->sinks) {
+        char sinks[48] = "";
+        if (st->sinks) snprintf(sinks, sizeof sinks, "the sinks 0..%d and ", st->sinks - 1);
+        snprintf(note, sizeof note, "(sliding window: pos %d sees %sthe window %d..%d; positions %d..%d\n"
                                     "were evicted from the KV cache: never computed, as if masked)",
-                 st->pos, st->sinks ? "the sinks " : "", 0, st->sinks - 1, st->window_start, st->pos, st->sinks,
-                 st->window_start - 1);
+                 st->pos, sinks, st->window_start, st->pos, st->sinks, st->window_start - 1);
+    }
     else if (n_cols > st->n_visible)
         snprintf(note, sizeof note, "(prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
                                     "to their scores; their weights are 0, and forward() never computes them)",
@@ -525,7 +527,10 @@ void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
     const SampleInfo *in = &st->info;
     switch (in->method) {
     case SAMPLE_GREEDY:
-        fprintf(out, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
+        if (tr->temperature > 0.0f) /* the sampler's limit T -> 0: logit / T overflowed */
+            fprintf(out, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n  overflows "
+                         "a float, so T is taken as 0)\n", piece, st->next, tr->temperature);
+        else fprintf(out, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
         break;
     case SAMPLE_TEMPERATURE:
         fprintf(out, "sampled %s (id %d): temperature %g over all %d tokens;\n  coin %.4f fell on it "

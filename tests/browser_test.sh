@@ -96,6 +96,10 @@ else fail "--probe induction --html" "$(head -n 1 "$tmp/err")"; fi
 if $RUN $MODEL -i "$PROMPT" -t 0 -n 24 --window 8 --sinks 2 --html "$tmp/window.html" --compare $OTHER >/dev/null 2>"$tmp/err"; then
     check_page "explorer with --window 8 --sinks 2 and --compare" "$tmp/window.html" 2 "pos=20&layer=0&head=1"
 else fail "--html --window" "$(head -n 1 "$tmp/err")"; fi
+# The same without sinks: no sinks column, band or "0..-1" range
+if $RUN $MODEL -i "$PROMPT" -t 0 -n 24 --window 8 --html "$tmp/window0.html" >/dev/null 2>"$tmp/err"; then
+    check_page "explorer with --window 8 and no sinks" "$tmp/window0.html" 1 "pos=20&layer=0&head=1"
+else fail "--html --window without sinks" "$(head -n 1 "$tmp/err")"; fi
 
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
 # "</script": the page must still parse its data and draw.

@@ -162,6 +162,14 @@ bad=$(awk '/^== pos/ { match($0, /-> next "[^"]*"/); want = "*" substr($0, RSTAR
            END { print lists + 0, missing + 0 }' "$tmp/sumt.txt")
 if [ "${bad% *}" -ge 10 ] && [ "${bad#* }" -eq 0 ]; then ok "-t 1.7: next tokens at p@T, the sampled one starred ($bad: lists, unstarred)"
 else fail "next tokens at p@T" "lists and unstarred: $bad"; fi
+# a temperature so small that a logit over it overflows is the limit T -> 0
+# (the sampler goes greedy): p@T is 1 on the largest logit and 0 elsewhere,
+# never the NaN of softmax(inf - inf)
+$RUN models/grammar.bin -i "the cat" -t 1e-38 -n 4 --trace --top 3 --pos 3 --layer 0 --head 0 >"$tmp/tiny.txt" 2>&1
+if ! grep -qi nan "$tmp/tiny.txt" && grep -qE '^ +1 .* 1\.0000  <- sampled$' "$tmp/tiny.txt" \
+    && [ "$(grep -cE '^ +[23] .* 0\.0000$' "$tmp/tiny.txt")" = 2 ] && grep -q "T is taken as 0" "$tmp/tiny.txt"; then
+    ok "-t 1e-38: p@T is 1 on the largest logit and 0 on the others (the limit T -> 0), no NaN"
+else fail "-t 1e-38 trace" "$(grep -m2 -i 'nan\|<- sampled' "$tmp/tiny.txt" | tr '\n' ' ')"; fi
 # display width: UTF-8 continuation bytes take no column
 wide=$(LC_ALL=C sed 's/[\x80-\xbf]//g' "$tmp/p.txt" | LC_ALL=C awk 'length($0) > 106' | head -n 1)
 if [ -z "$wide" ] && grep -q "^  key pos  .* 11$" "$tmp/p.txt"; then ok "a trace file keeps 106 columns: 12 keys a block"

@@ -61,6 +61,10 @@ else fail "generate past the context" "$(tail -n 1 "$tmp/err")"; fi
 if grep -q "  cache       sink    sink window>" "$tmp/long.txt" && grep -q "positions 2..303$" "$tmp/long.txt"; then
     ok "text trace: the sinks, the window's start and the evicted positions marked"
 else fail "text trace marks" "no 'cache sink sink window>' row or 'positions 2..303' note"; fi
+$RUN models/grammar.bin -i "the cat sat" -t 0 -n 12 --window 6 --trace --layer 0 --head 1 --pos 11 >"$tmp/w0.txt" 2>&1
+if grep -q "pos 11 sees the window 6..11; positions 0..5" "$tmp/w0.txt" && ! grep -q '\.\.-1' "$tmp/w0.txt"; then
+    ok "text trace without sinks: 'sees the window 6..11; positions 0..5' were evicted, no sinks range"
+else fail "text trace without sinks" "$(grep -m1 'sliding window' "$tmp/w0.txt")"; fi
 # at every step the sinks 0..S-1 are there, the window is the last W-S
 # positions, the weights sum to 1 and sink_share is the sinks' weights
 if $PY - "$tmp/long.json" 16 2 <<'EOF'; then ok "JSON trace: positions 0..1 kept at each of 320 steps, the window the 14 latest, sink_share its sum"
