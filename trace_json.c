@@ -201,7 +201,8 @@ static void html_run(const Json *j, const Tracer *tr, const char *name, const Re
 }
 
 /* The page's data: the tokens (inputs at positions 0..n-1, then the last
- * prediction), how many came from the prompt, and one entry per model. */
+ * prediction), how many came from the prompt, whether the last one ended
+ * the text, and one entry per model. */
 static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const Capture *compare_cap) {
     const Json j = { f, tr->tok, 6, 1 }; /* 6 digits: plenty for hover values, and a smaller page */
     const Recording *run = &tr->run;
@@ -215,7 +216,9 @@ static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const
         json_piece(&j, token);
         fputc('}', f);
     }
-    fputs("],", f);
+    const Step *last = &run->steps[run->n - 1];
+    int ended = !last->forced && (last->next == tr->tok->bos_id || last->next == tr->tok->eos_id);
+    fprintf(f, "],\"end_of_text\":%s,", ended ? "true" : "false"); /* the last token ended the text: not generated */
     if (tr->opt.window) fprintf(f, "\"window\":{\"size\":%d,\"sinks\":%d},", tr->opt.window, tr->opt.sinks);
     fputs("\"runs\":[\n", f);
     html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, tr->model);

@@ -117,6 +117,20 @@ fi
 $RUN $MODEL -t 0 -n 16 -i "$PROMPT" --html "$tmp/e.html" --compare $OTHER >/dev/null 2>"$tmp/err"
 if [ $? -ne 0 ]; then fail "--html --compare run" "$(head -n 1 "$tmp/err")"
 elif [ $have_python = 1 ]; then $CHECK html "$tmp/e.html" $MODEL $OTHER; fi
+# a run that ends by end of text: the page's data says so, and its count of
+# generated tokens (all tokens, less the prompt's and the end) is the run's
+if [ $have_python = 1 ] && [ -r models/stories.bin ]; then
+    $RUN models/stories.bin -i "The end" -s 5 -n 0 --html "$tmp/eot.html" >/dev/null 2>"$tmp/eot.err"
+    said=$(grep -o '([0-9]* generated, stopped by end of text' "$tmp/eot.err" | grep -o '[0-9]*')
+    $PY - "$tmp/eot.html" "${said:-none}" <<'EOF' && ok "--html after the end of text: end_of_text true, $said generated as the run said" \
+        || fail "--html end of text" "the run said '${said:-no end of text}' generated"
+import json, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+data = json.loads(re.search(r'<script id="qkv-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+generated = len(data["tokens"]) - data["prompt_tokens"] - (1 if data["end_of_text"] else 0)
+sys.exit(0 if data["end_of_text"] is True and str(generated) == sys.argv[2] else 1)
+EOF
+fi
 
 # ---- errors: one line, exit 1 ---------------------------------------------
 expect_error() {
