@@ -422,8 +422,9 @@ void check_whole_output(const char *flag, const char *path) {
 
 /* Each file a run writes against the files it reads and the other files it
  * writes: an output opened over the checkpoint would truncate it under the
- * mapping that reads it (-o is exempt: quantize writes a new file and
- * renames it, so reading the old one to the end). A usage error. */
+ * mapping that reads it (-o is exempt from the checkpoint alone: quantize
+ * writes a new file and renames it, so reading the old one to the end; over
+ * -z's tokenizer it would replace a file the user keeps). A usage error. */
 void check_paths(const Options *o, const char *checkpoint) {
     const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
     const NamedPath reads[] = { { "the checkpoint", checkpoint }, { "-z", o->tokenizer },
@@ -431,11 +432,13 @@ void check_paths(const Options *o, const char *checkpoint) {
                                 { "--compare", o->trace.compare_path } };
     const NamedPath writes[] = { { "--trace-out", o->trace.out_path }, { "--trace-json", o->trace.json_path },
                                  { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
-                                 { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path } };
+                                 { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path },
+                                 { "-o", o->output } };
     char msg[2 * PATH_MAX];
     for (size_t w = 0; w < sizeof writes / sizeof writes[0]; w++) {
         if (!writes[w].path) continue;
-        for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
+        int in_place = strcmp(writes[w].flag, "-o") == 0; /* may name the checkpoint (reads[0]) */
+        for (size_t r = in_place; r < sizeof reads / sizeof reads[0]; r++)
             if (reads[r].path && same_file(writes[w].path, reads[r].path)) {
                 snprintf(msg, sizeof msg, "%s %s is %s%s, which this run reads", writes[w].flag, writes[w].path,
                          r ? "the file of " : "", reads[r].flag);

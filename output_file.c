@@ -3,10 +3,12 @@
 #include "output_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *whole_file_refusal(const char *path) {
     struct stat st;
@@ -24,7 +26,7 @@ int whole_file_open(WholeFile *w, const char *path, const char *what, char *err,
     }
     /* an existing link is followed: the link stays, its file is replaced */
     const char *target = realpath(path, real) ? real : path;
-    size_t n = strlen(target) + sizeof ".part";
+    size_t n = strlen(target) + sizeof ".part." + 24; /* ".part" or ".part.PID" */
     w->path = malloc(n);
     w->part = malloc(n);
     if (!w->path || !w->part) {
@@ -33,9 +35,22 @@ int whole_file_open(WholeFile *w, const char *path, const char *what, char *err,
         return -1;
     }
     memcpy(w->path, target, strlen(target) + 1);
-    snprintf(w->part, n, "%s.part", target);
-    if (!(w->f = fopen(w->part, "wb"))) {
-        snprintf(err, err_len, "cannot write %s %s: %s", what, w->part, strerror(errno));
+    /* A new file, never an existing one opened and truncated: PATH.part may
+     * be a file this run reads (a checkpoint of that name, mapped), or one
+     * an interrupted run left; then PATH.part.PID. */
+    int fd = -1;
+    for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
+        if (attempt == 0) snprintf(w->part, n, "%s.part", target);
+        else snprintf(w->part, n, "%s.part.%ld", target, (long)getpid());
+        fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
+        snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(w->part);
+        }
         whole_file_abandon(w);
         return -1;
     }

@@ -1,6 +1,7 @@
 /* output_file.h — the files a run writes, two ways.
  *
- * Whole (WholeFile): under a temporary name beside it (PATH.part), renamed
+ * Whole (WholeFile): under a new temporary name beside it (PATH.part, or
+ * PATH.part.PID if that exists: an existing file is never truncated), renamed
  * over PATH only when complete, so a run that fails leaves neither a half
  * file nor an empty one, and a reader of PATH never sees it half written:
  * -m quantize's checkpoint and --html's page.
@@ -18,7 +19,7 @@
 typedef struct {
     FILE *f;    /* write here; NULL once committed or abandoned */
     char *path; /* where it goes: a symbolic link's file, not the link */
-    char *part; /* path + ".part" */
+    char *part; /* path + ".part" (or ".part.PID" where that exists already) */
 } WholeFile;
 
 /* Why path cannot take a file renamed over it: it is a directory, a FIFO

@@ -129,6 +129,16 @@ if $RUN $MODEL -m quantize -o "$tmp/link.qkv" --dtype f32 >/dev/null 2>"$tmp/err
     && cmp -s "$tmp/target.qkv" <($RUN $MODEL -m quantize -o "$tmp/direct.qkv" --dtype f32 >/dev/null 2>&1; cat "$tmp/direct.qkv"); then
     ok "quantize -o through a symbolic link writes its file and keeps the link"
 else fail "quantize -o through a link" "$(head -n 1 "$tmp/err")"; fi
+# the temporary beside -o is a new file: a checkpoint named OUT.part (or a
+# leftover of that name) is never truncated under the mapping that reads it
+cp $MODEL "$tmp/in.qkv.part"
+if $RUN "$tmp/in.qkv.part" -m quantize -o "$tmp/in.qkv" --dtype f32 >/dev/null 2>"$tmp/err" \
+    && cmp -s $MODEL "$tmp/in.qkv.part" && [ -s "$tmp/in.qkv" ] && [ -z "$(ls "$tmp" | grep '^in\.qkv\.part\.')" ]; then
+    ok "quantize of a checkpoint named OUT.part: written, the checkpoint untouched, no temporary left"
+else fail "quantize of OUT.part" "exit $?, $(head -n 1 "$tmp/err"); $(cmp $MODEL "$tmp/in.qkv.part" 2>&1)"; fi
+cp $TOK "$tmp/tok.bin"
+expect_error "quantize -o onto the -z tokenizer" 2 "is the file of -z" -- \
+    $RUN tests/data/gqa.legacy.bin -z "$tmp/tok.bin" -m quantize -o "$tmp/tok.bin"
 # a FIFO as an input, with no writer: refused at once, never a wait in open()
 for args in "$tmp/fifo -m info" "tests/data/gqa.legacy.bin -z $tmp/fifo" "$MODEL -m ppl -f $tmp/fifo" \
     "$MODEL --prompt-file $tmp/fifo"; do
