@@ -589,8 +589,12 @@ static int bench_context(const Config *c, const BenchOptions *o) {
     int ctx = o->ctx > 0 ? o->ctx : o->window ? 10 * c->seq_len : c->seq_len;
     if (o->ctx <= 0 && ctx > BENCH_DEFAULT_MAX_CTX) {
         /* a header's claim is not a reason to decode a million positions */
-        fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
-                c->seq_len, BENCH_DEFAULT_MAX_CTX);
+        if (o->window)
+            fprintf(stderr, "warning: ten contexts of %d are %d positions; timing the first %d (--ctx N for more)\n",
+                    c->seq_len, ctx, BENCH_DEFAULT_MAX_CTX);
+        else
+            fprintf(stderr, "warning: the context is %d positions; timing the first %d (--ctx N for more)\n",
+                    c->seq_len, BENCH_DEFAULT_MAX_CTX);
         ctx = BENCH_DEFAULT_MAX_CTX;
     }
     if (ctx > c->seq_len && !o->window) {

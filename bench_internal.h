@@ -113,6 +113,10 @@ int keys_attended(const Bench *b, int position);      /* keys the step at positi
 /* bench_report.c */
 const char *base_name(const char *path);
 int slope_unit(int ctx);
+/* Positions a slope is fitted over at least: fewer make a noisy line
+ * through two or three points (negative slopes, absurd ratios). */
+#define BENCH_MIN_FIT 8
+static inline int has_slope(const Bench *b) { return b->fit_count >= BENCH_MIN_FIT; }
 double predicted_crossover(const Bench *b, KVType type);
 void print_report(const Bench *b);
 void write_csv(const Bench *b, FILE *f);

@@ -67,16 +67,16 @@ static void print_table(const Bench *b) {
     printf("\n");
 }
 
-/* The slope of per-token latency against context, and what the FLOP count
- * predicts it to be if attention ran at the rate the weights run at. */
 /* Tokens of context the slope is quoted per: a power of ten within the
  * measured range, so a 256-token model is not extrapolated to 1000. */
 int slope_unit(int ctx) {
-    int unit = 10;
+    int unit = 1;
     while (unit * 10 <= ctx) unit *= 10;
     return unit;
 }
 
+/* The slope of per-token latency against context, and what the FLOP count
+ * predicts it to be if attention ran at the rate the weights run at. */
 static void print_slopes(const Bench *b) {
     const Config *c = &b->model->config;
     int unit = slope_unit(b->ctx);
@@ -84,8 +84,9 @@ static void print_slopes(const Bench *b) {
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
     double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
     printf("\nslope (least squares over the %d positions measured in %d..%d)\n", b->fit_count, b->fit_from, b->ctx);
-    if (b->ctx < 2) {
-        printf("  needs at least two positions\n");
+    if (!has_slope(b)) {
+        printf("  too few positions for a slope (at least %d: --ctx %d or more)\n", BENCH_MIN_FIT,
+               b->fit_from + BENCH_MIN_FIT - 1);
         return;
     }
     printf("  measured: per-token latency grows %.4f ms per %d tokens of context"
@@ -272,12 +273,13 @@ static void print_window(const Bench *b) {
     double *scratch = malloc((size_t)b->ctx * sizeof(double));
     if (!scratch) return;
     printf("\nsliding window: --window %d --sinks %d (the KV cache holds %d positions)\n", W, o->sinks, W);
-    printf("  median ms per token: positions 1..%d %.3f", W, median_total(&b->cached, 1, W, scratch));
+    int filled = W < b->ctx ? W : b->ctx; /* --ctx below W: the window never fills */
+    printf("  median ms per token: positions 1..%d %.3f", filled, median_total(&b->cached, 1, filled, scratch));
     if (b->ctx > W) printf("; %d..%d %.3f", W + 1, b->ctx, median_total(&b->cached, W + 1, b->ctx, scratch));
     if (b->ctx > 2 * W) printf("; last %d (%d..%d) %.3f", W, b->ctx - W + 1, b->ctx,
                                 median_total(&b->cached, b->ctx - W + 1, b->ctx, scratch));
     printf("\n");
-    if (b->fit_from > 1)
+    if (b->fit_from > 1 && has_slope(b))
         printf("  beyond the window (least squares over %d..%d): %.4f ms per %d tokens (flat: each token reads %d keys)\n",
                b->fit_from, b->ctx, b->total_fit.slope * unit, unit, W);
     if (full->n) {
@@ -285,11 +287,13 @@ static void print_window(const Bench *b) {
         printf("  full cache, no window: positions 1..%d %.3f ms median, at %d %.3f ms (median of the last %d)\n",
                last, median_total(full, 1, last, scratch), last, median_total(full, from, last, scratch), 16);
     }
-    printf("  resident memory (MiB) at positions");
-    for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %d", (k + 1) * b->cached.rss_every);
-    printf(":");
-    for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %.2f", mib((double)b->cached.rss[k]));
-    printf("\n");
+    if (b->cached.rss_every <= b->ctx) { /* sampled once a context: none before the first ends */
+        printf("  resident memory (MiB) at positions");
+        for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %d", (k + 1) * b->cached.rss_every);
+        printf(":");
+        for (int k = 0; (k + 1) * b->cached.rss_every <= b->ctx; k++) printf(" %.2f", mib((double)b->cached.rss[k]));
+        printf("\n");
+    }
     free(scratch);
 }
 

@@ -316,8 +316,10 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
                         b->total_fit.intercept + b->total_fit.slope * b->ctx };
     char title[128];
     int unit = slope_unit(b->ctx);
-    snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
-             b->total_fit.slope * unit, unit, 100 * b->cached.spread);
+    if (has_slope(b))
+        snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
+                 b->total_fit.slope * unit, unit, 100 * b->cached.spread);
+    else snprintf(title, sizeof title, "B. With the KV cache, linear axes (too few positions for a slope)");
     Series s[8] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
         raw_series(cc, COLOR_OTHER, d->other_ms),

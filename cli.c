@@ -69,7 +69,10 @@ char *read_text_file(const char *path, size_t *n) {
     int fd = input_open(path, &size);
     if (fd == INPUT_NOT_REGULAR) die("%s is not a regular file", path);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) die("cannot open %s", path);
+    if (!f) {
+        fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
     if (size > MAX_TEXT_BYTES) {
         fclose(f);
         fprintf(stderr, "error: %s has %zu bytes, more than the %u MiB qkv reads as a text\n", path, size,

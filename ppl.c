@@ -180,7 +180,10 @@ int ppl_run(const Model *m, const Tokenizer *t, const PplOptions *o) {
     int n = 0, n_docs = 0, *starts = NULL;
     int *tokens = bytes ? encode_documents(t, m->config.start_id, text, o->text_file, &n, &starts, &n_docs) : NULL;
     if (!tokens || n < 2) {
-        fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        if (!bytes || (tokens && n == 0)) fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        else if (tokens) /* one token, and nothing before it to predict it from */
+            fprintf(stderr, "error: %s is one token: scoring needs at least two (one predicts the next)\n",
+                    o->text_file);
         free(tokens);
         free(starts);
         free(text);

@@ -96,7 +96,10 @@ fi
 expect_error "invalid UTF-8 prompt" 1 "UTF-8" -- $RUN $MODEL -i "$(printf 'ab\xc3\x28')" -n 8
 long=$(printf 'the cat %.0s' $(seq 1 200))
 expect_error "prompt longer than the context" 1 "longer than the model's context" -- $RUN $MODEL -i "$long"
-expect_error "ppl of a missing file" 1 "cannot open" -- $RUN $MODEL -m ppl -f "$tmp/nope.txt"
+expect_error "ppl of a missing file" 1 "cannot open .*: No such file" -- $RUN $MODEL -m ppl -f "$tmp/nope.txt"
+printf 'a' >"$tmp/one.txt"
+expect_error "ppl of a one-token text (a character model: no start token)" 1 "is one token: scoring needs at least two" -- \
+    $RUN models/shakespeare.bin -m ppl -f "$tmp/one.txt"
 printf 'bad \xff byte' >"$tmp/bad.txt"
 expect_error "ppl of invalid UTF-8" 1 "UTF-8" -- $RUN $MODEL -m ppl -f "$tmp/bad.txt"
 
