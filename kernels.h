@@ -59,14 +59,16 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
  * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
  * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
  * of the bench's read probe (1 thread, Xeon, three runs interleaved);
- * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. On an AMD
- * EPYC (Zen 5) the requests slow the reads down instead, and the kernels
- * make none there (kv_fetch_ahead): the same attention, 1 thread, fastest
- * of 30 steps, 3 rounds interleaved, float32 8.4-8.9 -> 7.7-8.2 ms,
- * float16 4.0-4.3 -> 3.6-3.7, int8 2.6-3.1 -> 2.3-2.7 (README); on a
- * Zen 4 (family 25) 8.7-11.4 -> 7.9-8.1, 4.2 -> 3.6-3.7, 2.6-2.8 ->
- * 2.3-2.5, and requests into L2 no better for float16 and int8; for
- * float32 rows with AVX-512 into L2 is faster there (kv_fetch_ahead). */
+ * float32 keys (8 rows were 1.5 KiB) level, 4 and 6 KiB slower. On AMD
+ * EPYCs it depends on the host (kv_fetch_ahead; the same attention, 1
+ * thread): without the requests, on a Zen 5 (fastest of 30 steps, 3 rounds
+ * interleaved) float32 8.4-8.9 -> 7.7-8.2 ms, float16 4.0-4.3 -> 3.6-3.7,
+ * int8 2.6-3.1 -> 2.3-2.7; on a Zen 4 (family 25) 8.7-11.4 -> 7.9-8.1,
+ * 4.2 -> 3.6-3.7, 2.6-2.8 -> 2.3-2.5, requests into L2 no better for
+ * float16 and int8 and faster for float32 rows with AVX-512; on a second
+ * Zen 5 host (family 26 model 2, the bench's running median, 2 rounds)
+ * float32 8.6-10.8 -> 14.2-14.4 ms, float16 4.3-6.4 -> 9.4-10.6, int8
+ * 2.7 -> 2.5 (README). */
 #ifndef QKV_KV_AHEAD
 #define QKV_KV_AHEAD 2048
 #endif
@@ -228,14 +230,16 @@ int weights_from_memory(size_t bytes_per_token);
  * kernel within an instruction set (kernels_rows.h). */
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch);
 /* How the KV cache's kernels request the rows QKV_KV_AHEAD bytes ahead on
- * this CPU (cpu_vendor, cpu_family), for float32 rows (float32) or the
- * others, with the kernels of isa: into L1 on every maker but AMD (and
- * Hygon), whose hardware prefetchers alone read a long context's float16
- * and int8 rows faster (measured on a Zen 5 and a Zen 4); its family 25
- * reads float32 rows faster with requests into L2 with AVX-512 (measured
- * on a Zen 4; its AVX2 kernels were slower with them). kv_cache_init
- * records it. */
-Fetch kv_fetch_ahead(int float32, Isa isa);
+ * this CPU (cpu_vendor, cpu_family), for rows of elem_bytes a value (4
+ * float32, 2 float16, 1 int8), with the kernels of isa: into L1 on every
+ * maker but AMD (and Hygon); on AMD's family 25 (Zen 4), whose hardware
+ * prefetchers alone read a long context's float16 and int8 rows faster,
+ * none, but float32 rows into L2 with AVX-512 (its AVX2 kernels were slower
+ * with them); on other AMD families none for int8 rows and into L1 for
+ * float rows (measured on two Zen 5 hosts: 10% slower with them on one,
+ * 1.6 to 2.5 times faster on the other). QKV_KV_FETCH (none, l1, l2) says
+ * instead. kv_cache_init records it. */
+Fetch kv_fetch_ahead(int elem_bytes, Isa isa);
 
 #endif /* QKV_KERNELS_H */
 
@@ -825,10 +829,18 @@ int cpu_family(void) {
  * requests take the load slots the conversions need), int8 slower, and
  * float32 with the AVX2 kernels slower too (the 15M shape at 16,384
  * positions, two rounds: 7.5-7.8 -> 7.8-9.1 ms). */
-Fetch kv_fetch_ahead(int float32, Isa isa) {
+Fetch kv_fetch_ahead(int elem_bytes, Isa isa) {
+    const char *asked = getenv("QKV_KV_FETCH"); /* none, l1 or l2: to measure another choice */
+    if (asked && strcmp(asked, "none") == 0) return FETCH_NONE;
+    if (asked && strcmp(asked, "l1") == 0) return FETCH_L1;
+    if (asked && strcmp(asked, "l2") == 0) return FETCH_L2;
     if (cpu_vendor() != VENDOR_AMD) return FETCH_L1;
     /* family 25 with AVX-512: a Zen 4 (a Zen 3 has AVX2 only) */
-    return float32 && isa >= ISA_AVX512 && cpu_family() == 25 ? FETCH_L2 : FETCH_NONE;
+    if (cpu_family() == 25) return elem_bytes == 4 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
+    /* Float rows cost 10% with the requests where the prefetchers keep up
+     * and 1.6-2.5x without them where they do not (two Zen 5 hosts): the
+     * requests bound the loss. int8 rows were level on the second host. */
+    return elem_bytes >= 2 ? FETCH_L1 : FETCH_NONE;
 }
 
 /* How closely an entry is made for where it runs: for a maker, a family

@@ -141,7 +141,7 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
     kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
-    kv->fetch_ahead = kv_fetch_ahead(type == KV_F32, kv->isa);
+    kv->fetch_ahead = kv_fetch_ahead(type == KV_F32 ? 4 : type == KV_F16 ? 2 : 1, kv->isa);
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)kv->stride, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))

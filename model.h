@@ -580,7 +580,7 @@ void attention_head(float *out, float *scores, float *weights, const float *q,
     /* the rows as a float32 KV cache of one head */
     Isa isa = isa_available();
     KVCache view = { .type = KV_F32, .head_size = head_size, .row_bytes = (size_t)head_size * sizeof(float),
-                     .isa = isa, .fetch_ahead = kv_fetch_ahead(1, isa) };
+                     .isa = isa, .fetch_ahead = kv_fetch_ahead(4, isa) };
     kv_scores(&view, (const unsigned char *)keys, q, 1, head_size, n_visible, scores, n_visible);
     float scale = 1.0f / sqrtf((float)head_size);
     for (int t = 0; t < n_visible; t++) weights[t] = scores[t] * scale;

@@ -114,10 +114,9 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
 /* With fetch (a phase's: roofline.h), lines QKV_KV_AHEAD bytes ahead are
  * requested into L1 or L2, as the weights' kernel requests its own
  * (KernelEntry.fetch), and the KV cache's as its fetch_ahead says
- * (kv_fetch_ahead: into L1 on every maker but AMD, where the hardware
- * prefetcher alone leaves a plain read of rows from memory slower than
- * attention's own; into L2 for float32 rows with AVX-512 on AMD family
- * 25; else none) */
+ * (kv_fetch_ahead: into L1 on every maker but AMD; on AMD family 25 into
+ * L2 for float32 rows with AVX-512, else none; on other AMD families into
+ * L1 for float rows, none for int8) */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {

@@ -481,7 +481,8 @@ static int kernel_choice_ok(Vendor v, int family, int x86, int amx) {
  * on family 25, else none */
 static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
     if (v != VENDOR_AMD) return FETCH_L1;
-    return type == KV_F32 && family == 25 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
+    if (family == 25) return type == KV_F32 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
+    return type == KV_Q8 ? FETCH_NONE : FETCH_L1;
 }
 
 /* The kernel chosen per CPU maker and family (QKV_VENDOR and QKV_FAMILY
@@ -489,7 +490,8 @@ static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
  * entries amd_entry names;
  * on Intel, and for every other type and set, the one entry for all. The
  * KV cache's kernels request rows ahead into L1 on every maker but AMD,
- * into L2 for float32 rows with AVX-512 on AMD family 25, else none, and
+ * into L2 for float32 rows with AVX-512 on AMD family 25, else none there;
+ * on other AMD families into L1 for float rows, none for int8; and
  * a cache made under each maker says so; with x86 kernels the float keys'
  * row kernels with no requests, into L1 and into L2 are three. */
 static void test_kernel_vendor(void) {
@@ -507,7 +509,7 @@ static void test_kernel_vendor(void) {
             setenv("QKV_FAMILY", family, 1);
             for (int type = 0; type < KV_TYPE_COUNT; type++) {
                 for (int isa = ISA_PORTABLE; isa < ISA_COUNT; isa++)
-                    fetch_ok &= kv_fetch_ahead(type == KV_F32, (Isa)isa) ==
+                    fetch_ok &= kv_fetch_ahead(type == KV_F32 ? 4 : type == KV_F16 ? 2 : 1, (Isa)isa) ==
                                 expected_fetch((Vendor)v, families[f], (KVType)type, (Isa)isa);
                 KVCache kv;
                 if (kv_cache_init(&kv, (KVType)type, 1, 1, 16, 8) == 0) {
@@ -531,8 +533,8 @@ static void test_kernel_vendor(void) {
            "6, 25, 26)",
            "a kernel chosen for the wrong maker or place");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family, KV type and instruction set: into "
-           "L1 on any maker but AMD; on AMD into L2 for float32 rows on family 25 with AVX-512, else none "
-           "(QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; f32, f16, q8; every instruction set); the cache "
+           "L1 on any maker but AMD; on AMD family 25 into L2 for float32 rows with AVX-512, else none; on other "
+           "AMD families into L1 for float rows, none for int8 (QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; f32, f16, q8; every instruction set); the cache "
            "records its own; the float keys' row kernels: three, one per choice",
            "the wrong choice, or one kernel for two");
 }
