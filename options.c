@@ -434,7 +434,16 @@ void check_paths(const Options *o, const char *checkpoint) {
                                  { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
                                  { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path },
                                  { "-o", o->output } };
-    char msg[2 * PATH_MAX];
+    char msg[3 * PATH_MAX], part[PATH_MAX + 8];
+    const NamedPath whole[] = { { "-o", o->output }, { "--html", o->trace.html_path } };
+    for (size_t w = 0; w < sizeof whole / sizeof whole[0]; w++) /* their temporaries replace what is there */
+        for (size_t r = 0; whole[w].path && r < sizeof reads / sizeof reads[0]; r++)
+            if (reads[r].path && whole_file_part(whole[w].path, part, sizeof part) < sizeof part &&
+                same_file(part, reads[r].path)) {
+                snprintf(msg, sizeof msg, "%s %s: its temporary %s is %s%s, which this run reads", whole[w].flag,
+                         whole[w].path, part, r ? "the file of " : "", reads[r].flag);
+                usage(msg);
+            }
     for (size_t w = 0; w < sizeof writes / sizeof writes[0]; w++) {
         if (!writes[w].path) continue;
         int in_place = strcmp(writes[w].flag, "-o") == 0; /* may name the checkpoint (reads[0]) */

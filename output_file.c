@@ -16,17 +16,21 @@ const char *whole_file_refusal(const char *path) {
     return S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or other";
 }
 
-int whole_file_open(WholeFile *w, const char *path, const char *what, char *err, size_t err_len) {
+size_t whole_file_part(const char *path, char *part, size_t part_len) {
     char real[PATH_MAX];
+    /* an existing link is followed: the link stays, its file is replaced */
+    const char *target = realpath(path, real) ? real : path;
+    return (size_t)snprintf(part, part_len, "%s.part", target);
+}
+
+int whole_file_open(WholeFile *w, const char *path, const char *what, char *err, size_t err_len) {
     const char *refused = whole_file_refusal(path);
     memset(w, 0, sizeof *w);
     if (refused) {
         snprintf(err, err_len, "%s %s is %s, not a regular file: give the path of a file to write", what, path, refused);
         return -1;
     }
-    /* an existing link is followed: the link stays, its file is replaced */
-    const char *target = realpath(path, real) ? real : path;
-    size_t n = strlen(target) + sizeof ".part." + 24; /* ".part" or ".part.PID" */
+    size_t n = whole_file_part(path, NULL, 0) + 1;
     w->path = malloc(n);
     w->part = malloc(n);
     if (!w->path || !w->part) {
@@ -34,17 +38,18 @@ int whole_file_open(WholeFile *w, const char *path, const char *what, char *err,
         whole_file_abandon(w);
         return -1;
     }
-    memcpy(w->path, target, strlen(target) + 1);
-    /* A new file, never an existing one opened and truncated: PATH.part may
-     * be a file this run reads (a checkpoint of that name, mapped), or one
-     * an interrupted run left; then PATH.part.PID. */
-    int fd = -1;
-    for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
-        if (attempt == 0) snprintf(w->part, n, "%s.part", target);
-        else snprintf(w->part, n, "%s.part.%ld", target, (long)getpid());
-        fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST) break;
+    whole_file_part(path, w->part, n);
+    memcpy(w->path, w->part, n - sizeof ".part");
+    w->path[n - sizeof ".part"] = '\0';
+    /* A new file: an earlier run's leftover (or a link of that name) is
+     * removed, never opened and truncated. check_paths refused a run that
+     * reads the file of this name. */
+    if (unlink(w->part) != 0 && errno != ENOENT) {
+        snprintf(err, err_len, "cannot write %s %s: its temporary %s: %s", what, path, w->part, strerror(errno));
+        whole_file_abandon(w);
+        return -1;
     }
+    int fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
         snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));
         if (fd >= 0) {

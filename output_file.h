@@ -1,7 +1,7 @@
 /* output_file.h — the files a run writes, two ways.
  *
- * Whole (WholeFile): under a new temporary name beside it (PATH.part, or
- * PATH.part.PID if that exists: an existing file is never truncated), renamed
+ * Whole (WholeFile): under a temporary name beside it (PATH.part, made new:
+ * a leftover of that name is removed, never truncated), renamed
  * over PATH only when complete, so a run that fails leaves neither a half
  * file nor an empty one, and a reader of PATH never sees it half written:
  * -m quantize's checkpoint and --html's page.
@@ -19,13 +19,17 @@
 typedef struct {
     FILE *f;    /* write here; NULL once committed or abandoned */
     char *path; /* where it goes: a symbolic link's file, not the link */
-    char *part; /* path + ".part" (or ".part.PID" where that exists already) */
+    char *part; /* path + ".part" */
 } WholeFile;
 
 /* Why path cannot take a file renamed over it: it is a directory, a FIFO
  * or a device (renamed over, the thing itself would be replaced); NULL if
  * it can (a regular file, a link to one, or nothing yet). */
 const char *whole_file_refusal(const char *path);
+
+/* The temporary's name for path (a link's file + ".part") into part
+ * (part_len bytes, may be 0); returns its length, as snprintf does. */
+size_t whole_file_part(const char *path, char *part, size_t part_len);
 
 /* Opens the temporary of path. Returns 0, or -1 with err (what names the
  * file in it). */

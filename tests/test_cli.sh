@@ -132,13 +132,19 @@ if $RUN $MODEL -m quantize -o "$tmp/link.qkv" --dtype f32 >/dev/null 2>"$tmp/err
     && cmp -s "$tmp/target.qkv" <($RUN $MODEL -m quantize -o "$tmp/direct.qkv" --dtype f32 >/dev/null 2>&1; cat "$tmp/direct.qkv"); then
     ok "quantize -o through a symbolic link writes its file and keeps the link"
 else fail "quantize -o through a link" "$(head -n 1 "$tmp/err")"; fi
-# the temporary beside -o is a new file: a checkpoint named OUT.part (or a
-# leftover of that name) is never truncated under the mapping that reads it
+# the temporary beside -o replaces what is at OUT.part: a checkpoint of
+# that name is refused (it was truncated under the mapping that read it),
+# and an earlier run's leftover is removed, not written through
 cp $MODEL "$tmp/in.qkv.part"
-if $RUN "$tmp/in.qkv.part" -m quantize -o "$tmp/in.qkv" --dtype f32 >/dev/null 2>"$tmp/err" \
-    && cmp -s $MODEL "$tmp/in.qkv.part" && [ -s "$tmp/in.qkv" ] && [ -z "$(ls "$tmp" | grep '^in\.qkv\.part\.')" ]; then
-    ok "quantize of a checkpoint named OUT.part: written, the checkpoint untouched, no temporary left"
-else fail "quantize of OUT.part" "exit $?, $(head -n 1 "$tmp/err"); $(cmp $MODEL "$tmp/in.qkv.part" 2>&1)"; fi
+expect_error "quantize of a checkpoint named OUT.part" 2 "its temporary .*in.qkv.part is the checkpoint" -- \
+    $RUN "$tmp/in.qkv.part" -m quantize -o "$tmp/in.qkv" --dtype f32
+cmp -s $MODEL "$tmp/in.qkv.part" && ok "that checkpoint untouched" || fail "quantize of OUT.part" "the checkpoint changed"
+echo stale >"$tmp/target.txt"
+ln -s "$tmp/target.txt" "$tmp/page.html.part"
+if $RUN $MODEL -n 4 -s 1 --html "$tmp/page.html" >/dev/null 2>"$tmp/err" && [ -s "$tmp/page.html" ] \
+    && [ ! -e "$tmp/page.html.part" ] && [ "$(cat "$tmp/target.txt")" = stale ]; then
+    ok "--html over a leftover PATH.part (a link): the link removed, its target untouched, the page written"
+else fail "--html over a leftover .part" "exit $?, $(head -n 1 "$tmp/err"); target: $(cat "$tmp/target.txt")"; fi
 cp $TOK "$tmp/tok.bin"
 expect_error "quantize -o onto the -z tokenizer" 2 "is the file of -z" -- \
     $RUN tests/data/gqa.legacy.bin -z "$tmp/tok.bin" -m quantize -o "$tmp/tok.bin"
