@@ -85,8 +85,9 @@ static void print_slopes(const Bench *b) {
     double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
     printf("\nslope (least squares over the %d positions measured in %d..%d)\n", b->fit_count, b->fit_from, b->ctx);
     if (!has_slope(b)) {
-        printf("  too few positions for a slope (at least %d: --ctx %d or more)\n", BENCH_MIN_FIT,
-               b->fit_from + BENCH_MIN_FIT - 1);
+        /* with a window the fit starts past it once --ctx does */
+        int W = b->options->window, enough = W && W + 1 < BENCH_MIN_FIT ? W + BENCH_MIN_FIT : BENCH_MIN_FIT;
+        printf("  too few positions for a slope (at least %d: --ctx %d or more)\n", BENCH_MIN_FIT, enough);
         return;
     }
     printf("  measured: per-token latency grows %.4f ms per %d tokens of context"

@@ -330,12 +330,13 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
         { "least-squares line", "#000", 1, 0, 0, 2, fit_x, fit_y },
         line_series(&b->full, "full cache (its context)", COLOR_FULL, 1, d->full_smooth),
     };
+    int n_series = b->options->window ? 8 : 7;
+    if (!has_slope(b)) s[6] = s[7], n_series--; /* no line through too few points */
     Axis x, y;
     linear_range(&x, b->ctx);
     x.hi = b->ctx; /* the data ends at ctx: no empty margin on the right */
-    linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, max_of(fit_y, 2, 0)));
-    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s,
-               b->options->window ? 8 : 7, d->crossover, 2);
+    linear_range(&y, 1.25 * max_of(d->total_smooth, cc->n, has_slope(b) ? max_of(fit_y, 2, 0) : 0));
+    draw_panel(f, top, x, y, title, "position n of the new token", "ms per token", s, n_series, d->crossover, 2);
 }
 
 /* Panel C: attention's share of the step, measured time against FLOPs. */

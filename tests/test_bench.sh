@@ -103,9 +103,10 @@ EOF
 }
 
 # ---- too few positions for a slope, a window that never fills --------------
-$RUN models/grammar.bin -m bench --ctx 2 --repeats 1 >"$tmp/ctx2.out" 2>&1
-if grep -q "too few positions for a slope (at least 8" "$tmp/ctx2.out" && ! grep -q "measured: per-token" "$tmp/ctx2.out"; then
-    ok "bench --ctx 2: no slope through two points, said so"
+$RUN models/grammar.bin -m bench --ctx 2 --repeats 1 --svg "$tmp/ctx2.svg" >"$tmp/ctx2.out" 2>&1
+if grep -q "too few positions for a slope (at least 8" "$tmp/ctx2.out" && ! grep -q "measured: per-token" "$tmp/ctx2.out" \
+    && grep -q "too few positions" "$tmp/ctx2.svg" && ! grep -q "least-squares" "$tmp/ctx2.svg"; then
+    ok "bench --ctx 2: no slope through two points, said so (and no line in the SVG)"
 else fail "bench --ctx 2" "$(grep -A1 '^slope' "$tmp/ctx2.out" | tail -n 1)"; fi
 $RUN models/grammar.bin -m bench --window 8 --ctx 4 --repeats 1 >"$tmp/w4.out" 2>&1
 if grep -q "^  median ms per token: positions 1..4 [0-9.]*$" "$tmp/w4.out" && ! grep -q "resident memory (MiB) at positions:$" "$tmp/w4.out"; then

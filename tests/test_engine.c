@@ -497,7 +497,8 @@ static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
 static void test_kernel_vendor(void) {
     int ok = 1, fetch_ok = 1, x86, amx;
     table_builds(&x86, &amx);
-    SavedEnv saved[2] = { env_save("QKV_VENDOR"), env_save("QKV_FAMILY") }; /* CI's runs set them */
+    SavedEnv saved[3] = { env_save("QKV_VENDOR"), env_save("QKV_FAMILY"), env_save("QKV_KV_FETCH") }; /* CI's runs set them */
+    unsetenv("QKV_KV_FETCH"); /* the override, checked last */
     static const int families[] = { 6, 25, 26 };
     for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++)
         for (int f = 0; f < 3; f++) ok &= kernel_choice_ok((Vendor)v, families[f], x86, amx);
@@ -527,14 +528,24 @@ static void test_kernel_vendor(void) {
             MatmulKernel l2 = rows_kernel_for(type, (Isa)isa, FETCH_L2);
             if (none == l1 || none == l2 || l1 == l2) fetch_ok = 0;
         }
-    for (int i = 0; i < 2; i++) env_restore(&saved[i]);
+    static const struct { const char *name; Fetch fetch; } asked[] = {
+        { "none", FETCH_NONE }, { "l1", FETCH_L1 }, { "l2", FETCH_L2 } };
+    for (int a = 0; a < 3; a++) { /* QKV_KV_FETCH over every maker's choice */
+        setenv("QKV_KV_FETCH", asked[a].name, 1);
+        for (int v = VENDOR_ANY; v < VENDOR_COUNT; v++) {
+            setenv("QKV_VENDOR", vendor_name((Vendor)v), 1);
+            for (int bytes = 1; bytes <= 4; bytes *= 2) fetch_ok &= kv_fetch_ahead(bytes, ISA_AVX512) == asked[a].fetch;
+        }
+    }
+    for (int i = 0; i < 3; i++) env_restore(&saved[i]);
     report(ok, "kernel choice per CPU maker, family and weights' place: AMD's entries on AMD only, its family 25 "
            "ones there only, its int8 ones for weights from memory only (QKV_VENDOR any, intel, amd; QKV_FAMILY "
            "6, 25, 26)",
            "a kernel chosen for the wrong maker or place");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family, KV type and instruction set: into "
            "L1 on any maker but AMD; on AMD family 25 into L2 for float32 rows with AVX-512, else none; on other "
-           "AMD families into L1 for float rows, none for int8 (QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; f32, f16, q8; every instruction set); the cache "
+           "AMD families into L1 for float rows, none for int8 (QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; "
+           "f32, f16, q8; every instruction set); QKV_KV_FETCH none, l1, l2 obeyed on every maker; the cache "
            "records its own; the float keys' row kernels: three, one per choice",
            "the wrong choice, or one kernel for two");
 }

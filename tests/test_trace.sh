@@ -130,6 +130,7 @@ data = json.loads(re.search(r'<script id="qkv-data" type="application/json">(.*?
 generated = len(data["tokens"]) - data["prompt_tokens"] - (1 if data["end_of_text"] else 0)
 sys.exit(0 if data["end_of_text"] is True and str(generated) == sys.argv[2] else 1)
 EOF
+else skip "--html after the end of text" "numpy or models/stories.bin is missing"
 fi
 
 # ---- errors: one line, exit 1 ---------------------------------------------
