@@ -317,6 +317,28 @@ static void tokenize(const Tokenizer *t, int start, const Options *o) {
 /* ------------------------------------------------------------------------ */
 /* Info                                                                      */
 
+/* Whether n values are all zero (a bias a file stores but never learned) */
+static int all_zero(const float *v, int n) {
+    for (int i = 0; v && i < n; i++)
+        if (v[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* Whether every bias of a GPT-2 model is zero: nanoGPT's bias=False, whose
+ * export stores them as zeros */
+static int biases_all_zero(const Model *m) {
+    const Config *c = &m->config;
+    int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->weights.layers[l];
+        if (!all_zero(w->attention_norm_bias, c->dim) || !all_zero(w->ffn_norm_bias, c->dim) ||
+            !all_zero(w->bq, q_dim) || !all_zero(w->bk, kv_dim) || !all_zero(w->bv, kv_dim) ||
+            !all_zero(w->bo, c->dim) || !all_zero(w->b1, c->hidden_dim) || !all_zero(w->b2, c->dim))
+            return 0;
+    }
+    return all_zero(m->weights.final_norm_bias, c->dim);
+}
+
 static void info(const Model *m, const char *path, int ctx) {
     const Config *c = &m->config;
     size_t embedding = (size_t)c->vocab_size * c->dim;
@@ -346,7 +368,8 @@ static void info(const Model *m, const char *path, int ctx) {
     printf("  embedding       %zu\n  attention       %zu\n  mlp             %zu\n", embedding, attention, mlp);
     printf("  norms           %zu\n  classifier      %zu%s\n", norms, classifier,
            c->shared_classifier ? " (tied to the embedding)" : "");
-    if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms)\n", positions, biases);
+    if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms%s)\n", positions, biases,
+                     biases_all_zero(m) ? "; all zero: trained without biases" : "");
     printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
     printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));

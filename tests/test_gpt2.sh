@@ -146,3 +146,11 @@ elif grep -q "^ModuleNotFoundError: No module named '\(torch\|numpy\)'$" <<<"$ou
 else
     fail "export.py on GPT-2 checkpoints" "$(echo "$out" | tail -n 2)"
 fi
+
+# -m info on a GPT-2 file whose biases the exporter stored as zeros (nanoGPT's
+# bias=False: tests/golden/models/gpt2-nobias-torch.txt) says so; one with
+# trained biases does not
+a=$($RUN tests/data/gpt2-nobias.qkv -m info 2>&1 | grep '^  biases') b=$($RUN $CHAR -m info 2>&1 | grep '^  biases')
+if grep -q 'all zero: trained without biases' <<<"$a" && [ -n "$b" ] && ! grep -q 'all zero' <<<"$b"; then
+    ok "-m info: a bias=False export's zero biases named as such, trained ones not"
+else fail "-m info biases" "'$a' / '$b'"; fi
