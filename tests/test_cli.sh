@@ -172,6 +172,11 @@ $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL 
 if [ "$(cat "$tmp/keep.jsonl")" = keep ] && [ -z "$(ls "$tmp" | grep '^c\.html')" ]; then
     ok "that refusal comes before any output is opened (the JSON file kept, no page or .part)"
 else fail "a prompt longer than the --compare model's context" "outputs touched: $(ls "$tmp" | grep '^c\.html\|keep') $(head -c 20 "$tmp/keep.jsonl")"; fi
+# a page over more than 256 positions is slow to open: said, and written
+$RUN models/grammar.bin -i "the cat" -n 300 --window 64 -s 1 --html "$tmp/big.html" >/dev/null 2>"$tmp/err"
+if grep -q "^warning: --html over 300 positions: the page draws a 300 x 300 table a model" "$tmp/err" && [ -s "$tmp/big.html" ]; then
+    ok "--html over 300 positions: a warning that the page is slow to open, the page written"
+else fail "--html over 300 positions" "$(head -n 1 "$tmp/err")"; fi
 # stdout that cannot be written is an error, not a silent loss
 for mode in "-m tokenize -i hi" "-m info"; do
     expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"
