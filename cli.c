@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,13 @@
 #include "input_file.h"
 #include "sampler.h"
 
-void die(const char *fmt, const char *detail) {
+void die(const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
     fprintf(stderr, "error: ");
-    fprintf(stderr, fmt, detail);
+    vfprintf(stderr, fmt, args);
     fprintf(stderr, "\n");
+    va_end(args);
     exit(1);
 }
 
@@ -38,8 +42,7 @@ char *read_stream(FILE *f, const char *path, size_t *n) {
         if (got == 0) break;
         if (len > MAX_TEXT_BYTES) { /* the buffer's last step is one byte past the limit */
             free(buf);
-            fprintf(stderr, "error: %s is longer than the %u MiB qkv reads as a text\n", path, MAX_TEXT_BYTES >> 20);
-            exit(1);
+            die("%s is longer than the %u MiB qkv reads as a text", path, MAX_TEXT_BYTES >> 20);
         }
         if (len == cap) {
             cap = cap < MAX_TEXT_BYTES ? 2 * cap : MAX_TEXT_BYTES + 1;
@@ -69,16 +72,8 @@ char *read_text_file(const char *path, size_t *n) {
     int fd = input_open(path, &size);
     if (fd == INPUT_NOT_REGULAR) die("%s is not a regular file", path);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
-        fprintf(stderr, "error: cannot open %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-    if (size > MAX_TEXT_BYTES) {
-        fclose(f);
-        fprintf(stderr, "error: %s has %zu bytes, more than the %u MiB qkv reads as a text\n", path, size,
-                MAX_TEXT_BYTES >> 20);
-        exit(1);
-    }
+    if (!f) die("cannot open %s: %s", path, strerror(errno));
+    if (size > MAX_TEXT_BYTES) die("%s has %zu bytes, more than the %u MiB qkv reads as a text", path, size, MAX_TEXT_BYTES >> 20);
     char *text = read_stream(f, path, n);
     fclose(f);
     return text;
@@ -86,16 +81,9 @@ char *read_text_file(const char *path, size_t *n) {
 
 void check_text(const Tokenizer *t, const char *text, const char *what) {
     size_t bad = utf8_invalid_at(text);
-    char msg[160];
-    if (bad) {
-        snprintf(msg, sizeof msg, "%%s is not valid UTF-8 (bad byte at offset %zu)", bad - 1);
-        die(msg, what);
-    }
-    if ((bad = tokenizer_unknown_at(t, text))) {
-        snprintf(msg, sizeof msg, "%%s has a character (at byte %zu) that is not in this character-level "
-                                  "model's vocabulary", bad - 1);
-        die(msg, what);
-    }
+    if (bad) die("%s is not valid UTF-8 (bad byte at offset %zu)", what, bad - 1);
+    if ((bad = tokenizer_unknown_at(t, text)))
+        die("%s has a character (at byte %zu) that is not in this character-level model's vocabulary", what, bad - 1);
 }
 
 int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int *n, int *started) {

@@ -19,8 +19,9 @@
  * or 1 after an error line when a write failed (a full disk, a closed pipe) */
 int output_status(int status);
 
-/* Prints "error: " and fmt (with detail for its one %s) on stderr, and exits with 1. */
-void die(const char *fmt, const char *detail);
+/* Prints "error: " and fmt (a printf format and its arguments) as one line
+ * on stderr, and exits with 1. */
+__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
 
 #include "progress.h" /* now_seconds: seconds on the monotonic clock */
 

@@ -32,6 +32,8 @@ typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2, KV_TYPE_COUNT } KVType;
 const char *kv_type_name(KVType type);
 /* "f32", "f16", "q8"; -1 if none */
 int kv_type_parse(const char *name);
+/* The bytes of one element of a row: 4, 2 or 1 (an int8 row's scale apart) */
+int kv_element_bytes(KVType type);
 
 /* Keys and values of every layer for every position seen so far, stored
  * per key/value head so that one head's keys are contiguous: a query row
@@ -119,13 +121,11 @@ int kv_type_parse(const char *name) {
     return -1;
 }
 
+int kv_element_bytes(KVType type) { return type == KV_F16 ? 2 : type == KV_Q8 ? 1 : (int)sizeof(float); }
+
 /* The bytes of one row, an int8 row's scale included */
 static size_t kv_row_bytes(KVType type, int head_size) {
-    switch (type) {
-    case KV_F16: return (size_t)head_size * 2;
-    case KV_Q8: return sizeof(float) + (size_t)head_size;
-    default: return (size_t)head_size * sizeof(float);
-    }
+    return (size_t)head_size * (size_t)kv_element_bytes(type) + (type == KV_Q8 ? sizeof(float) : 0);
 }
 
 int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int capacity, int head_size) {
@@ -141,7 +141,7 @@ int kv_cache_init(KVCache *kv, KVType type, int n_layers, int n_kv_heads, int ca
     kv->value_bytes = q8 ? (size_t)head_size : kv->row_bytes;
     kv->stride = q8 ? (capacity + KV_Q8_PANEL - 1) / KV_Q8_PANEL * KV_Q8_PANEL : capacity;
     kv->isa = isa_available();
-    kv->fetch_ahead = kv_fetch_ahead(type == KV_F32 ? 4 : type == KV_F16 ? 2 : 1, kv->isa);
+    kv->fetch_ahead = kv_fetch_ahead(kv_element_bytes(type), kv->isa);
     size_t rows, bytes;
     if (__builtin_mul_overflow((size_t)n_layers * (size_t)n_kv_heads, (size_t)kv->stride, &rows) ||
         __builtin_mul_overflow(rows, kv->row_bytes, &bytes))

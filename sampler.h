@@ -46,6 +46,13 @@ int sample(Sampler *s, float *logits, SampleInfo *info);
  * pass over the vocabulary, cheap next to the classifier that made them. */
 int logits_check(const float *logits, int n);
 
+/* x / temperature in place (temperature > 0), then its softmax. A
+ * temperature so small that the largest x over it overflows (to +inf, or
+ * to -inf when it is negative) is the limit T -> 0: probability 1 on the
+ * largest x (the first of equals), the token greedy picks; softmax would
+ * give inf - inf = NaN. Returns that token in the limit, else -1. */
+int softmax_at_temperature(float *x, int n, float temperature);
+
 #endif
 
 #ifdef QKV_SAMPLER_IMPLEMENTATION
@@ -88,8 +95,10 @@ static float random_f32(uint64_t *state) { return (random_u32(state) >> 8) / 167
  * threads wait */
 static int argmax(const float *x, int n) { return max_first(isa_available(), x, n); }
 
+static const SampleInfo GREEDY_INFO = { SAMPLE_GREEDY, 1, 0.0f, 1.0f };
+
 static int greedy(const float *logits, int n, SampleInfo *info) {
-    *info = (SampleInfo){ SAMPLE_GREEDY, 1, 0.0f, 1.0f };
+    *info = GREEDY_INFO;
     return argmax(logits, n);
 }
 
@@ -183,22 +192,27 @@ static int select_candidates(Sampler *s, const float *probs, float *mass) {
     return last + 1;
 }
 
+int softmax_at_temperature(float *x, int n, float temperature) {
+    int best = argmax(x, n);
+    for (int i = 0; i < n; i++) x[i] /= temperature;
+    if (!isinf(x[best])) { /* after an overflow every x above 0 is the same +inf: best was found before */
+        softmax(x, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) x[i] = i == best ? 1.0f : 0.0f;
+    return best;
+}
+
 int sample(Sampler *s, float *logits, SampleInfo *info) {
     SampleInfo local;
     if (!info) info = &local;
     if (logits_check(logits, s->vocab_size) >= 0) return -1;
     if (s->temperature == 0.0f) return greedy(logits, s->vocab_size, info);
-    int best = argmax(logits, s->vocab_size);
-    for (int i = 0; i < s->vocab_size; i++) logits[i] /= s->temperature;
-    /* A temperature so small that the largest logit divided by it overflows
-     * (to +inf, or to -inf when it is negative) is the limit T -> 0: greedy
-     * on the logits as they were (softmax would give inf - inf = NaN, and
-     * after the division every logit above 0 is the same +inf). */
-    if (isinf(logits[best])) {
-        greedy(logits, s->vocab_size, info);
-        return best;
+    int limit = softmax_at_temperature(logits, s->vocab_size, s->temperature);
+    if (limit >= 0) { /* T -> 0: greedy */
+        *info = GREEDY_INFO;
+        return limit;
     }
-    softmax(logits, s->vocab_size);
     float coin = random_f32(&s->rng_state);
     int top_p = uses_top_p(s), top_k = uses_top_k(s);
     if (!top_p && !top_k) {

@@ -101,13 +101,8 @@ static void top_candidates(Candidate *top, int n, const float *logits, int vocab
     softmax(probs, vocab);
     for (int j = 0; j < n; j++) top[j].prob = top[j].prob_t = probs[top[j].id];
     if (temperature > 0.0f && temperature != 1.0f) {
-        for (int i = 0; i < vocab; i++) probs[i] = logits[i] / temperature;
-        /* a temperature so small that the largest logit over it overflows
-         * is T -> 0, as the sampler takes it (greedy): all of p@T on that
-         * logit (softmax would give inf - inf = NaN) */
-        if (n > 0 && isinf(probs[top[0].id]))
-            for (int i = 0; i < vocab; i++) probs[i] = i == top[0].id ? 1.0f : 0.0f;
-        else softmax(probs, vocab);
+        memcpy(probs, logits, (size_t)vocab * sizeof(float));
+        softmax_at_temperature(probs, vocab, temperature); /* the sampler's p@T, its T -> 0 limit too */
         for (int j = 0; j < n; j++) top[j].prob_t = probs[top[j].id];
     }
 }

@@ -510,7 +510,7 @@ static void test_kernel_vendor(void) {
             setenv("QKV_FAMILY", family, 1);
             for (int type = 0; type < KV_TYPE_COUNT; type++) {
                 for (int isa = ISA_PORTABLE; isa < ISA_COUNT; isa++)
-                    fetch_ok &= kv_fetch_ahead(type == KV_F32 ? 4 : type == KV_F16 ? 2 : 1, (Isa)isa) ==
+                    fetch_ok &= kv_fetch_ahead(kv_element_bytes((KVType)type), (Isa)isa) ==
                                 expected_fetch((Vendor)v, families[f], (KVType)type, (Isa)isa);
                 KVCache kv;
                 if (kv_cache_init(&kv, (KVType)type, 1, 1, 16, 8) == 0) {
