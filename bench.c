@@ -351,7 +351,10 @@ static int measure_full_cache(Bench *b, const int *tokens) {
     return rc ? -1 : 0;
 }
 
-/* Decodes 1..ctx with the cache, then recomputes prefixes. */
+static int measure_paired(Bench *b, RunState *s, const int *tokens, int position, int part);
+
+/* Decodes 1..ctx with the cache, then recomputes prefixes, then pairs decode
+ * steps with plain reads of their weights. */
 static int measure_all(Bench *b, RunState *s, const int *tokens) {
     const BenchOptions *o = b->options;
     int *positions = malloc((size_t)b->ctx * sizeof(int));
@@ -377,6 +380,8 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
         return -1;
 
     if (o->window && measure_full_cache(b, tokens)) return -1;
+    int small = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
+    if (measure_paired(b, s, tokens, small, 0) || measure_paired(b, s, tokens, b->ctx, 1)) return -1;
     /* a window's cost stops growing at W: its slope is the one beyond */
     b->fit_from = o->window && b->ctx > o->window + 1 ? o->window + 1 : 1;
     int from = 0;
@@ -464,6 +469,7 @@ ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadS
     if (!phases || !next) {
         free(phases);
         free(next);
+        *spans = NULL;
         return NULL;
     }
     int k = 0;
@@ -493,6 +499,103 @@ static void measure_in_order(Bench *b, const KVCache *kv) {
     if (phases) roofline_read_in_order(&b->in_order, phases, n_phases, b->options->threads);
     free(phases);
     free(spans);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode paired with plain reads of its weights                             */
+
+/* A read's phases on the run's team: thread id of n sums its share of each
+ * phase's bytes (the step's split, team_share), the threads meeting after
+ * each phase as the step's do after each product */
+typedef struct {
+    Isa isa;
+    const ReadPhase *phase;
+    size_t bytes;
+    unsigned long long sums[TEAM_MAX];
+} PhaseRead;
+
+static void read_phase_task(void *ctx, int id, int n) {
+    PhaseRead *r = ctx;
+    long first, last;
+    team_share((long)r->bytes, id, n, &first, &last);
+    r->sums[id] += roofline_read_share(r->isa, r->phase, (size_t)first, (size_t)last);
+}
+
+/* Seconds to read the phases of one part, each on the team */
+static double team_read(Bench *b, const ReadPhase *phases, int n_phases, int part, PhaseRead *r) {
+    double start = now_seconds();
+    for (int k = 0; k < n_phases; k++) {
+        if (phases[k].part != part) continue;
+        r->phase = &phases[k];
+        r->bytes = 0;
+        for (int i = 0; i < phases[k].n_spans; i++) r->bytes += phases[k].spans[i].bytes;
+        team_run(b->team, read_phase_task, r, b->options->threads > 1);
+    }
+    return now_seconds() - start;
+}
+
+static int compare_span_data(const void *a, const void *b) {
+    const unsigned char *x = ((const ReadSpan *)a)->data, *y = ((const ReadSpan *)b)->data;
+    return (x > y) - (x < y);
+}
+
+ReadPhase bench_one_pass(const ReadPhase *phases, int n_phases, int part, ReadSpan *out) {
+    int n = 0;
+    for (int k = 0; k < n_phases; k++)
+        for (int i = 0; phases[k].part == part && i < phases[k].n_spans; i++)
+            if (phases[k].spans[i].bytes) out[n++] = phases[k].spans[i];
+    qsort(out, (size_t)n, sizeof *out, compare_span_data);
+    return (ReadPhase){ out, n, part, FETCH_NONE };
+}
+
+/* The medians of the pairs' times and ratios */
+static void paired_medians(Paired *p, double *step, double *one, double *order) {
+    double share[2][PAIRED_STEPS];
+    for (int i = 0; i < PAIRED_STEPS; i++) share[0][i] = one[i] / step[i], share[1][i] = order[i] / step[i];
+    p->one_pass_share = median(share[0], PAIRED_STEPS);
+    p->in_order_share = median(share[1], PAIRED_STEPS);
+    p->step_ms = median(step, PAIRED_STEPS);
+    p->one_pass_ms = median(one, PAIRED_STEPS);
+    p->in_order_ms = median(order, PAIRED_STEPS);
+}
+
+/* PAIRED_STEPS steps at position, each followed by a read of one part of
+ * its bytes (0: the weights, timed against the step but attention; 1: the
+ * keys and values, against attention) in one pass in memory order, with no
+ * meetings (the probe's read, over the step's own buffers), then by one in
+ * its order with its meetings (the in-order read's). */
+static int measure_paired(Bench *b, RunState *s, const int *tokens, int position, int part) {
+    Paired *p = &b->paired[part];
+    int n_phases, n_spans = 0;
+    ReadSpan *spans;
+    ReadPhase *phases = bench_step_reads(b->model, &s->kv_cache, keys_attended(b, position), &spans, &n_phases);
+    for (int k = 0; phases && k < n_phases; k++) n_spans += phases[k].n_spans;
+    ReadSpan *sorted = phases ? malloc((size_t)n_spans * sizeof(ReadSpan) + 1) : NULL;
+    double *t = malloc(3 * PAIRED_STEPS * sizeof(double));
+    PhaseRead *r = calloc(1, sizeof *r);
+    int rc = sorted && t && r ? 0 : -1;
+    if (!rc) {
+        ReadPhase one_pass = bench_one_pass(phases, n_phases, part, sorted);
+        r->isa = isa_available();
+        p->steps = PAIRED_STEPS;
+        p->position = position;
+        p->bytes = 0;
+        for (int i = 0; i < one_pass.n_spans; i++) p->bytes += one_pass.spans[i].bytes;
+        double *step = t, *one = t + PAIRED_STEPS, *order = t + 2 * PAIRED_STEPS;
+        for (int i = 0; i < PAIRED_STEPS; i++) {
+            StepTime st = timed_forward(b->model, s, tokens, position - 1, 1);
+            step[i] = (part ? st.attention : st.total - st.attention) * 1e3;
+            one[i] = team_read(b, &one_pass, 1, part, r) * 1e3;
+            order[i] = team_read(b, phases, n_phases, part, r) * 1e3;
+        }
+        paired_medians(p, step, one, order);
+    }
+    free(r);
+    free(t);
+    free(sorted);
+    free(phases);
+    free(spans);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

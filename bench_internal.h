@@ -45,6 +45,22 @@ typedef struct {
     double intercept, slope; /* y = intercept + slope * x */
 } LineFit;
 
+/* Decode steps at one position, each followed by two plain reads of the
+ * bytes one part of it streams (bench.c: measure_paired): a neighbour that
+ * slows the machine for a while slows the three alike, so their ratios
+ * hold where a probe taken at another moment does not. Medians over the
+ * pairs. */
+#define PAIRED_STEPS 64
+typedef struct {
+    int steps, position;
+    size_t bytes;           /* the part's bytes a step streams */
+    double step_ms;         /* the step's time for the part: all but attention (weights), attention (KV) */
+    double one_pass_ms;     /* the part's buffers read in one pass in memory order, no meetings (the probe's read) */
+    double in_order_ms;     /* read in the step's order, the threads meeting where the step's do */
+    double one_pass_share;  /* median of one_pass / step: the share of the plain read the step reaches */
+    double in_order_share;  /* median of in_order / step */
+} Paired;
+
 typedef struct {
     const Model *model;
     const BenchOptions *options;
@@ -70,6 +86,8 @@ typedef struct {
     Roofline kv_alone_roofline; /* over the keys and values alone, each pass after one over the
                                 weights' bytes (untimed), as in a decode step: read again and
                                 again with nothing between, a cache as large as they keep them */
+    Paired paired[2];        /* decode steps each followed by plain reads of their weights (at the
+                                last of the small contexts), of their keys and values (at ctx) */
     InOrderRead in_order;    /* the step's own bytes at ctx (its weights, then its keys and values,
                                 layer by layer) read in its order with no arithmetic */
     int prefill_tokens;      /* the prompt whose memory is measured: 8192 tokens, or ctx if shorter */
@@ -103,6 +121,11 @@ typedef struct {
  * norms' and biases' few KiB left out). The spans in *spans; free both.
  * NULL when out of memory. */
 ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases);
+/* One phase of the spans of phases' part (0 the weights, 1 the keys and
+ * values), each as often as the step reads it, in memory order (out: room
+ * for every span of phases): the probe's one pass over the step's own
+ * buffers, no requests ahead */
+ReadPhase bench_one_pass(const ReadPhase *phases, int n_phases, int part, ReadSpan *out);
 double median(double *v, int n); /* sorts v */
 double attention_flops(const Bench *b, int position);
 int curve_find(const Curve *c, int position);     /* its index, or -1 when not measured */

@@ -163,6 +163,19 @@ static RooflineFigures roofline_figures(const Bench *b) {
     return f;
 }
 
+/* GB/s of bytes in ms milliseconds */
+static double gbps(size_t bytes, double ms) { return ms > 0 ? (double)bytes / (ms * 1e-3) * 1e-9 : 0; }
+
+/* A Paired's line: what (the step's part) against the plain reads of its bytes */
+static void print_paired(const Paired *p, const char *what, const char *bytes) {
+    printf("  %s paired with plain reads of its %.1f MiB of %s (%d steps at position %d, each followed by a read"
+           " in one pass, as the probe reads, and one in the step's order with its meetings): it streams them at"
+           " %.0f%% of the first and %.0f%% of the second (medians of the pairs' ratios; %s %.1f GB/s, the reads"
+           " %.1f and %.1f)\n", what, mib((double)p->bytes), bytes, p->steps, p->position, 100 * p->one_pass_share,
+           100 * p->in_order_share, what, gbps(p->bytes, p->step_ms), gbps(p->bytes, p->one_pass_ms),
+           gbps(p->bytes, p->in_order_ms));
+}
+
 static void print_roofline(const Bench *b) {
     const Roofline *r = &b->roofline;
     RooflineFigures f = roofline_figures(b);
@@ -175,6 +188,7 @@ static void print_roofline(const Bench *b) {
            weight_bytes_per_token(b->model));
     printf("  decode's fastest step of those %d (the probe's figure is its fastest pass): %.1f GB/s = %.0f%%\n",
            small * b->repeats, f.fastest_gbps, 100 * f.fastest_gbps / r->read_gbps);
+    print_paired(&b->paired[0], "decode", "weights");
     printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak; the weights' products (all but"
            " attention) %.1f GFLOP/s = %.0f%%\n", f.prompt, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
            f.weights_gflops, 100 * f.weights_gflops / r->fma_gflops);
@@ -188,6 +202,7 @@ static void print_roofline(const Bench *b) {
            b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps,
            mib((double)b->kv_roofline.probe_bytes), b->kv_roofline.read_gbps,
            100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
+    print_paired(&b->paired[1], "attention", "keys and values");
     const InOrderRead *in = &b->in_order;
     if (in->passes && in->seconds[0] > 0 && in->seconds[1] > 0) {
         double weights_order = in->bytes[0] / in->seconds[0] * 1e-9, kv_order = in->bytes[1] / in->seconds[1] * 1e-9;
@@ -195,11 +210,12 @@ static void print_roofline(const Bench *b) {
                " weights %.1f GB/s, keys and values %.1f GB/s; attention reads at %.0f%% of the latter\n", b->ctx,
                in->passes, weights_order, kv_order, 100 * kv_gbps / kv_order);
     }
-    printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%; fastest step %.0f%%); prefill %d: "
+    printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%; fastest step %.0f%%; paired %.0f%%);"
+           " prefill %d: "
            "%.1f tok/s, %.1f GFLOP/s (%.0f%%; weights %.0f%%)\n", base_name(b->options->model_path),
            weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
            f.decode_tok_s, f.decode_gbps, 100 * f.decode_gbps / r->read_gbps, 100 * f.fastest_gbps / r->read_gbps,
-           f.prompt, f.prefill_tok_s, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
+           100 * b->paired[0].one_pass_share, f.prompt, f.prefill_tok_s, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
            100 * f.weights_gflops / r->fma_gflops);
 }
 

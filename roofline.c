@@ -229,8 +229,7 @@ static double measure_fma(Isa isa, int threads) {
     return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
 }
 
-/* Bytes begin..end-1 of a phase (its spans end to end) */
-static uint64_t read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
+unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
     uint64_t sum = 0;
     size_t at = 0;
     for (int i = 0; i < phase->n_spans && at < end; at += phase->spans[i].bytes, i++) {
@@ -259,7 +258,7 @@ static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, 
         for (int k = 0; k < n_phases; k++) {
             long first, last; /* the step's split of its work (team.h), over bytes */
             team_share((long)totals[k], id, n, &first, &last);
-            total += read_share(isa, &phases[k], (size_t)first, (size_t)last);
+            total += roofline_read_share(isa, &phases[k], (size_t)first, (size_t)last);
 #pragma omp barrier
             if (id == 0) {
                 double t = now_seconds();

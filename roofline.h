@@ -59,5 +59,8 @@ typedef struct {
 } InOrderRead;
 
 void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads);
+/* Σ of bytes begin..end-1 of a phase (its spans end to end), read as the
+ * in-order read reads them (the widest vectors isa has, its fetch) */
+unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end);
 
 #endif

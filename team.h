@@ -26,6 +26,8 @@
 
 typedef struct Team Team;
 
+#define TEAM_MAX 64 /* threads a team holds at most */
+
 /* A parallel task: thread id of n does its share of ctx's work. */
 typedef void (*TeamTask)(void *ctx, int id, int n);
 
@@ -77,7 +79,6 @@ void team_run_items(Team *team, long n_items, TeamItems items, void *ctx, int pa
 long syscall(long number, ...); /* unistd.h declares it only for _DEFAULT_SOURCE */
 #endif
 
-#define TEAM_MAX 64          /* threads a team holds at most */
 #define TEAM_SPIN_NS 200000  /* a waiting thread spins this long, then sleeps until a task comes */
 
 /* one cache line each: each thread writes its own done */

@@ -506,6 +506,31 @@ static unsigned long long spans_byte_sum(const ReadPhase *phases, int n_phases) 
     return sum;
 }
 
+/* 1 when one pass (bench_one_pass) over each part holds that part's spans
+ * of phases, each once, in ascending memory order, with the same bytes in
+ * all (byte sums, a byte at a time) and no requests ahead */
+static int one_pass_same_bytes(const ReadPhase *phases, int n_phases) {
+    int n_spans = 0, ok = 1;
+    for (int k = 0; k < n_phases; k++) n_spans += phases[k].n_spans;
+    ReadSpan *out = malloc((size_t)n_spans * sizeof *out + 1);
+    if (!out) return 0;
+    for (int part = 0; part < 2; part++) {
+        ReadPhase pass = bench_one_pass(phases, n_phases, part, out);
+        int count = 0;
+        unsigned long long want = 0, got = spans_byte_sum(&pass, 1);
+        for (int k = 0; k < n_phases; k++)
+            for (int i = 0; phases[k].part == part && i < phases[k].n_spans; i++) {
+                count += phases[k].spans[i].bytes > 0;
+                want += spans_byte_sum(&(ReadPhase){ &phases[k].spans[i], 1, part, FETCH_NONE }, 1);
+            }
+        ok &= pass.part == part && pass.fetch == FETCH_NONE && pass.n_spans == count && got == want && count > 0;
+        for (int i = 1; i < pass.n_spans; i++)
+            ok &= (const unsigned char *)pass.spans[i - 1].data <= (const unsigned char *)pass.spans[i].data;
+    }
+    free(out);
+    return ok;
+}
+
 /* 1 when the spans of the keys and values part cover, in the cache's keys,
  * values and (int8) scales, exactly the rows of slots 0..n_keys-1 of every
  * layer and kv head (int8 keys: 0..key_slots-1, whole panels), each byte
@@ -630,6 +655,9 @@ static void test_step_reads(void) {
                    heads_in_order(&s.kv_cache, phases, HEADS, KEYS) &&
                    fetch_as_kernels(&m, &s.kv_cache, phases, n_phases),
                name, "a span outside, or out of order, or requested otherwise, or out of memory");
+        snprintf(name, sizeof name, "step reads, %s cache: the paired reads' one pass over the weights, and over the "
+                 "keys and values, holds each part's spans in memory order, the same bytes", kv_type_name((KVType)type));
+        report(phases && one_pass_same_bytes(phases, n_phases), name, "other spans, bytes or order, or out of memory");
         free(phases);
         free(spans);
         run_state_free(&s);

@@ -127,7 +127,9 @@ else
             "decode, positions 1..32: weights stream at [0-9.]+ GB/s = [0-9]+% of the read bandwidth" \
             "decode's fastest step of those 64 \(the probe's figure is its fastest pass\): [0-9.]+ GB/s = [0-9]+%" \
             "prefill of 32 tokens: [0-9.]+ GFLOP/s = [0-9]+% of the FMA peak" \
-            "summary: [^ ]+ float32 [0-9]+ threads?: decode [0-9.]+ tok/s, [0-9.]+ GB/s \([0-9]+%; fastest step [0-9]+%\)" \
+            "decode paired with plain reads of its [0-9.]+ MiB of weights \(64 steps at position 32, each followed by a read in one pass, as the probe reads, and one in the step's order with its meetings\): it streams them at [0-9]+% of the first and [0-9]+% of the second \(medians of the pairs' ratios; decode [0-9.]+ GB/s, the reads [0-9.]+ and [0-9.]+\)" \
+            "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 32, " \
+            "summary: [^ ]+ float32 [0-9]+ threads?: decode [0-9.]+ tok/s, [0-9.]+ GB/s \([0-9]+%; fastest step [0-9]+%; paired [0-9]+%\)" \
             "peak resident memory +[0-9]+ bytes"
         # The fastest of the 32 x 2 steps streams at least as fast as the
         # median step; its share is its GB/s over the probe's (rounded as
@@ -181,7 +183,14 @@ if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
             "q8 KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
             "prefill memory, 3000 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
             "attention at position 3000: [0-9.]+ MiB of keys and values.*; [0-9]+% of a read over the KV bytes alone, after the weights' \([0-9.]+ GB/s\)" \
+            "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 3000, .*\): it streams them at [0-9]+% of the first and [0-9]+% of the second" \
             "the step's own bytes read in its order at position 3000, no arithmetic \(best of [0-9]+ passes\): weights [0-9.]+ GB/s, keys and values [0-9.]+ GB/s; attention reads at [0-9]+% of the latter"
+        # the paired reads' keys and values are the bytes the attention line counts
+        kv=$(awk '/^  attention at position/ { for (i = 1; i < NF; i++) if ($i == "MiB") { a = $(i - 1); exit } }
+            END { print a }' "$tmp/long.out")
+        pair=$(awk '/^  attention paired/ { for (i = 1; i < NF; i++) if ($i == "its") { print $(i + 1); exit } }' "$tmp/long.out")
+        if [ -n "$kv" ] && [ "$kv" = "$pair" ]; then ok "bench long: the paired reads cover attention's $kv MiB"
+        else fail "bench long: the paired reads cover attention's bytes" "attention line '$kv' MiB, paired '$pair'"; fi
         if grep -q "crossover, measured\|predicted from bytes" "$tmp/long.svg"; then ok "bench long: the chart marks the crossover"
         else fail "bench long: the chart marks the crossover" "no marker"; fi
         # the progress line is for a terminal only: a file gets plain lines
