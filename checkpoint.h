@@ -222,6 +222,9 @@ static int load_llama2c_legacy(FileView *f, Model *m) {
  * a group under about 4e-6 becomes zeros: the same loss as any Q8_0 file. */
 static int take_v2_matrix(Cursor *cur, int rows, int cols, int group_size, unsigned char **out, Matrix *m) {
     size_t n = (size_t)rows * cols;
+    if (n % (size_t)group_size != 0) /* its last block would read a scale past its own */
+        return load_error(cur->f, "llama2.c version 2: a %d x %d tensor is not whole groups of %d", rows, cols,
+                          group_size);
     const int8_t *q = take_bytes(cur, n, 1);
     const float *scales = q ? take_floats(cur, n / (size_t)group_size) : NULL;
     if (!scales) return -1;
@@ -261,8 +264,6 @@ static int load_llama2c_v2(FileView *f, Model *m) {
                           group_size, c->dim, c->hidden_dim, QKV_QBLOCK);
     size_t params = (size_t)c->vocab_size * c->dim * (c->shared_classifier ? 1 : 2) +
                     (size_t)c->n_layers * ((size_t)c->dim * (2 * q_dim + 2 * kv_dim) + 3 * (size_t)c->dim * c->hidden_dim);
-    if (params % (size_t)group_size != 0)
-        return load_error(f, "llama2.c version 2: tensors are not whole groups of %d", group_size);
     if (params > f->size) return load_error(f, "truncated file: %zu bytes, the header implies more", f->size);
     m->weights.layers = calloc((size_t)c->n_layers, sizeof(LayerWeights));
     unsigned char *out = m->repacked = malloc(params / QKV_QBLOCK * 34);

@@ -197,6 +197,34 @@ if [ -n "$want" ] && [ "$g32" = "$want" ]; then
 else
     echo "FAIL llama2.c version 2, groups of 32: '$g32', expected '$want'"
 fi
+# A version 2 file whose tensors are not whole groups (llama2.c's exporter
+# never writes one): the embedding of a vocabulary of 5 at dim 32 is 2.5
+# groups of 64, while the whole file's weights are whole groups. Its last
+# block's scale would lie past its own (for the file's last tensor, past the
+# file): refused, where a vocabulary of 4 loads.
+$PY - "$tmp" <<'EOF2' || echo "FAIL llama2.c version 2, part groups: writing the files failed"
+import struct, sys
+import numpy as np
+dim, hidden, group = 32, 64, 64
+for vocab in (4, 5):
+    header = bytearray(256)
+    struct.pack_into("<Ii7i", header, 0, 0x616B3432, 2, dim, hidden, 1, 1, 1, vocab, 8)
+    struct.pack_into("<i", header, 37, group)  # byte 36: 0, a classifier of its own
+    with open("%s/part%d.v2.bin" % (sys.argv[1], vocab), "wb") as f:
+        f.write(header)
+        np.ones(3 * dim, "<f4").tofile(f)
+        for rows, cols in [(vocab, dim)] + [(dim, dim)] * 4 + [(hidden, dim), (dim, hidden), (hidden, dim), (vocab, dim)]:
+            np.ones(rows * cols, np.int8).tofile(f)
+            np.full(rows * cols // group, 0.01, "<f4").tofile(f)
+EOF2
+$RUN "$tmp/part4.v2.bin" -m info >/dev/null 2>"$tmp/part4.err"; rc4=$?
+$RUN "$tmp/part5.v2.bin" -m info >/dev/null 2>"$tmp/part5.err"; rc5=$?
+if [ $rc4 = 0 ] && [ $rc5 = 1 ] && [ "$(wc -l <"$tmp/part5.err")" = 1 ] &&
+    grep -q "version 2: a 5 x 32 tensor is not whole groups of 64" "$tmp/part5.err"; then
+    echo "ok llama2.c version 2: a tensor of part groups is refused with one line (whole groups load)"
+else
+    echo "FAIL llama2.c version 2, part groups: exit $rc4 and $rc5, '$(head -c 200 "$tmp/part4.err" "$tmp/part5.err")'"
+fi
 nats() { echo "$1" | sed -n 's/.*nats\/token \([0-9.]*\).*/\1/p'; }
 if awk -v a="$(nats "$g64")" -v b="$(nats "$want")" 'BEGIN { exit !(a > 0 && (a - b) / b < 0.01 && (b - a) / b < 0.01) }'; then
     echo "ok llama2.c version 2, groups of 64: loads, nats/token within 1% ($(nats "$g64") vs $(nats "$want"))"

@@ -52,6 +52,10 @@ def main():
         qkvfile.write_llama2c_v1(os.path.join(d, tag + ".v1.bin"), c, t)
         c16 = dict(c, weight_type=qkvfile.WEIGHT_F16)
         qkvfile.write_qkv(os.path.join(d, tag + ".f16.qkv"), c16, t, tok, alignment=16)
+    # llama2.c's version 2 (runq.c's int8): dims of whole groups of 32
+    c = qkvfile.default_config(dim=32, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1,
+                               vocab_size=len(tok.pieces), seq_len=4, shared_classifier=0)
+    qkvfile.write_llama2c_v2(os.path.join(CORPUS, "checkpoint", "sepcls.v2.bin"), c, tensors(c, 11), group_size=32)
     # GPT-2: a character model and a byte-level BPE one
     chars, bpe = char_tokenizer(), bpe_tokenizer()
     for tag, t_, kind, bos in (("gpt2-char", chars, qkvfile.TOKENIZER_CHAR, -1),
