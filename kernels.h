@@ -528,6 +528,18 @@ void weight_row_from_float(WeightType type, const float *in, void *row, int cols
     }
 }
 
+/* n / d, or 0 where that is not finite: d = 0 (a block of zeros), or d so
+ * small that the quotient overflows (1 / d for a block whose largest
+ * magnitude is below about 3.7e-37), where each x · (n / d) would be an
+ * infinity or a NaN and its conversion to an integer undefined. Such a
+ * block's levels are zeros: its values are far below float32's resolution
+ * beside any ordinary block's (a crafted checkpoint's norm weights of
+ * 1e-37 make them). */
+static inline float inverse_scale(float n, float d) {
+    float inverse = d != 0.0f ? n / d : 0.0f;
+    return isinf(inverse) ? 0.0f : inverse;
+}
+
 /* roundf (halves away from zero) for |v| < 2^31, exactly, in plain
  * arithmetic a compiler vectorizes: the truncation, plus one if the
  * fraction (exact) is half or more. */
@@ -563,7 +575,7 @@ static void quantize_activation_block(const float *x, int8_t *q, float *scale, i
     }
     float amax;
     memcpy(&amax, &top, 4);
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = amax / 127.0f, id = inverse_scale(1.0f, d);
     *scale = d;
     int32_t total = 0; /* a local: q's bytes may alias *sum, which would keep the loop scalar */
     for (int j = 0; j < QKV_QBLOCK; j++) {

@@ -101,7 +101,7 @@ TARGET_AVX512 static void quantize_activation_row_512(const float *x, int8_t *q,
         }
         float amax;
         memcpy(&amax, &top, 4);
-        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        float d = amax / 127.0f, id = inverse_scale(1.0f, d);
         scale[b] = d;
         __m512i level_lo = round_half_away_512(_mm512_mul_ps(lo, _mm512_set1_ps(id)));
         __m512i level_hi = round_half_away_512(_mm512_mul_ps(hi, _mm512_set1_ps(id)));

@@ -17,11 +17,12 @@ static inline int kv_round(float v) {
 }
 
 /* An int8 row's scale, max|x| / 127, and its inverse (0 for a row of
- * zeros); a row with a NaN or an infinity gets a NaN scale and inverse 0,
- * so no float -> int is undefined and the row's products are NaN */
+ * zeros, or of values so small the inverse overflows: inverse_scale); a
+ * row with a NaN or an infinity gets a NaN scale and inverse 0, so no
+ * float -> int is undefined and the row's products are NaN */
 static float q8_scale(const float *x, int n, float *inverse) {
     float amax = abs_max(x, n), scale = amax / 127.0f;
-    *inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+    *inverse = inverse_scale(1.0f, scale);
     if (amax <= 3.4e38f) return scale;
     *inverse = 0.0f;
     return NAN;
@@ -128,8 +129,7 @@ typedef struct {
 static QueryScale query_scale(float amax, int hs) {
     int p_max = hs <= INT32_MAX / 127 / KV_Q8_QUERY_MAX ? KV_Q8_QUERY_MAX : INT32_MAX / 127 / hs;
     if (!(amax <= 3.4e38f)) return (QueryScale){ NAN, 0.0f };
-    if (amax == 0.0f) return (QueryScale){ 0.0f, 0.0f };
-    return (QueryScale){ amax / (float)p_max, (float)p_max / amax };
+    return (QueryScale){ amax / (float)p_max, inverse_scale((float)p_max, amax) }; /* 0 for zeros, or too small */
 }
 
 /* p[i] = round(q[i] · inverse) (to nearest, ties to even: the vector

@@ -10,6 +10,7 @@
 #include "../sampler.h"
 #include "../threads.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -224,13 +225,16 @@ static void test_float16(void) {
 }
 
 /* ggml's reference quantizer for the int8 activations, written here from
- * its definition: per block of 32, d = max|x| / 127, q = round(x / d). */
+ * its definition: per block of 32, d = max|x| / 127, q = round(x / d);
+ * where 1 / d is beyond float32's range (a block under about 3.7e-37, whose
+ * x · (1 / d) would be infinite), q = 0: the engine's rule. */
 static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
     for (int b = 0; b < n / 32; b++) {
         double amax = 0;
         for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j]));
         d[b] = (float)amax / 127.0f;
-        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)(d[b] ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0);
+        int levels = d[b] != 0 && 1.0 / d[b] <= FLT_MAX;
+        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)(levels ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0);
     }
 }
 
@@ -341,6 +345,7 @@ static void test_activations_quantize(void) {
     }
     for (int j = 0; j < 32; j++) x[j] = (j % 2 ? 127.0f : (float)(j - 16) + 0.5f); /* d = 1: ties */
     for (int j = 32; j < 64; j++) x[STRIDE + j] = 0.0f;
+    for (int j = 96; j < 128; j++) x[STRIDE + j] = (j % 3 - 1) * 1e-37f; /* 1 / d overflows: zeros */
     x[2 * STRIDE + 70] = NAN;
     Activations a = { x, N, STRIDE, COLS, got_q, got_d, 0, got_sum };
     activations_quantize(&a, isa_available());
@@ -358,7 +363,8 @@ static void test_activations_quantize(void) {
             bad += sum != got_sum[t * (STRIDE / 32) + b];
         }
     }
-    report(bad == 0 && a.quantized, "activations_quantize: the reference's values and scales, the blocks' sums, NaN blocks zeroed",
+    report(bad == 0 && a.quantized, "activations_quantize: the reference's values and scales, the blocks' sums, NaN blocks "
+           "zeroed, a block whose 1 / d overflows zeros",
            "%d wrong", bad);
 }
 
