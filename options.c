@@ -166,15 +166,18 @@ static void usage_bad_value(const char *flag, const char *value, const char *exp
     usage(msg);
 }
 
-static long long parse_integer(const Flag *f, const char *s, const char **end) {
+/* An integer within the flag's bounds at s (end: where it stops, else the
+ * whole of s); an error names the whole value given, shown. */
+static long long parse_integer(const Flag *f, const char *s, const char **end, const char *shown) {
     char *stop;
     errno = 0;
     long long v = strtoll(s, &stop, 10);
     int bad = errno || stop == s || (end ? 0 : *stop != '\0') || v < f->lo || v > f->hi;
     if (bad) {
-        char expected[96];
-        snprintf(expected, sizeof expected, "an integer in [%.0f, %.0f]", f->lo, f->hi);
-        usage_bad_value(f->name, s, expected);
+        char expected[96]; /* hi as an integer: the seed's, 2^63 - 1, is 2^63 as a double */
+        long long hi = f->hi >= (double)LLONG_MAX ? LLONG_MAX : (long long)f->hi;
+        snprintf(expected, sizeof expected, "an integer in [%.0f, %lld]", f->lo, hi);
+        usage_bad_value(f->name, shown, expected);
     }
     if (end) *end = stop;
     return v;
@@ -183,8 +186,8 @@ static long long parse_integer(const Flag *f, const char *s, const char **end) {
 /* --pos A or A-B: the positions the text and JSON trace show. */
 static void parse_positions(const Flag *f, const char *s, int *first_last) {
     const char *rest;
-    first_last[0] = first_last[1] = (int)parse_integer(f, s, &rest);
-    if (*rest == '-') first_last[1] = (int)parse_integer(f, rest + 1, NULL);
+    first_last[0] = first_last[1] = (int)parse_integer(f, s, &rest, s);
+    if (*rest == '-') first_last[1] = (int)parse_integer(f, rest + 1, NULL, s);
     if (*rest && *rest != '-') usage_bad_value(f->name, s, "a position A or a range A-B");
     if (first_last[1] < first_last[0]) usage_bad_value(f->name, s, "a range A-B with A <= B");
 }
@@ -196,8 +199,8 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     else if (f->kind == ARG_TEXT && !*v && f->value && (!strcmp(f->value, "FILE") || !strcmp(f->value, "MODEL")))
         usage_bad_value(f->name, "''", "a file name");
     else if (f->kind == ARG_TEXT) *(const char **)dst = v;
-    else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL);
-    else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL);
+    else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL, v);
+    else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL, v);
     else if (f->kind == ARG_POS) parse_positions(f, v, (int *)dst);
     else if (f->kind == ARG_DTYPE) {
         *(int *)dst = weight_type_parse(v);
@@ -214,7 +217,7 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
             (f->lo_open && x == f->lo)) {
             char expected[96];
             snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
-            if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a number >= %g", f->lo);
+            if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a finite number >= %g", f->lo);
             usage_bad_value(f->name, v, expected);
         }
         *(float *)dst = x;

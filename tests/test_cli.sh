@@ -43,6 +43,11 @@ expect_error "usage: --trace in bench mode" 2 "--trace is not used by -m bench" 
 expect_error "usage: -f in generate mode" 2 "-f is not used by -m generate" -- $RUN $MODEL -f x.txt
 expect_error "usage: --dtype outside quantize" 2 "--dtype is not used" -- $RUN $MODEL --dtype q4
 expect_error "usage: --pos 5-2" 2 "--pos 5-2" -- $RUN $MODEL --trace --pos 5-2
+# the message names the whole value given and bounds that exclude it
+expect_error "usage: --pos 3- names the value" 2 "--pos 3-: expected an integer" -- $RUN $MODEL --trace --pos 3-
+expect_error "usage: -s 2^63, past the largest seed" 2 "-s 9223372036854775808: expected an integer in \[0, 9223372036854775807\]" -- \
+    $RUN $MODEL -s 9223372036854775808
+expect_error "usage: -t 3.5e38, beyond float32" 2 "-t 3.5e38: expected a finite number >= 0" -- $RUN $MODEL -t 3.5e38
 expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
 expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
