@@ -235,9 +235,9 @@ MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch);
  * maker but AMD (and Hygon); on AMD's family 25 (Zen 4), whose hardware
  * prefetchers alone read a long context's float16 and int8 rows faster,
  * none, but float32 rows into L2 with AVX-512 (its AVX2 kernels were slower
- * with them); on other AMD families none for int8 rows and into L1 for
- * float rows (measured on two Zen 5 hosts: 10% slower with them on one,
- * 1.6 to 2.5 times faster on the other). QKV_KV_FETCH (none, l1, l2) says
+ * with them); on other AMD families into L1 (measured on two Zen 5 hosts:
+ * float rows 10% slower with them on one, 1.6 to 2.5 times faster on the
+ * other; int8 rows faster on the other too). QKV_KV_FETCH (none, l1, l2) says
  * instead. kv_cache_init records it. */
 Fetch kv_fetch_ahead(int elem_bytes, Isa isa);
 
@@ -851,8 +851,13 @@ Fetch kv_fetch_ahead(int elem_bytes, Isa isa) {
     if (cpu_family() == 25) return elem_bytes == 4 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
     /* Float rows cost 10% with the requests where the prefetchers keep up
      * and 1.6-2.5x without them where they do not (two Zen 5 hosts): the
-     * requests bound the loss. int8 rows were level on the second host. */
-    return elem_bytes >= 2 ? FETCH_L1 : FETCH_NONE;
+     * requests bound the loss. int8 rows looked level in the bench's
+     * medians on the second host, but paired with plain reads of their
+     * bytes (bench.c: measure_paired) they streamed at 67-79% of the read
+     * with the requests against 60-67% without on 1 thread, 73-96% against
+     * 65-84% on 2 (three rounds each), and the scores alone ran 20-30%
+     * faster with them. */
+    return FETCH_L1;
 }
 
 /* How closely an entry is made for where it runs: for a maker, a family

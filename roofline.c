@@ -116,7 +116,7 @@ static uint64_t bytes_sum_portable(const unsigned char *p, size_t n) {
  * (KernelEntry.fetch), and the KV cache's as its fetch_ahead says
  * (kv_fetch_ahead: into L1 on every maker but AMD; on AMD family 25 into
  * L2 for float32 rows with AVX-512, else none; on other AMD families into
- * L1 for float rows, none for int8) */
+ * L1) */
 
 /* The bytes before p's next 64-byte boundary (at most n) */
 static size_t to_line(const unsigned char *p, size_t n) {

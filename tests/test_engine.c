@@ -488,7 +488,7 @@ static int kernel_choice_ok(Vendor v, int family, int x86, int amx) {
 static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
     if (v != VENDOR_AMD) return FETCH_L1;
     if (family == 25) return type == KV_F32 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
-    return type == KV_Q8 ? FETCH_NONE : FETCH_L1;
+    return FETCH_L1;
 }
 
 /* The kernel chosen per CPU maker and family (QKV_VENDOR and QKV_FAMILY
@@ -497,7 +497,7 @@ static Fetch expected_fetch(Vendor v, int family, KVType type, Isa isa) {
  * on Intel, and for every other type and set, the one entry for all. The
  * KV cache's kernels request rows ahead into L1 on every maker but AMD,
  * into L2 for float32 rows with AVX-512 on AMD family 25, else none there;
- * on other AMD families into L1 for float rows, none for int8; and
+ * on other AMD families into L1; and
  * a cache made under each maker says so; with x86 kernels the float keys'
  * row kernels with no requests, into L1 and into L2 are three. */
 static void test_kernel_vendor(void) {
@@ -550,7 +550,7 @@ static void test_kernel_vendor(void) {
            "a kernel chosen for the wrong maker or place");
     report(fetch_ok, "KV cache's requests for rows ahead per CPU maker, family, KV type and instruction set: into "
            "L1 on any maker but AMD; on AMD family 25 into L2 for float32 rows with AVX-512, else none; on other "
-           "AMD families into L1 for float rows, none for int8 (QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; "
+           "AMD families into L1 (QKV_VENDOR any, intel, amd; QKV_FAMILY 6, 25, 26; "
            "f32, f16, q8; every instruction set); QKV_KV_FETCH none, l1, l2 obeyed on every maker; the cache "
            "records its own; the float keys' row kernels: three, one per choice",
            "the wrong choice, or one kernel for two");
