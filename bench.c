@@ -535,7 +535,7 @@ static double team_read(Bench *b, const ReadPhase *phases, int n_phases, int par
 }
 
 static int compare_span_data(const void *a, const void *b) {
-    const unsigned char *x = ((const ReadSpan *)a)->data, *y = ((const ReadSpan *)b)->data;
+    uintptr_t x = (uintptr_t)((const ReadSpan *)a)->data, y = (uintptr_t)((const ReadSpan *)b)->data;
     return (x > y) - (x < y);
 }
 
@@ -545,7 +545,16 @@ ReadPhase bench_one_pass(const ReadPhase *phases, int n_phases, int part, ReadSp
         for (int i = 0; phases[k].part == part && i < phases[k].n_spans; i++)
             if (phases[k].spans[i].bytes) out[n++] = phases[k].spans[i];
     qsort(out, (size_t)n, sizeof *out, compare_span_data);
-    return (ReadPhase){ out, n, part, FETCH_NONE };
+    int kept = 0; /* spans that overlap (a kv head's rows, read by each of its query heads) become one */
+    for (int i = 0; i < n; i++) {
+        uintptr_t start = (uintptr_t)out[i].data, end = start + out[i].bytes;
+        ReadSpan *last = kept ? &out[kept - 1] : NULL;
+        uintptr_t last_end = last ? (uintptr_t)last->data + last->bytes : 0;
+        if (last && start <= last_end) {
+            if (end > last_end) last->bytes = end - (uintptr_t)last->data;
+        } else out[kept++] = out[i];
+    }
+    return (ReadPhase){ out, kept, part, FETCH_NONE };
 }
 
 /* The medians of the pairs' times and ratios */

@@ -121,10 +121,11 @@ typedef struct {
  * norms' and biases' few KiB left out). The spans in *spans; free both.
  * NULL when out of memory. */
 ReadPhase *bench_step_reads(const Model *m, const KVCache *kv, int n_keys, ReadSpan **spans, int *n_phases);
-/* One phase of the spans of phases' part (0 the weights, 1 the keys and
- * values), each as often as the step reads it, in memory order (out: room
- * for every span of phases): the probe's one pass over the step's own
- * buffers, no requests ahead */
+/* One phase of the bytes of phases' part (0 the weights, 1 the keys and
+ * values), each byte once however often the step reads it (a kv head's
+ * rows, once for each of its query heads), in memory order, spans that
+ * meet or overlap joined (out: room for every span of phases): the probe's
+ * one pass over the step's own buffers, no requests ahead */
 ReadPhase bench_one_pass(const ReadPhase *phases, int n_phases, int part, ReadSpan *out);
 double median(double *v, int n); /* sorts v */
 double attention_flops(const Bench *b, int position);

@@ -8,6 +8,7 @@
 #include "output_file.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -63,11 +64,12 @@ static const Flag FLAGS[] = {
     { "--prompt-file", ARG_TEXT, "FILE", 0, 0, 0, GENERATE | TOKENIZE, AT(prompt_file), "none",
       "prompt from FILE (last newline dropped)" },
     { "-n", ARG_INT, "STEPS", 0, BIG, 0, GENERATE, AT(steps), "256", "positions, prompt included; 0 = context" },
-    { "-t", ARG_FLOAT, "TEMP", 0, 3.4e38, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
+    { "-t", ARG_FLOAT, "TEMP", 0, FLT_MAX, 0, GENERATE, AT(temperature), "1.0", "temperature >= 0; 0 = greedy" },
     { "-p", ARG_FLOAT, "TOPP", 0, 1, 1, GENERATE, AT(topp), "0.9", "top-p in (0, 1]; 1 = off" },
     { "-k", ARG_INT, "TOPK", 0, BIG, 0, GENERATE, AT(topk), "0", "keep the k most likely tokens; 0 = off" },
     { "-s", ARG_SEED, "SEED", 0, 9223372036854775807.0, 0, GENERATE | HEADS, AT(seed), "clock; heads: 1",
       "random seed; 0 = from the clock (printed)" },
+    { "--samples", ARG_INT, "N", 1, 100000, 0, GENERATE, AT(samples), "1", "N texts, seeds SEED, SEED + 1, ..." },
     { "--trace", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace), "off", "text trace of each token, to stderr" },
     { "--trace-prompt", ARG_SWITCH, NULL, 0, 0, 0, GENERATE, AT(trace.trace_prompt), "off",
       "prompt positions too (implies --trace)" },
@@ -247,6 +249,7 @@ static void default_options(Options *o) {
     o->temperature = 1.0f;
     o->topp = 0.9f;
     o->steps = 256;
+    o->samples = 1;
     o->mode_name = "generate";
     o->trace.layer = o->trace.head = -1;
     o->trace.pos[1] = QKV_MAX_SEQ_LEN; /* every position */
@@ -317,6 +320,9 @@ static void check_combinations(const Options *o, const int *given) {
     if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
     if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
+    const TraceOptions *tr = &o->trace;
+    if (o->samples > 1 && (tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step))
+        usage("--samples writes texts only: a trace, --html or --step follows one text");
     check_trace_narrowing(&o->trace, given);
     check_step_flags(&o->trace, given);
     if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");

@@ -31,6 +31,7 @@ typedef struct {
     float temperature, topp;
     int topk, steps, threads, help;
     unsigned long long seed;
+    int samples;             /* --samples N: texts one after another, seeds seed, seed + 1, ... */
     TraceOptions trace;
     BenchOptions bench;
     HeadsOptions heads;      /* its --csv and --svg are bench's fields */

@@ -215,7 +215,62 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
     return rc;
 }
 
-/* Returns the exit status: 0, or 1 after one error line (bad logits).
+/* What every sample of a run shares: the prompt, the positions, the run
+ * state (each sample starts again at position 0, which rewrites every
+ * cache slot before attention reads it) and the tracer (one sample only). */
+typedef struct {
+    const Model *m;
+    const Tokenizer *t;
+    const Options *o;
+    RunState *s;
+    Tracer *tr;
+    const int *prompt;
+    int n_prompt, started, steps;
+} Generation;
+
+/* One text from seed: the prompt, then decoding, the speed line. Returns
+ * the exit status: 0, or 1 after one error line (bad logits, a trace that
+ * cannot be written). */
+static int generate_sample(const Generation *g, unsigned long long seed) {
+    const Config *c = &g->m->config;
+    const Options *o = g->o;
+    Sampler sampler;
+    char err[256];
+    if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
+        die("%s", "out of memory for the run state");
+    double start = now_seconds();
+    float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt);
+    int rc = check_logits(logits, c->vocab_size, g->n_prompt - 1) ? 1 : 0;
+    TextPrinter out = { { 0 }, 0 };
+    /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
+    int first_shown = g->started && g->t->kind != TOKENIZER_CHAR ? 1 : 0;
+    for (int i = first_shown; i < g->n_prompt && rc == 0; i++)
+        print_token(&out, g->t, i ? g->prompt[i - 1] : -1, g->prompt[i]);
+    double prompt_done = now_seconds();
+
+    Decoded d = { 0, "", 0 };
+    if (rc == 0)
+        rc = decode_loop(g->m, g->t, o, g->s, &sampler, g->tr, &out, logits, g->prompt[g->n_prompt - 1], g->n_prompt,
+                         g->steps, &d);
+    if (rc == 0) {
+        printf("\n");
+        fflush(stdout); /* the text's last line before the speed line on a terminal */
+        double end = now_seconds();
+        if (g->tr && tracer_close(g->tr, err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+        } else {
+            report_speed(d.generated, end - prompt_done - d.waited, d.stopped_by, g->n_prompt, prompt_done - start,
+                         seed, o->trace.step, d.waited);
+        }
+    } else {
+        tracer_discard(g->tr);
+    }
+    sampler_free(&sampler);
+    return rc;
+}
+
+/* Returns the exit status: 0, or 1 after one error line.
  * team: the threads of the forward's parallel loops (team.h), or NULL. */
 static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
     const Config *c = &m->config;
@@ -229,7 +284,6 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     }
 
     RunState s;
-    Sampler sampler;
     char err[256];
     unsigned long long seed = o->seed ? o->seed : clock_seed();
     TraceOptions trace = o->trace;
@@ -242,36 +296,10 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
      * context the header claims */
     run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);
     s.team = team;
-    if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
-        die("%s", "out of memory for the run state");
-
-    double start = now_seconds();
-    float *logits = run_prompt(m, &s, tr, prompt, n_prompt);
-    int rc = check_logits(logits, c->vocab_size, n_prompt - 1) ? 1 : 0;
-    TextPrinter out = { { 0 }, 0 };
-    /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
-    int first_shown = started && t->kind != TOKENIZER_CHAR ? 1 : 0;
-    for (int i = first_shown; i < n_prompt && rc == 0; i++) print_token(&out, t, i ? prompt[i - 1] : -1, prompt[i]);
-    double prompt_done = now_seconds();
-
-    Decoded d = { 0, "", 0 };
-    if (rc == 0) rc = decode_loop(m, t, o, &s, &sampler, tr, &out, logits, prompt[n_prompt - 1], n_prompt, steps, &d);
-    if (rc == 0) {
-        printf("\n");
-        fflush(stdout); /* the text's last line before the speed line on a terminal */
-        double end = now_seconds();
-        if (tr && tracer_close(tr, err, sizeof err)) {
-            fprintf(stderr, "error: %s\n", err);
-            rc = 1;
-        } else {
-            report_speed(d.generated, end - prompt_done - d.waited, d.stopped_by, n_prompt, prompt_done - start,
-                         seed, o->trace.step, d.waited);
-        }
-    } else {
-        tracer_discard(tr);
-    }
+    Generation g = { m, t, o, &s, tr, prompt, n_prompt, started, steps };
+    int rc = 0;
+    for (int k = 0; k < o->samples && rc == 0; k++) rc = generate_sample(&g, seed + (unsigned long long)k);
     free(prompt);
-    sampler_free(&sampler);
     run_state_free(&s);
     return rc;
 }

@@ -170,7 +170,7 @@ fi
 
 # ---- a longer context: log-spaced positions past 2048, the crossover, the prefill's memory
 if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
-    $PY export/make_test_models.py --random-legacy "$tmp/long.bin" --dim 32 --hidden 64 --layers 1 --heads 2 \
+    $PY export/make_test_models.py --random-legacy "$tmp/long.bin" --dim 32 --hidden 64 --layers 1 --heads 4 \
         --kv-heads 2 --vocab 64 --seq 3000 >/dev/null; then
     if bench long "$tmp/long.bin" --ctx 3000; then
         got=$(awk -F, 'NR > 1 && $1 > 2046 { printf "%s%s", sep, $1; sep = " " }' "$tmp/long.csv")
@@ -189,7 +189,7 @@ if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
         kv=$(awk '/^  attention at position/ { for (i = 1; i < NF; i++) if ($i == "MiB") { a = $(i - 1); exit } }
             END { print a }' "$tmp/long.out")
         pair=$(awk '/^  attention paired/ { for (i = 1; i < NF; i++) if ($i == "its") { print $(i + 1); exit } }' "$tmp/long.out")
-        if [ -n "$kv" ] && [ "$kv" = "$pair" ]; then ok "bench long: the paired reads cover attention's $kv MiB"
+        if [ -n "$kv" ] && [ "$kv" = "$pair" ]; then ok "bench long: the paired reads cover attention's $kv MiB (two query heads a kv head: each byte once)"
         else fail "bench long: the paired reads cover attention's bytes" "attention line '$kv' MiB, paired '$pair'"; fi
         if grep -q "crossover, measured\|predicted from bytes" "$tmp/long.svg"; then ok "bench long: the chart marks the crossover"
         else fail "bench long: the chart marks the crossover" "no marker"; fi

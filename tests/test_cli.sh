@@ -48,10 +48,14 @@ expect_error "usage: --pos 3- names the value" 2 "--pos 3-: expected an integer"
 expect_error "usage: -s 2^63, past the largest seed" 2 "-s 9223372036854775808: expected an integer in \[0, 9223372036854775807\]" -- \
     $RUN $MODEL -s 9223372036854775808
 expect_error "usage: -t 3.5e38, beyond float32" 2 "-t 3.5e38: expected a finite number >= 0" -- $RUN $MODEL -t 3.5e38
+if $RUN $MODEL -t 3.402e38 -n 3 -s 1 >/dev/null 2>"$tmp/err"; then ok "-t 3.402e38, a finite float32 near FLT_MAX, runs"
+else fail "-t 3.402e38" "$(head -n 1 "$tmp/err")"; fi
 expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
 expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
+expect_error "usage: --samples 2 with a trace" 2 "--samples writes texts only" -- $RUN $MODEL --samples 2 --trace
+expect_error "usage: --samples 0" 2 "--samples 0: expected an integer in \[1, 100000\]" -- $RUN $MODEL --samples 0
 for flag in "--trace" "--trace-prompt" "--trace-level full" "--pos 3"; do
     expect_error "usage: $flag with --step alone does nothing" 2 "${flag%% *} does nothing with --step alone" -- \
         $RUN $MODEL --step $flag

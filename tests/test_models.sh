@@ -27,17 +27,21 @@ else
 fi
 
 # ---- the grammar model writes grammatical sentences ------------------------
-# 1000 runs at temperature 1 with top-p off, seeds 1..1000; the first sentence
-# of each is judged by export/grammar.py's parser (standard library only).
+# 1000 texts at temperature 1 with top-p off, seeds 1..1000 (--samples: one
+# process, each text as its own run with its seed writes it, checked on the
+# first 20); the first sentence of each is judged by export/grammar.py's
+# parser (standard library only).
 if ! command -v python3 >/dev/null; then
     echo "skip grammar sentences: python3 is missing"
 elif [ ! -r models/grammar.bin ]; then
     fail "grammar sentences" "models/grammar.bin is missing"
 else
-    # one sed over all the runs (it edits line by line, as a sed per run did)
-    for seed in $(seq 1 1000); do
-        $RUN models/grammar.bin -t 1 -p 1 -s "$seed" -n 64 2>/dev/null
-    done | sed -E 's/ \. .*/ ./; s/^ +//' >"$tmp/sentences"
+    $RUN models/grammar.bin -t 1 -p 1 -s 1 --samples 1000 -n 64 2>/dev/null >"$tmp/texts"
+    for seed in $(seq 1 20); do $RUN models/grammar.bin -t 1 -p 1 -s "$seed" -n 64 2>/dev/null; done >"$tmp/runs"
+    if [ "$(wc -l <"$tmp/texts")" = 1000 ] && head -n 20 "$tmp/texts" | cmp -s - "$tmp/runs"; then
+        ok "--samples 1000: 1000 texts, the first 20 as 20 runs with seeds 1..20 write them"
+    else fail "--samples 1000" "$(wc -l <"$tmp/texts") lines; the first 20 differ from 20 runs: $(head -n 20 "$tmp/texts" | cmp - "$tmp/runs")"; fi
+    sed -E 's/ \. .*/ ./; s/^ +//' "$tmp/texts" >"$tmp/sentences"
     result=$(python3 export/grammar.py --check "$tmp/sentences" | grep '^valid')
     valid=$(awk '{split($2, a, "/"); print a[1]}' <<<"$result")
     total=$(awk '{split($2, a, "/"); print a[2]}' <<<"$result")
