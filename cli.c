@@ -92,7 +92,7 @@ int *encode_text(const Tokenizer *t, int start, const char *text, const char *wh
     if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
     *started = t->kind == TOKENIZER_LLAMA || *n == 0;
     if (*started && start < 0) /* only a character vocabulary lacks one (checkpoint.h: start_id_of) */
-        die("%s", "an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
+        die("an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
     if (*started) tokens[0] = start, ++*n;
     else memmove(tokens, tokens + 1, (size_t)*n * sizeof(int));
     return tokens;
@@ -109,7 +109,7 @@ int check_logits(const float *logits, int n, int pos) {
 void run_state_for(RunState *s, const Config *c, int capacity, int kv_type, int window, int sinks) {
     if (window) capacity = window;
     if (run_state_init_kv(s, c, capacity, (KVType)kv_type) || kv_window_init(&s->kv_cache, sinks))
-        die("%s", "out of memory for the run state");
+        die("out of memory for the run state");
 }
 
 ThreadChoice choose_threads(int threads) {

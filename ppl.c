@@ -160,7 +160,7 @@ static int score_recomputing(Scoring *sc, int W, int S) {
     int V = sc->m->config.vocab_size, n = sc->n, first = n - 1 < W ? n - 1 : W;
     if (score_stream(sc, 0, 0, first)) return -1;
     int *view = malloc((size_t)W * sizeof(int));
-    if (!view) die("%s", "out of memory");
+    if (!view) die("out of memory");
     int rc = 0;
     for (int p = first; p < n - 1 && rc == 0; p++) {
         memcpy(view, sc->tokens, (size_t)S * sizeof(int));

@@ -88,10 +88,10 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
  * explorer shows the induction stripe. */
 static int *probe_prompt(const Config *c, const Options *o, int *n) {
     int block_len = heads_block_length(c);
-    if (!block_len) die("%s", "--probe induction: the context or vocabulary is too small for a probe");
-    if (c->start_id < 0) die("%s", "--probe induction: this character vocabulary has no \"\\n\" to start the probe from");
+    if (!block_len) die("--probe induction: the context or vocabulary is too small for a probe");
+    if (c->start_id < 0) die("--probe induction: this character vocabulary has no \"\\n\" to start the probe from");
     int *tokens = malloc((2 * (size_t)block_len + 1) * sizeof(int));
-    if (!tokens) die("%s", "out of memory");
+    if (!tokens) die("out of memory");
     uint64_t rng = heads_repeat_rng(o->seed ? o->seed : HEADS_DEFAULT_SEED);
     heads_repeat_probe(tokens, c, block_len, &rng);
     *n = 2 * block_len + 1;
@@ -184,7 +184,7 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
     ThreadChoice threads = choose_threads(o->threads);
     const ForwardObserver *obs = tracer_observer(tr);
     float *probs = malloc((size_t)c->vocab_size * sizeof(float));
-    if (!probs) die("%s", "out of memory");
+    if (!probs) die("out of memory");
     int rc = 0;
     *d = (Decoded){ 0, "the -n limit", 0 };
     for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
@@ -237,7 +237,7 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
     Sampler sampler;
     char err[256];
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
-        die("%s", "out of memory for the run state");
+        die("out of memory for the run state");
     double start = now_seconds();
     float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt);
     int rc = check_logits(logits, c->vocab_size, g->n_prompt - 1) ? 1 : 0;
@@ -322,7 +322,7 @@ static int generate_on_team(Team *team, void *ctx) {
  * for each byte of the piece */
 static void print_piece_escaped(const char *piece, int len) {
     char *escaped = malloc(4 * (size_t)len + 1);
-    if (!escaped) die("%s", "out of memory");
+    if (!escaped) die("out of memory");
     piece_escape(escaped, 4 * (size_t)len + 1, piece, len, 0);
     fputs(escaped, stdout);
     free(escaped);
@@ -483,7 +483,7 @@ static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) 
 int main(int argc, char **argv) {
     /* A closed stdout would lend its descriptor to the next file opened (a
      * trace, say), and the text would land there */
-    if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("%s", "stdout is closed: give the output somewhere to go");
+    if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("stdout is closed: give the output somewhere to go");
     Options o;
     parse_options(&o, argc, argv);
 #ifdef _OPENMP

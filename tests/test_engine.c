@@ -10,7 +10,6 @@
 #include "../sampler.h"
 #include "../threads.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -226,14 +225,14 @@ static void test_float16(void) {
 
 /* ggml's reference quantizer for the int8 activations, written here from
  * its definition: per block of 32, d = max|x| / 127, q = round(x / d);
- * where 1 / d is beyond float32's range (a block under about 3.7e-37, whose
+ * where 1 / d overflows float32 (a block under about 3.7e-37, whose
  * x · (1 / d) would be infinite), q = 0: the engine's rule. */
 static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
     for (int b = 0; b < n / 32; b++) {
         double amax = 0;
         for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j]));
         d[b] = (float)amax / 127.0f;
-        int levels = d[b] != 0 && 1.0 / d[b] <= FLT_MAX;
+        int levels = d[b] != 0 && !isinf(1.0f / d[b]);
         for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)(levels ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0);
     }
 }
