@@ -511,7 +511,7 @@ typedef struct {
     Isa isa;
     const ReadPhase *phase;
     size_t bytes;
-    unsigned long long sums[TEAM_MAX];
+    unsigned long long sums[TEAM_MAX]; /* each thread's sum of the bytes: the reads' result, kept */
 } PhaseRead;
 
 static void read_phase_task(void *ctx, int id, int n) {
