@@ -63,12 +63,15 @@ int whole_file_open(WholeFile *w, const char *path, const char *what, char *err,
 }
 
 int whole_file_commit(WholeFile *w, char *err, size_t err_len) {
-    int failed = ferror(w->f) != 0;
-    failed |= fclose(w->f) != 0;
+    /* the reason of the call that failed, read at once; an earlier write's
+     * is gone (errno has moved on since), as output_close says */
+    int wrote = ferror(w->f) == 0, reason = 0;
+    if (fclose(w->f) != 0) reason = errno;
     w->f = NULL;
-    if (!failed && rename(w->part, w->path) != 0) failed = 1;
+    if (wrote && !reason && rename(w->part, w->path) != 0) reason = errno;
+    int failed = !wrote || reason;
     if (failed) {
-        snprintf(err, err_len, "cannot write %s: %s", w->path, strerror(errno));
+        snprintf(err, err_len, "cannot write %s: %s", w->path, reason ? strerror(reason) : "a write to it failed");
         remove(w->part);
     }
     whole_file_abandon(w);

@@ -5,6 +5,7 @@
 #include "heads.h"
 #include "explorer_html.h" /* EXPLORER_HTML: explorer.html as a C string, made by the Makefile */
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,8 +245,10 @@ int write_html(Tracer *tr, char *err, size_t err_len) {
         fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html.f);
         html_data(tr->html.f, tr, tr->has_compare ? &compare : NULL, &compare_cap);
         fputs(marker + strlen(HTML_DATA_MARKER), tr->html.f);
-        if (ferror(tr->html.f)) {
-            snprintf(err, err_len, "cannot write %s", tr->opt.html_path);
+        int flush_error = fflush(tr->html.f) == 0 ? 0 : errno; /* a reason read at once (a full disk) */
+        if (flush_error || ferror(tr->html.f)) {
+            snprintf(err, err_len, "cannot write %s: %s", tr->opt.html_path,
+                     flush_error ? strerror(flush_error) : "a write to it failed");
             rc = -1;
         }
     }
