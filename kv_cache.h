@@ -106,6 +106,7 @@ void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float
 #ifndef QKV_KV_CACHE_IMPLEMENTED
 #define QKV_KV_CACHE_IMPLEMENTED
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -23,7 +23,7 @@ static inline int kv_round(float v) {
 static float q8_scale(const float *x, int n, float *inverse) {
     float amax = abs_max(x, n), scale = amax / 127.0f;
     *inverse = inverse_scale(1.0f, scale);
-    if (amax <= 3.4e38f) return scale;
+    if (amax <= FLT_MAX) return scale;
     *inverse = 0.0f;
     return NAN;
 }
@@ -128,7 +128,7 @@ typedef struct {
 /* amax = max |q_i|, NaN when a q_i is not finite (then every score is NaN) */
 static QueryScale query_scale(float amax, int hs) {
     int p_max = hs <= INT32_MAX / 127 / KV_Q8_QUERY_MAX ? KV_Q8_QUERY_MAX : INT32_MAX / 127 / hs;
-    if (!(amax <= 3.4e38f)) return (QueryScale){ NAN, 0.0f };
+    if (!(amax <= FLT_MAX)) return (QueryScale){ NAN, 0.0f };
     return (QueryScale){ amax / (float)p_max, inverse_scale((float)p_max, amax) }; /* 0 for zeros, or too small */
 }
 
@@ -220,7 +220,7 @@ typedef struct {
 /* The step of weights wt[t] = w_t · scale_t whose max |wt| is amax (NaN
  * if one is not finite), or 0; then c = query_int16(wt, 32767 / amax). */
 static float q8_weights_step(float amax) {
-    return amax >= KV_Q8_TINY && amax <= 3.4e38f ? amax / 32767.0f : 0.0f;
+    return amax >= KV_Q8_TINY && amax <= FLT_MAX ? amax / 32767.0f : 0.0f;
 }
 
 /* out[i] += Σ_t w[t] · scale_t · v_t[i] in float, rows in order (a chunk

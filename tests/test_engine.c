@@ -910,6 +910,34 @@ static void test_chunks_equal_steps(const char *path) {
  * w_t · scale_t to int16, to within half a step of their max / 32767: that
  * moves output i by at most the half-step times Σ_t |v_t,i| / scale_t.
  * Beyond those, 1e-5. */
+/* int8 rows at float32's ends: a largest value just under FLT_MAX (finite:
+ * 3.3e38 to 3.4e38 had been taken for an infinity, the row stored as NaN)
+ * comes back within half a step; a row under about 3.7e-37, whose inverse
+ * scale overflows, comes back as zeros (inverse_scale). */
+static void test_kv_q8_extremes(void) {
+    enum { HS = 8 };
+    float big[HS] = { 3.401e38f, -1e38f, 2e37f, 0, 1, -3e38f, 5e36f, -7 }, tiny[HS], back[HS];
+    for (int i = 0; i < HS; i++) tiny[i] = (float)(i - 3) * 1e-38f;
+    KVCache kv;
+    int ok = kv_cache_init(&kv, KV_Q8, 1, 1, 2, HS) == 0;
+    if (ok) {
+        kv_cache_store(&kv, 0, 0, big, big);
+        kv_cache_store(&kv, 0, 1, tiny, tiny);
+        for (int which = 0; which < 2; which++) {
+            for (int t = 0; t < 2; t++) {
+                if (which) kv_value_to_float(&kv, kv_values(&kv, 0, 0), t, back);
+                else kv_key_to_float(&kv, kv_keys(&kv, 0, 0), t, back);
+                for (int i = 0; i < HS; i++)
+                    ok &= t == 0 ? isfinite(back[i]) && fabs((double)back[i] - big[i]) <= 3.401e38 / 127 / 2 * 1.0001
+                                 : back[i] == 0.0f;
+            }
+        }
+        kv_cache_free(&kv);
+    }
+    report(ok, "q8 KV cache: a row whose largest value is 3.401e38 (finite) stored within half a step; a row of "
+           "1e-38s (its inverse scale overflows) stored as zeros", "a NaN, a value off, or out of memory");
+}
+
 static void test_kv_types(void) {
     enum { HS = 40, N = 37 };
     static float q[HS], keys[N][HS], values[N][HS], back[HS], scores[N], weights[N], out[HS];
@@ -1691,6 +1719,7 @@ int main(void) {
     test_packed_rows();
     test_quantizers();
     test_kv_types();
+    test_kv_q8_extremes();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
