@@ -586,7 +586,6 @@ static int measure_paired(Bench *b, RunState *s, const int *tokens, int position
     if (!rc) {
         ReadPhase one_pass = bench_one_pass(phases, n_phases, part, sorted);
         r->isa = isa_available();
-        p->steps = PAIRED_STEPS;
         p->position = position;
         p->bytes = 0;
         for (int i = 0; i < one_pass.n_spans; i++) p->bytes += one_pass.spans[i].bytes;

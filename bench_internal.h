@@ -52,7 +52,7 @@ typedef struct {
  * pairs. */
 #define PAIRED_STEPS 64
 typedef struct {
-    int steps, position;
+    int position;
     size_t bytes;           /* the part's bytes a step streams */
     double step_ms;         /* the step's time for the part: all but attention (weights), attention (KV) */
     double one_pass_ms;     /* the part's buffers read in one pass in memory order, no meetings (the probe's read) */

@@ -171,7 +171,7 @@ static void print_paired(const Paired *p, const char *what, const char *bytes) {
     printf("  %s paired with plain reads of its %.1f MiB of %s (%d steps at position %d, each followed by a read"
            " in one pass, as the probe reads, and one in the step's order with its meetings): it streams them at"
            " %.0f%% of the first and %.0f%% of the second (medians of the pairs' ratios; %s %.1f GB/s, the reads"
-           " %.1f and %.1f)\n", what, mib((double)p->bytes), bytes, p->steps, p->position, 100 * p->one_pass_share,
+           " %.1f and %.1f)\n", what, mib((double)p->bytes), bytes, PAIRED_STEPS, p->position, 100 * p->one_pass_share,
            100 * p->in_order_share, what, gbps(p->bytes, p->step_ms), gbps(p->bytes, p->one_pass_ms),
            gbps(p->bytes, p->in_order_ms));
 }

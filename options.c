@@ -301,11 +301,15 @@ static void check_step_flags(const TraceOptions *tr, const int *given) {
     }
 }
 
+/* Whether any trace is asked for: text, JSON, the page or step mode */
+static int traced(const TraceOptions *tr) {
+    return tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
+}
+
 /* The flags that narrow a trace do nothing without one */
 static void check_trace_narrowing(const TraceOptions *tr, const int *given) {
-    int traced = tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
     const char *narrowing[] = { "--layer", "--head", "--pos", "--top", "--trace-level" };
-    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced; k++)
+    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced(tr); k++)
         if (given[find_flag(narrowing[k]) - FLAGS]) {
             char msg[160];
             snprintf(msg, sizeof msg, "%s needs a trace: --trace, --trace-json, --html or --step", narrowing[k]);
@@ -320,8 +324,7 @@ static void check_combinations(const Options *o, const int *given) {
     if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
     if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
     if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
-    const TraceOptions *tr = &o->trace;
-    if (o->samples > 1 && (tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step))
+    if (o->samples > 1 && traced(&o->trace))
         usage("--samples writes texts only: a trace, --html or --step follows one text");
     check_trace_narrowing(&o->trace, given);
     check_step_flags(&o->trace, given);

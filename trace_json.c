@@ -5,7 +5,6 @@
 #include "heads.h"
 #include "explorer_html.h" /* EXPLORER_HTML: explorer.html as a C string, made by the Makefile */
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,13 +243,7 @@ int write_html(Tracer *tr, char *err, size_t err_len) {
         const char *marker = strstr(EXPLORER_HTML, HTML_DATA_MARKER);
         fwrite(EXPLORER_HTML, 1, (size_t)(marker - EXPLORER_HTML), tr->html.f);
         html_data(tr->html.f, tr, tr->has_compare ? &compare : NULL, &compare_cap);
-        fputs(marker + strlen(HTML_DATA_MARKER), tr->html.f);
-        int flush_error = fflush(tr->html.f) == 0 ? 0 : errno; /* a reason read at once (a full disk) */
-        if (flush_error || ferror(tr->html.f)) {
-            snprintf(err, err_len, "cannot write %s: %s", tr->opt.html_path,
-                     flush_error ? strerror(flush_error) : "a write to it failed");
-            rc = -1;
-        }
+        fputs(marker + strlen(HTML_DATA_MARKER), tr->html.f); /* a failed write: whole_file_commit says so */
     }
     recording_free(&compare);
     capture_free(&compare_cap);
