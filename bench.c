@@ -352,9 +352,11 @@ static int measure_full_cache(Bench *b, const int *tokens) {
 }
 
 static int measure_paired(Bench *b, RunState *s, const int *tokens, int position, int part);
+static void measure_in_order(Bench *b, const KVCache *kv);
 
 /* Decodes 1..ctx with the cache, then recomputes prefixes, then pairs decode
- * steps with plain reads of their weights. */
+ * steps with plain reads of their weights, then reads the last step's bytes
+ * in its order (both reads on the step's threads). */
 static int measure_all(Bench *b, RunState *s, const int *tokens) {
     const BenchOptions *o = b->options;
     int *positions = malloc((size_t)b->ctx * sizeof(int));
@@ -382,6 +384,8 @@ static int measure_all(Bench *b, RunState *s, const int *tokens) {
     if (o->window && measure_full_cache(b, tokens)) return -1;
     int small = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     if (measure_paired(b, s, tokens, small, 0) || measure_paired(b, s, tokens, b->ctx, 1)) return -1;
+    fprintf(stderr, "bench: reading the step's own bytes in its order\n");
+    measure_in_order(b, &s->kv_cache);
     /* a window's cost stops growing at W: its slope is the one beyond */
     b->fit_from = o->window && b->ctx > o->window + 1 ? o->window + 1 : 1;
     int from = 0;
@@ -496,43 +500,13 @@ static void measure_in_order(Bench *b, const KVCache *kv) {
     ReadSpan *spans;
     int n_phases;
     ReadPhase *phases = bench_step_reads(b->model, kv, keys_attended(b, b->ctx), &spans, &n_phases);
-    if (phases) roofline_read_in_order(&b->in_order, phases, n_phases, b->options->threads);
+    if (phases) roofline_read_in_order(&b->in_order, b->team, phases, n_phases);
     free(phases);
     free(spans);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Decode paired with plain reads of its weights                             */
-
-/* A read's phases on the run's team: thread id of n sums its share of each
- * phase's bytes (the step's split, team_share), the threads meeting after
- * each phase as the step's do after each product */
-typedef struct {
-    Isa isa;
-    const ReadPhase *phase;
-    size_t bytes;
-    unsigned long long sums[TEAM_MAX]; /* each thread's sum of the bytes: the reads' result, kept */
-} PhaseRead;
-
-static void read_phase_task(void *ctx, int id, int n) {
-    PhaseRead *r = ctx;
-    long first, last;
-    team_share((long)r->bytes, id, n, &first, &last);
-    r->sums[id] += roofline_read_share(r->isa, r->phase, (size_t)first, (size_t)last);
-}
-
-/* Seconds to read the phases of one part, each on the team */
-static double team_read(Bench *b, const ReadPhase *phases, int n_phases, int part, PhaseRead *r) {
-    double start = now_seconds();
-    for (int k = 0; k < n_phases; k++) {
-        if (phases[k].part != part) continue;
-        r->phase = &phases[k];
-        r->bytes = 0;
-        for (int i = 0; i < phases[k].n_spans; i++) r->bytes += phases[k].spans[i].bytes;
-        team_run(b->team, read_phase_task, r, b->options->threads > 1);
-    }
-    return now_seconds() - start;
-}
 
 static int compare_span_data(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const ReadSpan *)a)->data, y = (uintptr_t)((const ReadSpan *)b)->data;
@@ -581,11 +555,10 @@ static int measure_paired(Bench *b, RunState *s, const int *tokens, int position
     for (int k = 0; phases && k < n_phases; k++) n_spans += phases[k].n_spans;
     ReadSpan *sorted = phases ? malloc((size_t)n_spans * sizeof(ReadSpan) + 1) : NULL;
     double *t = malloc(3 * PAIRED_STEPS * sizeof(double));
-    PhaseRead *r = calloc(1, sizeof *r);
-    int rc = sorted && t && r ? 0 : -1;
+    int rc = sorted && t ? 0 : -1;
     if (!rc) {
         ReadPhase one_pass = bench_one_pass(phases, n_phases, part, sorted);
-        r->isa = isa_available();
+        unsigned long long sum = 0; /* the reads' result, kept */
         p->position = position;
         p->bytes = 0;
         for (int i = 0; i < one_pass.n_spans; i++) p->bytes += one_pass.spans[i].bytes;
@@ -593,12 +566,11 @@ static int measure_paired(Bench *b, RunState *s, const int *tokens, int position
         for (int i = 0; i < PAIRED_STEPS; i++) {
             StepTime st = timed_forward(b->model, s, tokens, position - 1, 1);
             step[i] = (part ? st.attention : st.total - st.attention) * 1e3;
-            one[i] = team_read(b, &one_pass, 1, part, r) * 1e3;
-            order[i] = team_read(b, phases, n_phases, part, r) * 1e3;
+            one[i] = roofline_read_phases(b->team, &one_pass, 1, part, NULL, &sum) * 1e3;
+            order[i] = roofline_read_phases(b->team, phases, n_phases, part, NULL, &sum) * 1e3;
         }
         paired_medians(p, step, one, order);
     }
-    free(r);
     free(t);
     free(sorted);
     free(phases);
@@ -762,10 +734,6 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         MeasureRun run = { &b, &s, tokens };
         rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d);
         b.peak_rss = peak_resident_bytes();
-        if (!rc) {
-            fprintf(stderr, "bench: reading the step's own bytes in its order\n");
-            measure_in_order(&b, &s.kv_cache);
-        }
         run_state_free(&s);
         probe_roofline(&b);
     }

@@ -479,6 +479,18 @@ void weight_row_to_float(WeightType type, const void *row, float *out, int cols)
     }
 }
 
+/* n / d, or 0 where that is not finite: d = 0 (a block of zeros), or d so
+ * small that the quotient overflows (1 / d for a block whose largest
+ * magnitude is below about 3.7e-37), where each x · (n / d) would be an
+ * infinity or a NaN and its conversion to an integer undefined. Such a
+ * block's levels are zeros: its values are far below float32's resolution
+ * beside any ordinary block's (a crafted checkpoint's norm weights of
+ * 1e-37 make them). */
+static inline float inverse_scale(float n, float d) {
+    float inverse = d != 0.0f ? n / d : 0.0f;
+    return isinf(inverse) ? 0.0f : inverse;
+}
+
 /* (int)v within [lo, hi] (truncated, as C converts), and nan_level for a
  * NaN: a checkpoint with non-finite weights quantizes to something defined
  * instead of an undefined float -> int conversion. Finite weights never
@@ -492,7 +504,7 @@ static inline int quant_level(float v, int lo, int hi, int nan_level) {
 static void quantize_q8_block(const float *x, BlockQ8 *blk) {
     float amax = 0.0f;
     for (int j = 0; j < QKV_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
-    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = amax / 127.0f, id = inverse_scale(1.0f, d);
     blk->d = float_to_half(d);
     for (int j = 0; j < QKV_QBLOCK; j++) blk->q[j] = (int8_t)quant_level(roundf(x[j] * id), -127, 127, 0);
 }
@@ -503,7 +515,7 @@ static void quantize_q4_block(const float *x, BlockQ4 *blk) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < QKV_QBLOCK; j++)
         if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
-    float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d = max / -8.0f, id = inverse_scale(1.0f, d);
     blk->d = float_to_half(d);
     for (int j = 0; j < QKV_QBLOCK / 2; j++) {
         int lo = quant_level(x[j] * id + 8.5f, 0, 15, 8), hi = quant_level(x[j + QKV_QBLOCK / 2] * id + 8.5f, 0, 15, 8);
@@ -528,18 +540,6 @@ void weight_row_from_float(WeightType type, const float *in, void *row, int cols
     default:
         break;
     }
-}
-
-/* n / d, or 0 where that is not finite: d = 0 (a block of zeros), or d so
- * small that the quotient overflows (1 / d for a block whose largest
- * magnitude is below about 3.7e-37), where each x · (n / d) would be an
- * infinity or a NaN and its conversion to an integer undefined. Such a
- * block's levels are zeros: its values are far below float32's resolution
- * beside any ordinary block's (a crafted checkpoint's norm weights of
- * 1e-37 make them). */
-static inline float inverse_scale(float n, float d) {
-    float inverse = d != 0.0f ? n / d : 0.0f;
-    return isinf(inverse) ? 0.0f : inverse;
 }
 
 /* roundf (halves away from zero) for |v| < 2^31, exactly, in plain

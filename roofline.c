@@ -240,50 +240,50 @@ unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t b
     return sum;
 }
 
-/* One pass: thread id of n reads its share of each phase, then waits for
- * the others; thread 0 adds each phase's time to its part. */
-static double read_pass(Isa isa, const ReadPhase *phases, const size_t *totals, int n_phases, int threads,
-                        double seconds[2], uint64_t *sum) {
-    double mark = 0, start = 0;
-    uint64_t total = 0;
-    seconds[0] = seconds[1] = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-        int id = 0, n = 1;
-#ifdef _OPENMP
-        id = omp_get_thread_num(), n = omp_get_num_threads();
-#endif
-#pragma omp barrier
-        if (id == 0) start = mark = now_seconds();
-        for (int k = 0; k < n_phases; k++) {
-            long first, last; /* the step's split of its work (team.h), over bytes */
-            team_share((long)totals[k], id, n, &first, &last);
-            total += roofline_read_share(isa, &phases[k], (size_t)first, (size_t)last);
-#pragma omp barrier
-            if (id == 0) {
-                double t = now_seconds();
-                seconds[phases[k].part] += t - mark;
-                mark = t;
-            }
-        }
+/* A phase read on a team: thread id of n sums its share of the phase's
+ * bytes (the step's split of its work, team_share, over bytes), each
+ * thread's sum in a slot of its own */
+typedef struct {
+    Isa isa;
+    const ReadPhase *phase;
+    size_t bytes;
+    unsigned long long sums[TEAM_MAX];
+} PhaseRead;
+
+static void read_phase_task(void *ctx, int id, int n) {
+    PhaseRead *r = ctx;
+    long first, last;
+    team_share((long)r->bytes, id, n, &first, &last);
+    r->sums[id] += roofline_read_share(r->isa, r->phase, (size_t)first, (size_t)last);
+}
+
+double roofline_read_phases(Team *team, const ReadPhase *phases, int n_phases, int part, double seconds[2],
+                            unsigned long long *sum) {
+    PhaseRead r = { isa_available(), NULL, 0, { 0 } };
+    double start = now_seconds(), mark = start;
+    for (int k = 0; k < n_phases; k++) {
+        if (part >= 0 && phases[k].part != part) continue;
+        r.phase = &phases[k];
+        r.bytes = 0;
+        for (int i = 0; i < phases[k].n_spans; i++) r.bytes += phases[k].spans[i].bytes;
+        team_run(team, read_phase_task, &r, team != NULL);
+        double t = now_seconds();
+        if (seconds) seconds[phases[k].part] += t - mark;
+        mark = t;
     }
-    *sum = total;
+    for (int id = 0; id < TEAM_MAX; id++) *sum += r.sums[id];
     return mark - start;
 }
 
-void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads) {
-    Isa isa = isa_available();
-    size_t *totals = calloc((size_t)n_phases + 1, sizeof(size_t));
+void roofline_read_in_order(InOrderRead *r, Team *team, const ReadPhase *phases, int n_phases) {
     memset(r, 0, sizeof *r);
-    if (!totals) return;
-    for (int k = 0; k < n_phases; k++) {
-        for (int i = 0; i < phases[k].n_spans; i++) totals[k] += phases[k].spans[i].bytes;
-        r->bytes[phases[k].part] += totals[k];
-    }
-    double best = 1e30, spent = 0, seconds[2];
-    uint64_t sum = 0;
+    for (int k = 0; k < n_phases; k++)
+        for (int i = 0; i < phases[k].n_spans; i++) r->bytes[phases[k].part] += phases[k].spans[i].bytes;
+    double best = 1e30, spent = 0;
     for (; r->passes < 20 && (r->passes < 3 || spent < 0.3); r->passes++) {
-        double t = read_pass(isa, phases, totals, n_phases, threads, seconds, &sum);
+        double seconds[2] = { 0, 0 };
+        unsigned long long sum = 0;
+        double t = roofline_read_phases(team, phases, n_phases, -1, seconds, &sum);
         spent += t;
         r->byte_sum = sum;
         if (t < best) {
@@ -291,7 +291,6 @@ void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phase
             r->seconds[0] = seconds[0], r->seconds[1] = seconds[1];
         }
     }
-    free(totals);
 }
 
 /* n floats of large pages (the weights' and the KV cache's pages), not all

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include "kernels.h" /* Fetch */
+#include "team.h"
 
 typedef struct {
     int threads;
@@ -46,11 +47,17 @@ typedef struct {
     Fetch fetch;
 } ReadPhase;
 
-/* The in-order read: the phases one after another, each cut into threads
- * contiguous shares of its bytes (as the step shares a product's rows and
- * attention's blocks of keys), the threads meeting after each; no
- * arithmetic but a sum of the bytes. The best of several passes (at least
- * 3, up to 20 or 0.3 s). */
+/* Reads the phases of part `part` (-1: every phase) one after another on
+ * team (NULL: on this thread alone), each cut into the team's contiguous
+ * shares of its bytes (as the step shares a product's rows and attention's
+ * blocks of keys), the threads meeting after each; no arithmetic but a sum
+ * of the bytes, added to *sum. seconds (or NULL): each phase's time added
+ * to its part's. Returns the seconds of the whole read. */
+double roofline_read_phases(Team *team, const ReadPhase *phases, int n_phases, int part, double seconds[2],
+                            unsigned long long *sum);
+
+/* The in-order read: every phase, as roofline_read_phases reads them; the
+ * best of several passes (at least 3, up to 20 or 0.3 s). */
 typedef struct {
     int passes;
     double seconds[2];   /* the best pass's time in each part */
@@ -58,7 +65,7 @@ typedef struct {
     unsigned long long byte_sum; /* Σ of every byte of one pass (tests: each is read once) */
 } InOrderRead;
 
-void roofline_read_in_order(InOrderRead *r, const ReadPhase *phases, int n_phases, int threads);
+void roofline_read_in_order(InOrderRead *r, Team *team, const ReadPhase *phases, int n_phases);
 /* Σ of bytes begin..end-1 of a phase (its spans end to end), read as the
  * in-order read reads them (the widest vectors isa has, its fetch) */
 unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end);

@@ -599,6 +599,19 @@ static int fetch_as_kernels(const Model *m, const KVCache *kv, const ReadPhase *
  * the first key of kv head h / (n_heads / n_kv_heads) (attention.h's
  * order): a run of blocks' keys (int8: and their scales), then each
  * block's values (int8: their scales, then the rows) */
+/* roofline_read_in_order on a team of threads, as the bench reads */
+typedef struct {
+    InOrderRead *r;
+    const ReadPhase *phases;
+    int n_phases;
+} InOrderJob;
+
+static int read_in_order_on_team(Team *team, void *ctx) {
+    InOrderJob *job = ctx;
+    roofline_read_in_order(job->r, team, job->phases, job->n_phases);
+    return 0;
+}
+
 static int heads_in_order(const KVCache *kv, const ReadPhase *phases, int n_heads, int n_keys) {
     int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, runs = (blocks + QKV_DECODE_RUN - 1) / QKV_DECODE_RUN;
     int spans = kv->type == KV_Q8 ? 2 : 1, per_head = spans * (runs + blocks), ok = 1;
@@ -653,7 +666,8 @@ static void test_step_reads(void) {
         unsigned long long want = phases ? spans_byte_sum(phases, n_phases) : 0;
         for (int threads = 1; phases && threads <= 3; threads++) {
             InOrderRead r;
-            roofline_read_in_order(&r, phases, n_phases, threads);
+            InOrderJob job = { &r, phases, n_phases };
+            team_main(threads, read_in_order_on_team, &job);
             snprintf(name, sizeof name, "step reads, %s cache, %d thread%s: %zu weight bytes and %zu of keys and values, "
                      "each byte read once a pass", kv_type_name((KVType)type), threads, threads > 1 ? "s" : "", weights,
                      kv_bytes);
