@@ -424,8 +424,10 @@ static const char *read_prompt(const Options *o, char **owned) {
     if (!path) return o->prompt ? o->prompt : "";
     size_t n;
     *owned = strcmp(path, "-") ? read_text_file(path, &n) : read_stream(stdin, "stdin", &n);
-    if (n > 0 && (*owned)[n - 1] == '\n') (*owned)[--n] = '\0';
-    if (n > 0 && (*owned)[n - 1] == '\r') (*owned)[--n] = '\0';
+    if (n > 0 && (*owned)[n - 1] == '\n') { /* one final newline, "\n" or "\r\n"; a bare "\r" is text */
+        (*owned)[--n] = '\0';
+        if (n > 0 && (*owned)[n - 1] == '\r') (*owned)[--n] = '\0';
+    }
     return *owned;
 }
 

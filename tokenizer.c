@@ -37,14 +37,33 @@ static int read_bytes(Reader *r, void *out, size_t n) {
     return 0;
 }
 
-static int compare_tokens(const void *a, const void *b) {
-    return strcmp(((const TokenIndex *)a)->piece, ((const TokenIndex *)b)->piece);
+/* Pieces in byte order, a prefix before the longer piece: by their
+ * lengths, not strcmp, since a piece may hold a NUL byte ("a\0" is not
+ * "a", and "a" joined with "\0b" is not "a") */
+static int compare_pieces(const char *a, int a_len, const char *b, int b_len) {
+    int c = memcmp(a, b, (size_t)(a_len < b_len ? a_len : b_len));
+    return c ? c : (a_len > b_len) - (a_len < b_len);
 }
 
-static int lookup_piece(const Tokenizer *t, const char *piece) {
-    TokenIndex key = { piece, 0 };
-    const TokenIndex *found = bsearch(&key, t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), compare_tokens);
-    return found ? found->id : -1;
+/* The index's order: by piece, equal pieces by id */
+static int compare_tokens(const void *a, const void *b) {
+    const TokenIndex *x = a, *y = b;
+    int c = compare_pieces(x->piece, x->length, y->piece, y->length);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The token whose piece is the len bytes at piece (the lowest id, where a
+ * vocabulary holds the piece twice), or -1 */
+static int lookup_piece(const Tokenizer *t, const char *piece, int len) {
+    size_t lo = 0, hi = (size_t)t->vocab_size;
+    while (lo < hi) { /* the first entry not below the piece */
+        size_t mid = lo + (hi - lo) / 2;
+        const TokenIndex *e = &t->sorted[mid];
+        if (compare_pieces(e->piece, e->length, piece, len) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    const TokenIndex *e = lo < (size_t)t->vocab_size ? &t->sorted[lo] : NULL;
+    return e && compare_pieces(e->piece, e->length, piece, len) == 0 ? e->id : -1;
 }
 
 static int fail(Tokenizer *t, char *err, size_t err_len, const char *msg) {
@@ -57,13 +76,13 @@ static int fail(Tokenizer *t, char *err, size_t err_len, const char *msg) {
  * one-byte piece itself (GPT-2; the first such, every byte must have one).
  * Returns 0, or -1 with a reason in err. */
 static int index_vocabulary(Tokenizer *t, char *err, size_t err_len) {
-    for (int i = 0; i < t->vocab_size; i++) t->sorted[i] = (TokenIndex){ t->vocab[i], i };
+    for (int i = 0; i < t->vocab_size; i++) t->sorted[i] = (TokenIndex){ t->vocab[i], t->piece_lengths[i], i };
     qsort(t->sorted, (size_t)t->vocab_size, sizeof(TokenIndex), compare_tokens);
     char name[8];
     for (int b = 0; b < 256; b++) {
         t->byte_values[b] = (char)b;
-        snprintf(name, sizeof name, "<0x%02X>", b);
-        t->byte_tokens[b] = t->kind == TOKENIZER_LLAMA ? lookup_piece(t, name) : -1;
+        int len = snprintf(name, sizeof name, "<0x%02X>", b);
+        t->byte_tokens[b] = t->kind == TOKENIZER_LLAMA ? lookup_piece(t, name, len) : -1;
     }
     if (t->kind != TOKENIZER_GPT2_BPE) return 0;
     for (int i = t->vocab_size - 1; i >= 0; i--)
@@ -80,7 +99,8 @@ static int index_vocabulary(Tokenizer *t, char *err, size_t err_len) {
 static int check_characters(const Tokenizer *t, char *err, size_t err_len) {
     for (int i = 0; i < t->vocab_size; i++) {
         int len = t->piece_lengths[i];
-        if (len == 0 || (t->vocab[i][0] != '\0' && utf8_sequence_length((const unsigned char *)t->vocab[i]) != len)) {
+        int one = t->vocab[i][0] == '\0' ? 1 : utf8_sequence_length((const unsigned char *)t->vocab[i]);
+        if (len != one) {
             snprintf(err, err_len, "character tokenizer: piece %d is not one UTF-8 character", i);
             return -1;
         }
@@ -400,9 +420,10 @@ static void push_pair(Encoder *e, int left) {
     if (la + lb > t->max_token_length) return;
     memcpy(e->buffer, t->vocab[a], (size_t)la);
     memcpy(e->buffer + la, t->vocab[b], (size_t)lb);
-    e->buffer[la + lb] = '\0';
-    int id = lookup_piece(t, e->buffer);
-    if (id < 0) return;
+    int id = lookup_piece(t, e->buffer, la + lb);
+    /* llama2.c merges only pieces scored above -1e10 (its best score's
+     * start), and so never one scored NaN (which would break the heap's order) */
+    if (id < 0 || !(t->scores[id] > -1e10f)) return;
     heap_push(&e->heap, (Merge){ t->scores[id], left, right, a, b, id });
 }
 
@@ -415,17 +436,14 @@ static int initial_symbols(const Tokenizer *t, const char *text, int *ids) {
         return n;
     }
     if (text[0] != '\0' && t->kind == TOKENIZER_LLAMA) {
-        int space = lookup_piece(t, " ");
+        int space = lookup_piece(t, " ", 1);
         if (space >= 0) ids[n++] = space;
     }
     const unsigned char *s = (const unsigned char *)text;
-    char ch[5];
     while (*s) {
         int len = utf8_sequence_length(s);
         if (len == 0) len = 1; /* a stray byte stands alone */
-        memcpy(ch, s, (size_t)len);
-        ch[len] = '\0';
-        int id = lookup_piece(t, ch);
+        int id = lookup_piece(t, (const char *)s, len);
         if (id >= 0) ids[n++] = id;
         else if (t->kind == TOKENIZER_CHAR) ids[n++] = 0; /* refused before: tokenizer_unknown_at */
         else
@@ -536,13 +554,10 @@ static int merge_all(Encoder *e, int n) {
 size_t tokenizer_unknown_at(const Tokenizer *t, const char *text) {
     if (t->kind != TOKENIZER_CHAR) return 0;
     const unsigned char *s = (const unsigned char *)text;
-    char ch[5];
     for (size_t i = 0; s[i];) {
         int len = utf8_sequence_length(s + i);
         if (len == 0) len = 1;
-        memcpy(ch, s + i, (size_t)len);
-        ch[len] = '\0';
-        if (lookup_piece(t, ch) < 0) return i + 1;
+        if (lookup_piece(t, (const char *)s + i, len) < 0) return i + 1;
         i += (size_t)len;
     }
     return 0;

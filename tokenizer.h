@@ -10,6 +10,7 @@
 
 typedef struct {
     const char *piece;
+    int length; /* its bytes (a piece may hold a NUL) */
     int id;
 } TokenIndex;
 

@@ -210,6 +210,13 @@ e=$($RUN $MODEL -m tokenize -i "the cat" 2>/dev/null | head -n 1)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$d" = "$e" ]; then
     ok "the prompt from stdin (-i -) and from a file (--prompt-file, final newline dropped)"
 else fail "prompt from stdin or a file" "[$a] [$b] [$c]; tokens [$d] vs [$e]"; fi
+printf 'the cat\r\n' >"$tmp/crlf.txt"; printf 'the cat\r' >"$tmp/cr.txt"
+f=$($RUN $MODEL -m tokenize --prompt-file "$tmp/crlf.txt" 2>/dev/null | head -n 1)
+g=$($RUN $MODEL -m tokenize --prompt-file "$tmp/cr.txt" 2>/dev/null | head -n 1)
+h=$($RUN $MODEL -m tokenize -i "$(printf 'the cat\r')" 2>/dev/null | head -n 1)
+if [ -n "$e" ] && [ "$f" = "$e" ] && [ -n "$h" ] && [ "$g" = "$h" ] && [ "$g" != "$e" ]; then
+    ok "--prompt-file drops a final \\r\\n as a newline, and keeps a bare final \\r as text"
+else fail "prompt file's final CR" "CRLF [$f] vs [$e]; bare CR [$g] vs [$h]"; fi
 expect_error "missing prompt file" 1 "cannot open" -- $RUN $MODEL --prompt-file "$tmp/nope.txt"
 
 $RUN $MODEL -t 0 -n 3 -i "the cat sat on the mat" >/dev/null 2>"$tmp/err"

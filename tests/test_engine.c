@@ -1118,7 +1118,7 @@ static int naive_encode(const Tokenizer *t, const char *text, int *ids) {
         s += len;
     }
     for (;;) {
-        float best = -1e30f;
+        float best = -1e10f; /* llama2.c's start: no merge into a piece scored at or below it */
         int best_i = -1, best_id = -1;
         for (int i = 0; i + 1 < n; i++) {
             snprintf(buf, sizeof buf, "%s%s", t->vocab[ids[i]], t->vocab[ids[i + 1]]);
@@ -1455,6 +1455,79 @@ static void test_small_tokenizers(void) {
     if (ok3) tokenizer_free(&t);
 }
 
+/* A piece of a crafted vocabulary: its bytes (a NUL among them), its score */
+typedef struct {
+    const char *bytes;
+    int len;
+    float score;
+} Piece;
+
+/* tokenizer.bin bytes of the pieces (max_token_length 8) */
+static size_t pieces_tokenizer(unsigned char *buf, const Piece *pieces, int n) {
+    int32_t max_len = 8;
+    memcpy(buf, &max_len, 4);
+    size_t at = 4;
+    for (int i = 0; i < n; i++) {
+        int32_t len = pieces[i].len;
+        memcpy(buf + at, &pieces[i].score, 4);
+        memcpy(buf + at + 4, &len, 4);
+        memcpy(buf + at + 8, pieces[i].bytes, (size_t)len);
+        at += 8 + (size_t)len;
+    }
+    return at;
+}
+
+/* Pieces compared as bytes with their lengths, not as C strings: "a\0" is
+ * not "a" and a pair "a" + "b" does not become "a\0"; a piece held twice
+ * is its lowest id; as llama2.c, no merge into a piece scored NaN or at or
+ * below -1e10 (its rescan's start). The ids are worked by hand (ids 0-2:
+ * <unk>, <s>, </s>; 3: " ", which the prompt starts with). */
+static void test_tokenizer_pieces(void) {
+    const float nan = NAN;
+    struct {
+        const char *name, *text;
+        Piece pieces[6];
+        int n_pieces, n_ids, ids[6];
+    } cases[] = {
+        { "a piece \"a\\0\" is not \"a\" (a is unknown), and b stays after it", "ab",
+          { { "a\0", 2, 0 }, { "b", 1, 0 }, { "c", 1, 0 } }, 3, 4, { 1, 3, 0, 5 } },
+        { "\"a\" + \"b\" is \"ab\", not \"ab\\0zz\"", "ab",
+          { { "a", 1, 0 }, { "b", 1, 0 }, { "ab\0zz", 5, 5 }, { "ab", 2, 1 } }, 4, 3, { 1, 3, 7 } },
+        { "a piece held twice is its lowest id", "ab",
+          { { "a", 1, 0 }, { "b", 1, 0 }, { "ab", 2, 1 }, { "ab", 2, 1 } }, 4, 3, { 1, 3, 6 } },
+        { "no merge into a piece scored NaN (the pair after it merges)", "abc",
+          { { "a", 1, 0 }, { "b", 1, 0 }, { "c", 1, 0 }, { "ab", 2, nan }, { "bc", 2, 10 } }, 5, 4, { 1, 3, 4, 8 } },
+        { "no merge into a piece scored -1e30 (at or below llama2.c's -1e10)", "ab",
+          { { "a", 1, 0 }, { "b", 1, 0 }, { "ab", 2, -1e30f } }, 3, 4, { 1, 3, 4, 5 } },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Piece all[9] = { { "<unk>", 5, 0 }, { "<s>", 3, 0 }, { "</s>", 4, 0 }, { " ", 1, 0 } };
+        memcpy(all + 4, cases[c].pieces, (size_t)cases[c].n_pieces * sizeof(Piece));
+        unsigned char buf[256];
+        char err[256], name[160];
+        Tokenizer t;
+        int ids[16], n = -1;
+        size_t bytes = pieces_tokenizer(buf, all, 4 + cases[c].n_pieces);
+        int loaded = tokenizer_load_bytes(&t, buf, bytes, -1, err, sizeof err) == 0;
+        if (loaded) n = tokenizer_encode(&t, cases[c].text, 1, 0, ids);
+        snprintf(name, sizeof name, "tokenizer: %s", cases[c].name);
+        report(n == cases[c].n_ids && !memcmp(ids, cases[c].ids, (size_t)n * sizeof(int)), name, "%d ids: %d %d %d %d%s",
+               n, ids[0], n > 1 ? ids[1] : -1, n > 2 ? ids[2] : -1, n > 3 ? ids[3] : -1, loaded ? "" : err);
+        if (loaded) tokenizer_free(&t);
+    }
+    /* a character vocabulary: "\0" is one character, "\0<sc" four */
+    Piece chars[2] = { { "\0", 1, 0 }, { "\0<sc", 4, 0 } };
+    unsigned char buf[64];
+    char err[256];
+    Tokenizer t;
+    int one = tokenizer_load_kind(&t, buf, pieces_tokenizer(buf, chars, 1), 1, TOKENIZER_CHAR, err, sizeof err) == 0;
+    if (one) tokenizer_free(&t);
+    int two = tokenizer_load_kind(&t, buf, pieces_tokenizer(buf, chars, 2), 2, TOKENIZER_CHAR, err, sizeof err) == 0;
+    if (two) tokenizer_free(&t);
+    report(one && !two, "character tokenizer: a piece \"\\0\" loads, a piece \"\\0<sc\" (four bytes) is refused",
+           "\"\\0\" %s, \"\\0<sc\" %s", one ? "loaded" : "refused", two ? "loaded" : "refused");
+}
+
 /* Loads path from memory, with extra bytes appended: only 0 may load. */
 static int load_with_extra(const char *path, size_t extra, char *err, size_t err_len) {
     FILE *f = fopen(path, "rb");
@@ -1729,6 +1802,7 @@ int main(void) {
     test_logit_passes();
     for (int isa = 0; isa <= (int)isa_available() && isa <= ISA_AVX512; isa++) test_silu_mul((Isa)isa);
     test_small_tokenizers();
+    test_tokenizer_pieces();
     test_loader_hostile();
     test_start_token();
     return failures ? 1 : 0;
