@@ -1492,7 +1492,7 @@ static void test_tokenizer_pieces(void) {
         { "a piece \"a\\0\" is not \"a\" (a is unknown), and b stays after it", "ab",
           { { "a\0", 2, 0 }, { "b", 1, 0 }, { "c", 1, 0 } }, 3, 4, { 1, 3, 0, 5 } },
         { "\"a\" + \"b\" is \"ab\", not \"ab\\0zz\"", "ab",
-          { { "a", 1, 0 }, { "b", 1, 0 }, { "ab\0zz", 5, 5 }, { "ab", 2, 1 } }, 4, 3, { 1, 3, 7 } },
+          { { "a", 1, 0 }, { "b", 1, 0 }, { "ab", 2, 1 }, { "ab\0zz", 5, 5 } }, 4, 3, { 1, 3, 6 } },
         { "a piece held twice is its lowest id", "ab",
           { { "a", 1, 0 }, { "b", 1, 0 }, { "ab", 2, 1 }, { "ab", 2, 1 } }, 4, 3, { 1, 3, 6 } },
         { "no merge into a piece scored NaN (the pair after it merges)", "abc",
