@@ -36,7 +36,7 @@ static const size_t GGUF_VALUE_BYTES[GGUF_VALUE_TYPES] = { 1, 1, 2, 2, 4, 4, 4, 
 enum { KEY_ARCHITECTURE, KEY_NAME, KEY_ALIGNMENT, KEY_CONTEXT, KEY_EMBEDDING, KEY_BLOCKS, KEY_FFN,
        KEY_HEADS, KEY_KV_HEADS, KEY_RMS_EPS, KEY_ROPE_BASE, KEY_ROPE_DIMS, KEY_ROPE_SCALING, KEY_VOCAB,
        KEY_TOKENIZER, KEY_TOKENS, KEY_SCORES, KEY_TOKEN_TYPES, KEY_BOS, KEY_EOS, KEY_KEY_LENGTH, KEY_VALUE_LENGTH,
-       KEY_COUNT };
+       KEY_ROPE_FACTOR, KEY_ROPE_LINEAR, KEY_ADD_BOS, KEY_ADD_EOS, KEY_SPACE_PREFIX, KEY_UNKNOWN, KEY_COUNT };
 static const char *const GGUF_KEYS[KEY_COUNT] = {
     "general.architecture", "general.name", "general.alignment", "llama.context_length",
     "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
@@ -45,6 +45,8 @@ static const char *const GGUF_KEYS[KEY_COUNT] = {
     "llama.rope.scaling.type", "llama.vocab_size", "tokenizer.ggml.model", "tokenizer.ggml.tokens",
     "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id", "llama.attention.key_length", "llama.attention.value_length",
+    "llama.rope.scaling.factor", "llama.rope.scale_linear", "tokenizer.ggml.add_bos_token",
+    "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.unknown_token_id",
 };
 
 /* A tensor's slot: the three global ones (gguf_format.h's order), then
@@ -217,6 +219,16 @@ static int gguf_float(GgufFile *g, int k, float def, float *out) {
     return 0;
 }
 
+/* Key k as a bool (0 or 1); def if absent. */
+static int gguf_bool(GgufFile *g, int k, int def, int *out) {
+    const GgufValue *v = &g->keys[k];
+    if (v->type < 0) *out = def;
+    else if (v->type != GGUF_BOOL || v->at[0] > 1)
+        return load_error(g->f, "GGUF metadata %s is not a bool (type %d)", GGUF_KEYS[k], v->type);
+    else *out = v->at[0];
+    return 0;
+}
+
 /* Key k as a string; s->s NULL if absent. */
 static int gguf_text(GgufFile *g, int k, GgufString *s) {
     const GgufValue *v = &g->keys[k];
@@ -261,6 +273,14 @@ static int gguf_config(GgufFile *g, Config *c) {
     if (gguf_text(g, KEY_ROPE_SCALING, &scaling)) return -1;
     if (scaling.s && !gguf_string_is(&scaling, "none"))
         return load_error(g->f, "GGUF RoPE scaling \"%s\" is not supported", gguf_printable(text, sizeof text, &scaling));
+    /* a factor (0 and 1: none) rescales positions unless the type says none;
+     * the older scale_linear always does */
+    float factor = 1.0f, linear = 1.0f;
+    if (gguf_float(g, KEY_ROPE_FACTOR, 1.0f, &factor) || gguf_float(g, KEY_ROPE_LINEAR, 1.0f, &linear)) return -1;
+    if ((!scaling.s && factor != 0.0f && factor != 1.0f) || (linear != 0.0f && linear != 1.0f))
+        return load_error(g->f, "GGUF RoPE scaling by %g (llama.rope.%s) is not supported",
+                          linear != 0.0f && linear != 1.0f ? linear : factor,
+                          linear != 0.0f && linear != 1.0f ? "scale_linear" : "scaling.factor");
     long long seq, dim, layers, hidden, heads, kv_heads, rope_dims;
     if (gguf_int(g, KEY_CONTEXT, 1, INT_MAX, GGUF_REQUIRED, &seq) ||
         gguf_int(g, KEY_EMBEDDING, 1, INT_MAX, GGUF_REQUIRED, &dim) ||
@@ -531,6 +551,18 @@ static int gguf_tokenizer(GgufFile *g, Model *m) {
     if (gguf_array(g, KEY_TOKENS, GGUF_STRING, vocab, &tokens) || gguf_array(g, KEY_SCORES, GGUF_F32, vocab, &scores) ||
         gguf_array(g, KEY_TOKEN_TYPES, GGUF_I32, vocab, &types)) return -1;
     if (!tokens || !scores) return load_error(g->f, "GGUF tokenizer without tokenizer.ggml.tokens and .scores");
+    /* what a prompt becomes in llama.cpp, which qkv's llama tokenizer must match: BOS, the space prefix,
+     * no EOS, unknown text <unk> at id 0 */
+    int add_bos = 1, add_eos = 0, space_prefix = 1;
+    long long unknown = 0;
+    if (gguf_bool(g, KEY_ADD_BOS, 1, &add_bos) || gguf_bool(g, KEY_ADD_EOS, 0, &add_eos) ||
+        gguf_bool(g, KEY_SPACE_PREFIX, 1, &space_prefix) || gguf_int(g, KEY_UNKNOWN, 0, LLONG_MAX, 0, &unknown))
+        return -1;
+    if (!add_bos || add_eos || !space_prefix || unknown != 0)
+        return load_error(g->f, "GGUF tokenizer with %s is not supported (qkv's llama tokenizer starts a prompt with "
+                                "BOS and a space, adds no EOS, and has <unk> at id 0)",
+                          !add_bos ? "add_bos_token false" : add_eos ? "add_eos_token true"
+                          : !space_prefix ? "add_space_prefix false" : "unknown_token_id other than 0");
     size_t bytes;
     int32_t max_len = 1; /* tokenizer.c wants at least 1 */
     if (gguf_write_vocabulary(g, tokens, scores, types, (int)vocab, NULL, &bytes, &max_len)) return -1;

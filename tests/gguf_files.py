@@ -173,6 +173,12 @@ def valid_cases():
     extra = Model(seed=10)  # keys qkv does not read, nested arrays among them
     extra.kvs.insert(2, ("general.tags", ARRAY, (ARRAY, [(STRING, ["a", "b"]), (U8, [1, 2, 3])])))
     extra.kvs.insert(3, ("general.description", STRING, "x" * 100))
+    stated = Model(seed=17)  # the tokenizer's and RoPE's keys stated at the values qkv follows
+    for key, vtype, v in (("tokenizer.ggml.add_bos_token", BOOL, 1), ("tokenizer.ggml.add_eos_token", BOOL, 0),
+                          ("tokenizer.ggml.add_space_prefix", BOOL, 1), ("tokenizer.ggml.unknown_token_id", U32, 0),
+                          ("llama.rope.scaling.type", STRING, "none"), ("llama.rope.scaling.factor", F32, 8.0),
+                          ("llama.rope.scale_linear", F32, 1.0)):
+        stated.set_kv(key, vtype, v)
     return {
         "tiny-f32": Model(),
         "tiny-v2": Model(version=2, seed=2),
@@ -185,6 +191,7 @@ def valid_cases():
         "extra-keys": extra,
         "head-size-24": Model(dim=32, heads=3, kv_heads=1, head_size=24, seed=15),  # 3 x 24 = 72 columns into wo
         "value-length-only": value_only,
+        "stated-defaults": stated,
     }
 
 
@@ -264,6 +271,15 @@ def hostile_cases():
         m.set_kv("llama.attention.key_length", U32, 8), m.set_kv("llama.rope.dimension_count", U32, 8)))
     edit("rope-dims-differ", "dimension_count", lambda m: m.set_kv("llama.rope.dimension_count", U32, 8))
     edit("rope-scaling", "scaling", lambda m: m.set_kv("llama.rope.scaling.type", STRING, "yarn"))
+    edit("rope-scaling-factor", "scaling.factor", lambda m: m.set_kv("llama.rope.scaling.factor", F32, 4.0))
+    edit("rope-scale-linear", "scale_linear", lambda m: m.set_kv("llama.rope.scale_linear", F32, 2.0))
+    edit("rope-scale-linear-not-float", "not a float", lambda m: m.set_kv("llama.rope.scale_linear", U32, 2))
+    edit("tokenizer-no-bos", "add_bos_token", lambda m: m.set_kv("tokenizer.ggml.add_bos_token", BOOL, 0))
+    edit("tokenizer-adds-eos", "add_eos_token", lambda m: m.set_kv("tokenizer.ggml.add_eos_token", BOOL, 1))
+    edit("tokenizer-no-space-prefix", "add_space_prefix", lambda m: m.set_kv("tokenizer.ggml.add_space_prefix", BOOL, 0))
+    edit("tokenizer-bool-not-bool", "not a bool", lambda m: m.set_kv("tokenizer.ggml.add_space_prefix", U8, 1))
+    edit("tokenizer-bool-value-2", "not a bool", lambda m: m.set_kv("tokenizer.ggml.add_bos_token", BOOL, 2))
+    edit("tokenizer-unknown-id", "unknown_token_id", lambda m: m.set_kv("tokenizer.ggml.unknown_token_id", U32, 5))
     def alignment_48(m):
         m.alignment = 48
         m.set_kv("general.alignment", U32, 48)
