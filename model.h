@@ -120,7 +120,7 @@ typedef struct {
 #define QKV_MAX_HIDDEN   (1 << 18)
 #define QKV_MAX_LAYERS   1024
 #define QKV_MAX_HEADS    1024
-#define QKV_MAX_VOCAB    (1 << 20)
+#define QKV_MAX_VOCAB    TOKENIZER_MAX_VOCAB
 #define QKV_MAX_SEQ_LEN  (1 << 20)
 
 /* Loads a checkpoint of any FileFormat (the file says which). Returns 0, or -1 with a

@@ -243,6 +243,11 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
     t->eos_id = kind == TOKENIZER_LLAMA ? 2 : -1;
     if (vocab_size < 0 && n >= 4 && kind == TOKENIZER_LLAMA) vocab_size = count_entries(data, n);
     if (vocab_size <= 0) return fail(t, err, err_len, "tokenizer: empty or malformed");
+    if (vocab_size > TOKENIZER_MAX_VOCAB) { /* a checkpoint's vocabulary is at most this (model.h) */
+        snprintf(err, err_len, "tokenizer: %d entries, more than any model's %d", vocab_size, TOKENIZER_MAX_VOCAB);
+        tokenizer_free(t);
+        return -1;
+    }
     /* tokenizer_encode falls back to id 0, and BOS and EOS are 1 and 2 unless a qkv
      * header says otherwise (checked against the vocabulary at load) */
     if (vocab_size < 3 && kind == TOKENIZER_LLAMA) {

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdio.h> /* FILE: write_escaped_text */
 
+/* Entries a vocabulary may have: QKV_MAX_VOCAB (model.h), which a
+ * checkpoint's vocab_size is checked against */
+#define TOKENIZER_MAX_VOCAB (1 << 20)
+
 typedef struct {
     const char *piece;
     int length; /* its bytes (a piece may hold a NUL) */

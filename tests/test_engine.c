@@ -1453,6 +1453,15 @@ static void test_small_tokenizers(void) {
     for (int i = 0; i < n; i++) in_range &= ids[i] >= 0 && ids[i] < 3;
     report(in_range, "a 3-entry tokenizer encodes any text to ids in its vocabulary", "%s", ok3 ? "id out of range" : err);
     if (ok3) tokenizer_free(&t);
+    /* 2^20 + 1 empty pieces (8 MiB): more than a checkpoint may have */
+    size_t n_big = ((size_t)1 << 20) + 1, big_bytes = 4 + 8 * n_big;
+    unsigned char *big = calloc(big_bytes, 1);
+    int32_t max_len = 8;
+    if (big) memcpy(big, &max_len, 4);
+    int big_refused = big && tokenizer_load_bytes(&t, big, big_bytes, -1, err, sizeof err) != 0;
+    report(big_refused && strstr(err, "1048577 entries"), "a tokenizer.bin of 2^20 + 1 pieces is refused (-z alone: no checkpoint bounds it)",
+           "%s", big_refused ? err : "loaded, or out of memory");
+    free(big);
 }
 
 /* A piece of a crafted vocabulary: its bytes (a NUL among them), its score */
