@@ -277,8 +277,11 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
             snprintf(msg, sizeof msg, "unknown flag '%s'", name);
             usage(msg);
         }
-        if (f->kind != ARG_SWITCH && i + 1 >= argc) {
-            snprintf(msg, sizeof msg, "%s needs a value (%s)", name, f->value);
+        /* a value that is itself a flag's name is one forgotten (-m -n 3), except a
+         * prompt's: the text may be anything */
+        if (f->kind != ARG_SWITCH && (i + 1 >= argc || (strcmp(name, "-i") && find_flag(argv[i + 1])))) {
+            snprintf(msg, sizeof msg, "%s needs a value (%s)%s%s", name, f->value, i + 1 < argc ? ", not the flag " : "",
+                     i + 1 < argc ? argv[i + 1] : "");
             usage(msg);
         }
         set_flag(o, f, f->kind == ARG_SWITCH ? NULL : argv[++i]);

@@ -28,6 +28,7 @@ expect_error "usage: unknown flag alone" 2 "unknown flag '--unknown'" -- $RUN --
 expect_error "usage: misspelt flag last" 2 "unknown flag '--trace-jsn'" -- $RUN --trace-jsn
 expect_error "usage: unknown flag before the checkpoint's flags" 2 "unknown flag" -- $RUN --bogus $MODEL
 expect_error "usage: missing value" 2 "needs a value" -- $RUN $MODEL -n
+expect_error "usage: a value that is a flag" 2 "-m needs a value \\(MODE\\), not the flag -n" -- $RUN $MODEL -m -n 3
 expect_error "usage: -n -5" 2 "-n -5" -- $RUN $MODEL -n -5
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
