@@ -238,10 +238,19 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
     return 0;
 }
 
-/* Positions an --html page opens quickly at: it draws an N x N table a
- * model (measured in headless Chromium, AMD EPYC: 500 positions 20 s,
- * 1,000 positions 81 s) */
-#define HTML_QUICK_POSITIONS 256
+/* Weights (and as many scores) an --html page holds and still opens in a
+ * few seconds: about 20 bytes each as JSON. Measured in headless Chromium,
+ * AMD EPYC, from the page's start to its first view drawn: llama2.c's
+ * 15M shape (36 heads) over 256 positions, 1.2 M weights, 23.5 MB, 1.9 s. */
+#define HTML_QUICK_WEIGHTS 4e6
+
+/* The weights an --html page of positions holds: each head's row i has
+ * min(i + 1, W) of them (W: the --window, else every key) */
+static double page_weights(const Tracer *tr, const Config *c, int positions) {
+    double n = positions, w = tr->opt.window > 0 && tr->opt.window < positions ? tr->opt.window : n;
+    double per_head = w * (w + 1) / 2 + (n - w) * w;
+    return per_head * c->n_layers * c->n_heads * (tr->has_compare ? 2 : 1);
+}
 
 static int records(const Tracer *tr) { return tr->text || tr->json || tr->html.f || tr->opt.step; }
 
@@ -273,9 +282,11 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (!failed && o->json_path) failed |= !(tr->json = output_open(o->json_path, "trace JSON", err, err_len));
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     int page_positions = tracer_max_positions(tr, o->positions);
-    if (!failed && o->html_path && page_positions > HTML_QUICK_POSITIONS)
-        fprintf(stderr, "warning: --html over %d positions: the page draws a %d x %d table a model, slow to open "
-                        "(-n fewer)\n", page_positions, page_positions, page_positions);
+    double weights = page_weights(tr, c, page_positions);
+    if (!failed && o->html_path && weights > HTML_QUICK_WEIGHTS)
+        fprintf(stderr, "warning: --html of %d positions of %d heads%s: the page holds %.1f million weights "
+                        "(about %.0f MB), slow to open (-n fewer)\n", page_positions, c->n_layers * c->n_heads,
+                tr->has_compare ? " (and --compare's)" : "", weights * 1e-6, weights * 20e-6);
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
         tr->width = output_width(tr->text ? tr->text : stderr);

@@ -101,6 +101,22 @@ if $RUN $MODEL -i "$PROMPT" -t 0 -n 24 --window 8 --html "$tmp/window0.html" >/d
     check_page "explorer with --window 8 and no sinks" "$tmp/window0.html" 1 "pos=20&layer=0&head=1"
 else fail "--html --window without sinks" "$(head -n 1 "$tmp/err")"; fi
 
+# Over 128 positions each matrix is a picture (a canvas, a pixel a cell):
+# its cells counted by colour, the query's row marked and scrolled into view,
+# a hover over a cell gives its values; with a window, its evicted cells
+# pink; two side by side (a prompt of 140 tokens and more: the stories
+# model beside itself).
+if $RUN $MODEL -i "$PROMPT" -t 0 -n 200 --window 32 --sinks 2 --html "$tmp/picture.html" >/dev/null 2>"$tmp/err"; then
+    check_page "explorer of 200 positions (a picture) with --window 32 --sinks 2" "$tmp/picture.html" \
+        "1 (pictures)" "pos=150&layer=1&head=3"
+else fail "--html of 200 positions" "$(head -n 1 "$tmp/err")"; fi
+long_prompt=$(for i in 1 2 3 4 5 6 7 8 9 10; do printf 'Once upon a time there was a little girl named Lily. '; done)
+if $RUN models/stories.bin -i "$long_prompt" -t 0 -n 200 --html "$tmp/pictures.html" --compare models/stories.bin \
+    >/dev/null 2>"$tmp/err"; then
+    check_page "explorer of 140+ positions (pictures), the stories model beside itself" "$tmp/pictures.html" \
+        "2 (pictures)" "pos=100&layer=5&head=5"
+else fail "--html --compare of 140+ positions" "$(head -n 1 "$tmp/err")"; fi
+
 # Token text with quotes, backslashes, ESC, NUL, bytes that are not UTF-8 and
 # "</script": the page must still parse its data and draw.
 if /usr/bin/python3 tests/trace_check.py weird-model tests/data/gqa.qkv "$tmp/weird.qkv" >/dev/null 2>&1; then

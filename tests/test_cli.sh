@@ -182,11 +182,18 @@ $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL 
 if [ "$(cat "$tmp/keep.jsonl")" = keep ] && [ -z "$(ls "$tmp" | grep '^c\.html')" ]; then
     ok "that refusal comes before any output is opened (the JSON file kept, no page or .part)"
 else fail "a prompt longer than the --compare model's context" "outputs touched: $(ls "$tmp" | grep '^c\.html\|keep') $(head -c 20 "$tmp/keep.jsonl")"; fi
-# a page over more than 256 positions is slow to open: said, and written
-$RUN models/grammar.bin -i "the cat" -n 300 --window 64 -s 1 --html "$tmp/big.html" >/dev/null 2>"$tmp/err"
-if grep -q "^warning: --html over 300 positions: the page draws a 300 x 300 table a model" "$tmp/err" && [ -s "$tmp/big.html" ]; then
-    ok "--html over 300 positions: a warning that the page is slow to open, the page written"
-else fail "--html over 300 positions" "$(head -n 1 "$tmp/err")"; fi
+# a page of more than 4 million weights is slow to open: said at the start
+# (step mode's q ends the run at once, and the page is written whole); the
+# grammar model's 12 heads with --window 64 hold 12 x (64 x 65 / 2 + (N - 64)
+# x 64) weights: 4.05 million over 5,300 positions, 3.97 over 5,200
+for n in 5300 5200; do
+    printf q | $RUN models/grammar.bin -i "the cat" -n $n --window 64 -s 1 --step --html "$tmp/big$n.html" \
+        >/dev/null 2>"$tmp/err$n"
+done
+if grep -q "^warning: --html of 5300 positions of 12 heads: the page holds 4.0 million weights (about 81 MB)" "$tmp/err5300" &&
+    [ -s "$tmp/big5300.html" ] && ! grep -q "warning: --html" "$tmp/err5200" && [ -s "$tmp/big5200.html" ]; then
+    ok "--html of 5,300 positions of 12 heads (4.05 million weights): a warning that the page is slow to open; 5,200: none"
+else fail "--html of 4 million weights" "$(grep -h warning "$tmp/err5300" "$tmp/err5200")"; fi
 # stdout that cannot be written is an error, not a silent loss
 for mode in "-m tokenize -i hi" "-m info"; do
     expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"
