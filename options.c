@@ -77,7 +77,7 @@ static const Flag FLAGS[] = {
       "full (tables) or summary (one line a head)" },
     { "--layer", ARG_INT, "L", 0, QKV_MAX_LAYERS, 0, GENERATE, AT(trace.layer), "all", "only this layer" },
     { "--head", ARG_INT, "H", 0, QKV_MAX_HEADS, 0, GENERATE, AT(trace.head), "all", "only this head" },
-    { "--pos", ARG_POS, "A[-B]", 0, QKV_MAX_SEQ_LEN, 0, GENERATE, AT(trace.pos), "all",
+    { "--pos", ARG_POS, "A[-B]", 0, BIG, 0, GENERATE, AT(trace.pos), "all",
       "only positions A..B (text and JSON)" },
     { "--top", ARG_INT, "N", 1, 1000, 0, GENERATE, AT(trace.top_logits), "10", "next tokens listed per step" },
     { "--trace-out", ARG_TEXT, "FILE", 0, 0, 0, GENERATE, AT(trace.out_path), "stderr",
@@ -252,7 +252,7 @@ static void default_options(Options *o) {
     o->samples = 1;
     o->mode_name = "generate";
     o->trace.layer = o->trace.head = -1;
-    o->trace.pos[1] = QKV_MAX_SEQ_LEN; /* every position */
+    o->trace.pos[1] = INT_MAX; /* every position (a --window run goes past the context) */
     o->trace.top_logits = 10;
     o->bench.repeats = 3;
     o->heads.n_probes = HEADS_DEFAULT_PROBES;
@@ -403,25 +403,16 @@ const char *default_checkpoint(char *buf, size_t cap) {
 
 typedef struct { const char *flag, *path; } NamedPath;
 
-/* A path that need not exist yet, made absolute through its directory
- * (x, ./x and d/../x alike); the path as given if the directory is not there */
-static const char *canonical_path(const char *path, char *out) {
-    char dir[PATH_MAX], real[PATH_MAX];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
-    if (!realpath(dir, real) || snprintf(out, PATH_MAX, "%s/%s", real, base) >= PATH_MAX) return path;
-    return out;
-}
-
 /* Whether two paths name one regular file: the same inode when both exist
- * (a hard or symbolic link, ./x and x), else the same place. (Two outputs
- * on /dev/null or on one terminal harm nothing.) */
+ * (a hard or symbolic link, ./x and x), else the same place (x, ./x, d/../x
+ * and a dangling link to x alike: output_target). (Two outputs on
+ * /dev/null or on one terminal harm nothing.) */
 static int same_file(const char *a, const char *b) {
     struct stat x, y;
     int a_exists = stat(a, &x) == 0, b_exists = stat(b, &y) == 0;
     if (a_exists && b_exists) return S_ISREG(x.st_mode) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
     char ca[PATH_MAX], cb[PATH_MAX];
-    return !a_exists && !b_exists && strcmp(canonical_path(a, ca), canonical_path(b, cb)) == 0;
+    return !a_exists && !b_exists && strcmp(output_target(a, ca), output_target(b, cb)) == 0;
 }
 
 /* A page or checkpoint written whole (output_file.h) cannot go where a
@@ -440,26 +431,42 @@ void check_whole_output(const char *flag, const char *path) {
  * mapping that reads it (-o is exempt from the checkpoint alone: quantize
  * writes a new file and renames it, so reading the old one to the end; over
  * -z's tokenizer it would replace a file the user keeps). A usage error. */
+/* The files a run writes, by flag (a path NULL where not given) */
+#define N_WRITES 7
+static void written_paths(const Options *o, NamedPath writes[N_WRITES]) {
+    const NamedPath all[N_WRITES] = { { "--trace-out", o->trace.out_path }, { "--trace-json", o->trace.json_path },
+                                      { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
+                                      { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path },
+                                      { "-o", o->output } };
+    memcpy(writes, all, sizeof all);
+}
+
+/* A temporary (PATH.part) replaces whatever is there: not a file this run
+ * reads, nor one of its other outputs */
+static void check_temporary(const NamedPath *whole, const NamedPath *reads, size_t n_reads, const NamedPath *writes) {
+    char msg[3 * PATH_MAX], part[PATH_MAX + 8];
+    if (!whole->path || whole_file_part(whole->path, part, sizeof part) >= sizeof part) return;
+    for (size_t r = 0; r < n_reads + N_WRITES; r++) {
+        const NamedPath *other = r < n_reads ? &reads[r] : &writes[r - n_reads];
+        if (!other->path || !same_file(part, other->path)) continue;
+        snprintf(msg, sizeof msg, "%s %s: its temporary %s is %s%s, which this run %s", whole->flag, whole->path, part,
+                 r ? "the file of " : "", other->flag, r < n_reads ? "reads" : "also writes");
+        usage(msg);
+    }
+}
+
 void check_paths(const Options *o, const char *checkpoint) {
     const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
     const NamedPath reads[] = { { "the checkpoint", checkpoint }, { "-z", o->tokenizer },
                                 { "--prompt-file", prompt_file }, { "-f", o->ppl.text_file },
                                 { "--compare", o->trace.compare_path } };
-    const NamedPath writes[] = { { "--trace-out", o->trace.out_path }, { "--trace-json", o->trace.json_path },
-                                 { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
-                                 { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path },
-                                 { "-o", o->output } };
-    char msg[3 * PATH_MAX], part[PATH_MAX + 8];
+    NamedPath writes[N_WRITES];
+    written_paths(o, writes);
+    char msg[3 * PATH_MAX];
     const NamedPath whole[] = { { "-o", o->output }, { "--html", o->trace.html_path } };
-    for (size_t w = 0; w < sizeof whole / sizeof whole[0]; w++) /* their temporaries replace what is there */
-        for (size_t r = 0; whole[w].path && r < sizeof reads / sizeof reads[0]; r++)
-            if (reads[r].path && whole_file_part(whole[w].path, part, sizeof part) < sizeof part &&
-                same_file(part, reads[r].path)) {
-                snprintf(msg, sizeof msg, "%s %s: its temporary %s is %s%s, which this run reads", whole[w].flag,
-                         whole[w].path, part, r ? "the file of " : "", reads[r].flag);
-                usage(msg);
-            }
-    for (size_t w = 0; w < sizeof writes / sizeof writes[0]; w++) {
+    for (size_t w = 0; w < sizeof whole / sizeof whole[0]; w++)
+        check_temporary(&whole[w], reads, sizeof reads / sizeof reads[0], writes);
+    for (size_t w = 0; w < N_WRITES; w++) {
         if (!writes[w].path) continue;
         int in_place = strcmp(writes[w].flag, "-o") == 0; /* may name the checkpoint (reads[0]) */
         for (size_t r = in_place; r < sizeof reads / sizeof reads[0]; r++)
@@ -468,10 +475,20 @@ void check_paths(const Options *o, const char *checkpoint) {
                          r ? "the file of " : "", reads[r].flag);
                 usage(msg);
             }
-        for (size_t v = w + 1; v < sizeof writes / sizeof writes[0]; v++)
+        for (size_t v = w + 1; v < N_WRITES; v++)
             if (writes[v].path && same_file(writes[w].path, writes[v].path)) {
                 snprintf(msg, sizeof msg, "%s and %s both write %s", writes[w].flag, writes[v].flag, writes[w].path);
                 usage(msg);
             }
     }
+}
+
+void check_outputs(const Options *o) {
+    NamedPath writes[N_WRITES];
+    char err[PATH_MAX + 128];
+    written_paths(o, writes);
+    for (size_t w = 0; w < N_WRITES; w++)
+        if (writes[w].path && output_check(writes[w].path, !strcmp(writes[w].flag, "--html") || !strcmp(writes[w].flag, "-o"),
+                                           writes[w].flag, err, sizeof err))
+            die("%s", err);
 }

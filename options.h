@@ -58,5 +58,8 @@ const char *default_checkpoint(char *buf, size_t cap);
  * usage error before anything is opened. */
 void check_paths(const Options *o, const char *checkpoint);
 void check_whole_output(const char *flag, const char *path);
+/* Each output can be written (output_check): else one error line, exit 1,
+ * before any is opened (and truncated). */
+void check_outputs(const Options *o);
 
 #endif

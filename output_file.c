@@ -16,11 +16,46 @@ const char *whole_file_refusal(const char *path) {
     return S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or other";
 }
 
+/* The directory part of path ("x/" of "x/y", "" of "y") into dir */
+static void directory_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, cap, "%.*s", slash ? (int)(slash - path) + 1 : 0, path);
+}
+
+const char *output_target(const char *path, char *out) {
+    char at[PATH_MAX], link[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+    if (snprintf(at, sizeof at, "%s", path) >= (int)sizeof at) return path;
+    for (int hops = 0; hops < 40; hops++) { /* Linux's own limit on links followed */
+        ssize_t n = readlink(at, link, sizeof link - 1);
+        if (n < 0) break;
+        link[n] = '\0';
+        directory_of(at, dir, sizeof dir); /* a relative link is read from its own directory */
+        if (snprintf(at, sizeof at, "%s%s", link[0] == '/' ? "" : dir, link) >= (int)sizeof at) return path;
+    }
+    directory_of(at, dir, sizeof dir);
+    const char *base = at + strlen(dir);
+    if (!realpath(dir[0] ? dir : ".", real) || snprintf(out, PATH_MAX, "%s/%s", real, base) >= PATH_MAX) return path;
+    return out;
+}
+
 size_t whole_file_part(const char *path, char *part, size_t part_len) {
-    char real[PATH_MAX];
-    /* an existing link is followed: the link stays, its file is replaced */
-    const char *target = realpath(path, real) ? real : path;
-    return (size_t)snprintf(part, part_len, "%s.part", target);
+    char target[PATH_MAX];
+    /* a link is followed, a dangling one too: the link stays, its file is replaced (or made) */
+    return (size_t)snprintf(part, part_len, "%s.part", output_target(path, target));
+}
+
+int output_check(const char *path, int whole, const char *what, char *err, size_t err_len) {
+    struct stat st;
+    char target[PATH_MAX], dir[PATH_MAX];
+    if (!whole && stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) errno = EISDIR;
+        else if (access(path, W_OK) == 0) return 0;
+    } else if (whole || errno == ENOENT) { /* made new (or renamed over): its directory must take it */
+        directory_of(output_target(path, target), dir, sizeof dir);
+        if (access(dir[0] ? dir : ".", W_OK | X_OK) == 0) return 0;
+    }
+    snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));
+    return -1;
 }
 
 int whole_file_open(WholeFile *w, const char *path, const char *what, char *err, size_t err_len) {

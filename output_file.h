@@ -42,6 +42,18 @@ int whole_file_commit(WholeFile *w, char *err, size_t err_len);
 /* Closes and removes the temporary, if still open; frees the names. */
 void whole_file_abandon(WholeFile *w);
 
+/* Where a write to path lands (out: PATH_MAX bytes): symbolic links
+ * followed, a dangling one's too (a write would make its file), made
+ * absolute through its directory; path itself where that fails. */
+const char *output_target(const char *path, char *out);
+
+/* Whether path can be written (streamed: an existing file open to writing,
+ * or a new one in a directory that takes it; whole: a directory that takes
+ * its temporary), checked before any output is opened, so that a run
+ * refused for its last output has not truncated its first. Returns 0, or
+ * -1 with err (what names the file in it). */
+int output_check(const char *path, int whole, const char *what, char *err, size_t err_len);
+
 /* Opens path to write as the run goes. Returns the file, or NULL with err
  * (what names the file in it). */
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len);

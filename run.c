@@ -72,12 +72,15 @@ static void print_token(TextPrinter *out, const Tokenizer *t, int prev, int toke
 /* Generation                                                                */
 
 /* Runs the prompt; returns the logits that predict the token after it. */
-static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *prompt, int n) {
+static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *prompt, int n, int *at) {
     const ForwardObserver *obs = tracer_observer(tr);
+    *at = n - 1;
     if (!tracer_wants_prompt(tr)) return forward_tokens(m, s, prompt, n, 0, obs);
     float *logits = NULL;
     for (int pos = 0; pos < n; pos++) {
         logits = forward(m, s, prompt[pos], pos, obs);
+        *at = pos;
+        if (logits_check(logits, m->config.vocab_size) >= 0) break; /* traced: the first bad position is known */
         if (pos + 1 < n) tracer_step(tr, pos, prompt[pos], logits, prompt[pos + 1], NULL);
     }
     return logits;
@@ -239,8 +242,9 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
         die("out of memory for the run state");
     double start = now_seconds();
-    float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt);
-    int rc = check_logits(logits, c->vocab_size, g->n_prompt - 1) ? 1 : 0;
+    int at;
+    float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt, &at);
+    int rc = check_logits(logits, c->vocab_size, at) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
     /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
     int first_shown = g->started && g->t->kind != TOKENIZER_CHAR ? 1 : 0;
@@ -511,6 +515,7 @@ int main(int argc, char **argv) {
     check_paths(&o, path);
     check_whole_output("--html", o.trace.html_path);
     check_whole_output("-o", o.output);
+    check_outputs(&o);
     o.trace.model_path = path;
     Model m;
     char err[512];

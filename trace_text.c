@@ -18,6 +18,7 @@
 #define FILE_WIDTH (ROW_LABEL_WIDTH + 12 * CELL_WIDTH) /* a file: 12 keys a block, 106 columns */
 #define MIN_KEYS_PER_BLOCK 4
 #define LABEL_CHARS 7        /* a key's token text is cut to this many characters */
+#define PIECE_CHARS 24       /* a quoted token's text (headers, next tokens, top logits) is cut to this many */
 #define TOP_ATTENDED 3       /* most attended keys listed under each head */
 
 /* ------------------------------------------------------------------------ */
@@ -87,28 +88,34 @@ static int escape_piece(Text *out, const char *piece, int len, int quoted, size_
     return done == len;
 }
 
+/* A piece escaped (quoted: its " too, and spaces kept; else spaces as ␣)
+ * and cut to max_chars characters, the last of them … where it is longer */
+static void put_cut_piece(Text *out, const char *piece, int len, int quoted, int max_chars) {
+    char escaped[4 * PIECE_CHARS + 16];
+    Text e = { escaped, sizeof escaped, 0 };
+    escaped[0] = '\0';
+    int whole = escape_piece(&e, piece, len, quoted, 0);
+    int chars = 0, total = whole ? display_width(escaped) : max_chars + 1;
+    for (const char *p = escaped; *p;) {
+        int n = 1;
+        while ((p[n] & 0xC0) == 0x80) n++;
+        if (chars == max_chars - 1 && total > max_chars) { text_puts(out, "…"); break; }
+        if (*p == ' ' && !quoted) text_puts(out, "␣");
+        else text_put(out, p, (size_t)n);
+        chars++;
+        p += n;
+    }
+}
+
 /* A key's column label: the piece without its leading space (every word
  * has one), other spaces as ␣, cut to LABEL_CHARS with an ellipsis. */
 static void key_label(char *label, const Tokenizer *t, int token) {
     const char *piece = t->vocab[token];
     int len = t->piece_lengths[token];
     if (len > 1 && piece[0] == ' ') { piece++; len--; }
-    char escaped[LABEL_BYTES * 2];
-    Text e = { escaped, sizeof escaped, 0 };
-    escaped[0] = '\0';
-    escape_piece(&e, piece, len, 0, 0);
     Text out = { label, LABEL_BYTES, 0 };
     label[0] = '\0';
-    int chars = 0, total = display_width(escaped);
-    for (const char *p = escaped; *p; ) {
-        int n = 1;
-        while ((p[n] & 0xC0) == 0x80) n++;
-        if (chars == LABEL_CHARS - 1 && total > LABEL_CHARS) { text_puts(&out, "…"); break; }
-        if (*p == ' ') text_puts(&out, "␣");
-        else text_put(&out, p, (size_t)n);
-        chars++;
-        p += n;
-    }
+    put_cut_piece(&out, piece, len, 0, LABEL_CHARS);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -322,7 +329,7 @@ static const char *quoted_piece(char *buf, size_t cap, const Tokenizer *t, int t
     Text out = { buf, cap, 0 };
     buf[0] = '\0';
     text_puts(&out, "\"");
-    if (!escape_piece(&out, t->vocab[token], t->piece_lengths[token], 1, sizeof "…\"")) text_puts(&out, "…");
+    put_cut_piece(&out, t->vocab[token], t->piece_lengths[token], 1, PIECE_CHARS);
     text_puts(&out, "\"");
     return buf;
 }

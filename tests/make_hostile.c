@@ -273,7 +273,10 @@ static void gpt2_tokenizers(void) {
 
 /* ---- NaN and infinite weights: the logits say so, with their position ---- */
 
-static void poisoned(const char *fixture, const char *name, const char *what, const char *mode_args) {
+/* position: the pattern of the position the error must name (a traced
+ * prompt's first: every position is computed and checked) */
+static void poisoned(const char *fixture, const char *name, const char *what, const char *mode_args,
+                     const char *position) {
     Model m;
     char err[256];
     if (model_load(&m, fixture, err, sizeof err)) { fprintf(stderr, "make_hostile: %s\n", err); exit(1); }
@@ -296,7 +299,9 @@ static void poisoned(const char *fixture, const char *name, const char *what, co
     }
     char args[256];
     snprintf(args, sizeof args, "%s%s", strstr(fixture, ".qkv") ? "" : "-z\t" TOKENIZER "\t", mode_args);
-    emit(name, b.data, b.size, "1", "(NaN|infinite) logits at position [0-9]+", args);
+    char pattern[96];
+    snprintf(pattern, sizeof pattern, "(NaN|infinite) logits at position %s$", position);
+    emit(name, b.data, b.size, "1", pattern, args);
     free(b.data);
     model_free(&m);
 }
@@ -361,13 +366,13 @@ int main(int argc, char **argv) {
     truncations("tests/data/gpt2-bpe.qkv", "gpt2-bpe"); /* the one with a merge list */
     gpt2_tokenizers();
     group = "NaN and infinite weights: an error naming the position";
-    poisoned("tests/data/gqa.qkv", "nan-norm.qkv", "nan-norm", RUN_ARGS);
-    poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt");
-    poisoned("tests/data/gqa.qkv", "nan-norm-trace.qkv", "nan-norm", RUN_ARGS "\t--trace-prompt\t--trace-json\t/dev/null");
-    poisoned("tests/data/gqa.qkv", "inf-wq.qkv", "inf-wq", RUN_ARGS);
-    poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS);
-    poisoned("tests/data/sepcls.legacy.bin", "nan-norm.legacy.bin", "nan-norm", RUN_ARGS);
-    poisoned("tests/data/mqa.v1.bin", "inf-embedding.v1.bin", "inf-embedding", RUN_ARGS);
+    poisoned("tests/data/gqa.qkv", "nan-norm.qkv", "nan-norm", RUN_ARGS, "[0-9]+");
+    poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt", "[0-9]+");
+    poisoned("tests/data/gqa.qkv", "nan-norm-trace.qkv", "nan-norm", RUN_ARGS "\t--trace-prompt\t--trace-json\t/dev/null", "0");
+    poisoned("tests/data/gqa.qkv", "inf-wq.qkv", "inf-wq", RUN_ARGS, "[0-9]+");
+    poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS, "[0-9]+");
+    poisoned("tests/data/sepcls.legacy.bin", "nan-norm.legacy.bin", "nan-norm", RUN_ARGS, "[0-9]+");
+    poisoned("tests/data/mqa.v1.bin", "inf-embedding.v1.bin", "inf-embedding", RUN_ARGS, "[0-9]+");
     group = "tokenizers of 0, 1, 2 entries and a negative piece length";
     tokenizers();
     return 0;

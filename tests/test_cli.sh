@@ -30,6 +30,8 @@ expect_error "usage: unknown flag before the checkpoint's flags" 2 "unknown flag
 expect_error "usage: missing value" 2 "needs a value" -- $RUN $MODEL -n
 expect_error "usage: a value that is a flag" 2 "-m needs a value \\(MODE\\), not the flag -n" -- $RUN $MODEL -m -n 3
 expect_error "usage: -n -5" 2 "-n -5" -- $RUN $MODEL -n -5
+expect_error "--pos past 2^20 is checked against the run, not refused as a flag" 1 "--pos 2000000: the run's positions are 0..9" -- \
+    $RUN $MODEL -n 10 --pos 2000000 --trace
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
 expect_error "usage: -t nan" 2 "-t nan" -- $RUN $MODEL -t nan
@@ -127,6 +129,27 @@ expect_error "--trace-json onto the prompt file" 2 "--prompt-file" -- \
 expect_error "two outputs onto one file" 2 "both write" -- $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/t" --trace-json "$tmp/t"
 expect_error "two outputs onto one new file, spelt two ways" 2 "both write" -- \
     $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/new.txt" --trace-json "$tmp/./new.txt"
+ln -s "$tmp/dangling-target.txt" "$tmp/dangling"
+expect_error "two outputs onto one new file, one through a dangling link" 2 "both write" -- \
+    $RUN "$tmp/own.qkv" -n 4 --trace-json "$tmp/dangling" --trace-out "$tmp/dangling-target.txt"
+expect_error "--html whose temporary is another output" 2 "its temporary .*page2.html.part is the file of --trace-json" -- \
+    $RUN "$tmp/own.qkv" -n 4 --html "$tmp/page2.html" --trace-json "$tmp/page2.html.part"
+# an output that cannot be written is found before any is opened: the
+# earlier ones are not truncated (streamed outputs), nor made
+echo precious >"$tmp/keep.txt"
+expect_error "an output in a missing directory, after one that exists" 1 "cannot write --trace-json $tmp/none/x.json" -- \
+    $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/keep.txt" --trace-json "$tmp/none/x.json"
+expect_error "-m heads: --json in a missing directory, after --csv" 1 "cannot write --json" -- \
+    $RUN "$tmp/own.qkv" -m heads --csv "$tmp/keep.txt" --json "$tmp/none/x.json"
+expect_error "--html in a missing directory, after --trace-out" 1 "cannot write --html" -- \
+    $RUN "$tmp/own.qkv" -n 4 --trace-out "$tmp/keep.txt" --html "$tmp/none/x.html"
+if [ "$(cat "$tmp/keep.txt")" = precious ] && [ ! -e "$tmp/dangling-target.txt" ] && [ ! -e "$tmp/page2.html" ]; then
+    ok "after those refusals the first output is untouched and nothing was made"
+else fail "outputs before a refusal" "keep.txt: $(head -c 20 "$tmp/keep.txt"); $(ls "$tmp" | grep -E 'dangling-target|page2' | tr '\n' ' ')"; fi
+if $RUN "$tmp/own.qkv" -n 4 -s 1 --html "$tmp/dangling" >/dev/null 2>"$tmp/err" && [ -L "$tmp/dangling" ] &&
+    grep -q "qkv-data" "$tmp/dangling-target.txt"; then
+    ok "--html through a dangling link writes the link's file and keeps the link"
+else fail "--html through a dangling link" "$(head -n 1 "$tmp/err"); $(ls -l "$tmp" | grep dangling)"; fi
 if [ "$(cksum <"$tmp/own.qkv")" = "$before" ] && [ "$(cat "$tmp/p.txt")" = "the cat" ]; then
     ok "the checkpoint and the prompt file are untouched after those refusals"
 else fail "inputs overwritten" "the checkpoint or the prompt file changed"; fi
