@@ -273,11 +273,11 @@ static int gguf_config(GgufFile *g, Config *c) {
     if (gguf_text(g, KEY_ROPE_SCALING, &scaling)) return -1;
     if (scaling.s && !gguf_string_is(&scaling, "none"))
         return load_error(g->f, "GGUF RoPE scaling \"%s\" is not supported", gguf_printable(text, sizeof text, &scaling));
-    /* a factor (0 and 1: none) rescales positions unless the type says none;
-     * the older scale_linear always does */
+    /* a factor (0 and 1: none; scaling.factor, or the older scale_linear)
+     * rescales positions unless the type says none, as llama.cpp reads them */
     float factor = 1.0f, linear = 1.0f;
     if (gguf_float(g, KEY_ROPE_FACTOR, 1.0f, &factor) || gguf_float(g, KEY_ROPE_LINEAR, 1.0f, &linear)) return -1;
-    if ((!scaling.s && factor != 0.0f && factor != 1.0f) || (linear != 0.0f && linear != 1.0f))
+    if (!scaling.s && ((factor != 0.0f && factor != 1.0f) || (linear != 0.0f && linear != 1.0f)))
         return load_error(g->f, "GGUF RoPE scaling by %g (llama.rope.%s) is not supported",
                           linear != 0.0f && linear != 1.0f ? linear : factor,
                           linear != 0.0f && linear != 1.0f ? "scale_linear" : "scaling.factor");

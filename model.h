@@ -21,6 +21,7 @@
 #include "kv_cache.h"
 #include "kv_window.h"
 #include "attention.h"
+#include "tokenizer.h" /* TOKENIZER_MAX_VOCAB: QKV_MAX_VOCAB */
 
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */

@@ -401,7 +401,10 @@ const char *default_checkpoint(char *buf, size_t cap) {
 
 /* ---- What a run writes is not what it reads ---- */
 
-typedef struct { const char *flag, *path; } NamedPath;
+typedef struct {
+    const char *flag, *path;
+    int whole; /* written whole and renamed into place (output_file.h) */
+} NamedPath;
 
 /* Whether two paths name one regular file: the same inode when both exist
  * (a hard or symbolic link, ./x and x), else the same place (x, ./x, d/../x
@@ -418,7 +421,7 @@ static int same_file(const char *a, const char *b) {
 /* A page or checkpoint written whole (output_file.h) cannot go where a
  * directory, FIFO or device is: said now, as a usage error, before the
  * model loads (the writer would refuse it too, later) */
-void check_whole_output(const char *flag, const char *path) {
+static void check_whole_output(const char *flag, const char *path) {
     const char *refused = path ? whole_file_refusal(path) : NULL;
     if (!refused) return;
     char msg[PATH_MAX + 96];
@@ -426,18 +429,13 @@ void check_whole_output(const char *flag, const char *path) {
     usage(msg);
 }
 
-/* Each file a run writes against the files it reads and the other files it
- * writes: an output opened over the checkpoint would truncate it under the
- * mapping that reads it (-o is exempt from the checkpoint alone: quantize
- * writes a new file and renames it, so reading the old one to the end; over
- * -z's tokenizer it would replace a file the user keeps). A usage error. */
 /* The files a run writes, by flag (a path NULL where not given) */
 #define N_WRITES 7
 static void written_paths(const Options *o, NamedPath writes[N_WRITES]) {
-    const NamedPath all[N_WRITES] = { { "--trace-out", o->trace.out_path }, { "--trace-json", o->trace.json_path },
-                                      { "--html", o->trace.html_path }, { "--csv", o->bench.csv_path },
-                                      { "--svg", o->bench.svg_path }, { "--json", o->heads.json_path },
-                                      { "-o", o->output } };
+    const NamedPath all[N_WRITES] = { { "--trace-out", o->trace.out_path, 0 }, { "--trace-json", o->trace.json_path, 0 },
+                                      { "--html", o->trace.html_path, 1 }, { "--csv", o->bench.csv_path, 0 },
+                                      { "--svg", o->bench.svg_path, 0 }, { "--json", o->heads.json_path, 0 },
+                                      { "-o", o->output, 1 } };
     memcpy(writes, all, sizeof all);
 }
 
@@ -455,17 +453,25 @@ static void check_temporary(const NamedPath *whole, const NamedPath *reads, size
     }
 }
 
+/* Each file a run writes against the files it reads and the other files it
+ * writes: an output opened over the checkpoint would truncate it under the
+ * mapping that reads it (-o is exempt from the checkpoint alone: quantize
+ * writes a new file and renames it, so reading the old one to the end; over
+ * -z's tokenizer it would replace a file the user keeps); a file written
+ * whole where a directory, FIFO or device is. A usage error. */
 void check_paths(const Options *o, const char *checkpoint) {
     const char *prompt_file = o->prompt_file && strcmp(o->prompt_file, "-") ? o->prompt_file : NULL;
-    const NamedPath reads[] = { { "the checkpoint", checkpoint }, { "-z", o->tokenizer },
-                                { "--prompt-file", prompt_file }, { "-f", o->ppl.text_file },
-                                { "--compare", o->trace.compare_path } };
+    const NamedPath reads[] = { { "the checkpoint", checkpoint, 0 }, { "-z", o->tokenizer, 0 },
+                                { "--prompt-file", prompt_file, 0 }, { "-f", o->ppl.text_file, 0 },
+                                { "--compare", o->trace.compare_path, 0 } };
     NamedPath writes[N_WRITES];
     written_paths(o, writes);
     char msg[3 * PATH_MAX];
-    const NamedPath whole[] = { { "-o", o->output }, { "--html", o->trace.html_path } };
-    for (size_t w = 0; w < sizeof whole / sizeof whole[0]; w++)
-        check_temporary(&whole[w], reads, sizeof reads / sizeof reads[0], writes);
+    for (size_t w = 0; w < N_WRITES; w++)
+        if (writes[w].whole) {
+            check_whole_output(writes[w].flag, writes[w].path);
+            check_temporary(&writes[w], reads, sizeof reads / sizeof reads[0], writes);
+        }
     for (size_t w = 0; w < N_WRITES; w++) {
         if (!writes[w].path) continue;
         int in_place = strcmp(writes[w].flag, "-o") == 0; /* may name the checkpoint (reads[0]) */
@@ -488,7 +494,6 @@ void check_outputs(const Options *o) {
     char err[PATH_MAX + 128];
     written_paths(o, writes);
     for (size_t w = 0; w < N_WRITES; w++)
-        if (writes[w].path && output_check(writes[w].path, !strcmp(writes[w].flag, "--html") || !strcmp(writes[w].flag, "-o"),
-                                           writes[w].flag, err, sizeof err))
+        if (writes[w].path && output_check(writes[w].path, writes[w].whole, writes[w].flag, err, sizeof err))
             die("%s", err);
 }

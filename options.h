@@ -57,7 +57,6 @@ const char *default_checkpoint(char *buf, size_t cap);
  * writes, and a file written whole against what cannot be replaced: a
  * usage error before anything is opened. */
 void check_paths(const Options *o, const char *checkpoint);
-void check_whole_output(const char *flag, const char *path);
 /* Each output can be written (output_check): else one error line, exit 1,
  * before any is opened (and truncated). */
 void check_outputs(const Options *o);

@@ -34,8 +34,11 @@ const char *output_target(const char *path, char *out) {
     }
     directory_of(at, dir, sizeof dir);
     const char *base = at + strlen(dir);
-    if (!realpath(dir[0] ? dir : ".", real) || snprintf(out, PATH_MAX, "%s/%s", real, base) >= PATH_MAX) return path;
-    return out;
+    if (!realpath(dir[0] ? dir : ".", real)) { /* a missing directory: the place as the links give it */
+        memcpy(out, at, strlen(at) + 1);
+        return out;
+    }
+    return snprintf(out, PATH_MAX, "%s/%s", real, base) < PATH_MAX ? out : path;
 }
 
 size_t whole_file_part(const char *path, char *part, size_t part_len) {

@@ -44,7 +44,9 @@ void whole_file_abandon(WholeFile *w);
 
 /* Where a write to path lands (out: PATH_MAX bytes): symbolic links
  * followed, a dangling one's too (a write would make its file), made
- * absolute through its directory; path itself where that fails. */
+ * absolute through its directory (where the directory is missing, the
+ * place as the links give it, so a write there fails); path itself when
+ * a name is too long. */
 const char *output_target(const char *path, char *out);
 
 /* Whether path can be written (streamed: an existing file open to writing,

@@ -513,8 +513,6 @@ int main(int argc, char **argv) {
     char exe_path[4096];
     const char *path = o.checkpoint ? o.checkpoint : default_checkpoint(exe_path, sizeof exe_path);
     check_paths(&o, path);
-    check_whole_output("--html", o.trace.html_path);
-    check_whole_output("-o", o.output);
     check_outputs(&o);
     o.trace.model_path = path;
     Model m;

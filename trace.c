@@ -244,12 +244,23 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
  * 15M shape (36 heads) over 256 positions, 1.2 M weights, 23.5 MB, 1.9 s. */
 #define HTML_QUICK_WEIGHTS 4e6
 
+/* Positions over which a page's pictures (N x N cells a head, 4 bytes
+ * each: 64 MiB at 4,096) slow it whatever its data: a --window run's rows
+ * are short, its pictures are not */
+#define HTML_QUICK_POSITIONS 4096
+
+/* The heads an --html page shows: the model's, and the --compare model's
+ * (of its own shape) */
+static int page_heads(const Tracer *tr, const Config *c) {
+    const Config *other = &tr->compare.config;
+    return c->n_layers * c->n_heads + (tr->has_compare ? other->n_layers * other->n_heads : 0);
+}
+
 /* The weights an --html page of positions holds: each head's row i has
  * min(i + 1, W) of them (W: the --window, else every key) */
 static double page_weights(const Tracer *tr, const Config *c, int positions) {
     double n = positions, w = tr->opt.window > 0 && tr->opt.window < positions ? tr->opt.window : n;
-    double per_head = w * (w + 1) / 2 + (n - w) * w;
-    return per_head * c->n_layers * c->n_heads * (tr->has_compare ? 2 : 1);
+    return (w * (w + 1) / 2 + (n - w) * w) * page_heads(tr, c);
 }
 
 static int records(const Tracer *tr) { return tr->text || tr->json || tr->html.f || tr->opt.step; }
@@ -283,10 +294,10 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     int page_positions = tracer_max_positions(tr, o->positions);
     double weights = page_weights(tr, c, page_positions);
-    if (!failed && o->html_path && weights > HTML_QUICK_WEIGHTS)
-        fprintf(stderr, "warning: --html of %d positions of %d heads%s: the page holds %.1f million weights "
-                        "(about %.0f MB), slow to open (-n fewer)\n", page_positions, c->n_layers * c->n_heads,
-                tr->has_compare ? " (and --compare's)" : "", weights * 1e-6, weights * 20e-6);
+    if (!failed && o->html_path && (weights > HTML_QUICK_WEIGHTS || page_positions > HTML_QUICK_POSITIONS))
+        fprintf(stderr, "warning: --html of %d positions of %d heads: the page holds %.1f million weights "
+                        "(about %.0f MB) and draws pictures of %d x %d cells, slow to open (-n fewer)\n",
+                page_positions, page_heads(tr, c), weights * 1e-6, weights * 20e-6, page_positions, page_positions);
     if (!failed && records(tr)) {
         tr->colour = tr->text && wants_colour(tr->text);
         tr->width = output_width(tr->text ? tr->text : stderr);

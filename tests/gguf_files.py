@@ -177,7 +177,7 @@ def valid_cases():
     for key, vtype, v in (("tokenizer.ggml.add_bos_token", BOOL, 1), ("tokenizer.ggml.add_eos_token", BOOL, 0),
                           ("tokenizer.ggml.add_space_prefix", BOOL, 1), ("tokenizer.ggml.unknown_token_id", U32, 0),
                           ("llama.rope.scaling.type", STRING, "none"), ("llama.rope.scaling.factor", F32, 8.0),
-                          ("llama.rope.scale_linear", F32, 1.0)):
+                          ("llama.rope.scale_linear", F32, 4.0)):
         stated.set_kv(key, vtype, v)
     return {
         "tiny-f32": Model(),

@@ -594,11 +594,6 @@ static int fetch_as_kernels(const Model *m, const KVCache *kv, const ReadPhase *
     return ok;
 }
 
-/* 1 when each layer's attention phase (the second of its five) reads
- * query head h's keys and values in turn from h = 0 on, each starting at
- * the first key of kv head h / (n_heads / n_kv_heads) (attention.h's
- * order): a run of blocks' keys (int8: and their scales), then each
- * block's values (int8: their scales, then the rows) */
 /* roofline_read_in_order on a team of threads, as the bench reads */
 typedef struct {
     InOrderRead *r;
@@ -612,6 +607,11 @@ static int read_in_order_on_team(Team *team, void *ctx) {
     return 0;
 }
 
+/* 1 when each layer's attention phase (the second of its five) reads
+ * query head h's keys and values in turn from h = 0 on, each starting at
+ * the first key of kv head h / (n_heads / n_kv_heads) (attention.h's
+ * order): a run of blocks' keys (int8: and their scales), then each
+ * block's values (int8: their scales, then the rows) */
 static int heads_in_order(const KVCache *kv, const ReadPhase *phases, int n_heads, int n_keys) {
     int blocks = (n_keys + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, runs = (blocks + QKV_DECODE_RUN - 1) / QKV_DECODE_RUN;
     int spans = kv->type == KV_Q8 ? 2 : 1, per_head = spans * (runs + blocks), ok = 1;
