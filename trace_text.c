@@ -89,7 +89,9 @@ static int escape_piece(Text *out, const char *piece, int len, int quoted, size_
 }
 
 /* A piece escaped (quoted: its " too, and spaces kept; else spaces as ␣)
- * and cut to max_chars characters, the last of them … where it is longer */
+ * and cut to max_chars characters, the last of them … where it is longer;
+ * an escape (\n, \xNN, \u00NN: piece_escape's, whole in escaped) is
+ * kept whole or cut whole */
 static void put_cut_piece(Text *out, const char *piece, int len, int quoted, int max_chars) {
     char escaped[4 * PIECE_CHARS + 16];
     Text e = { escaped, sizeof escaped, 0 };
@@ -97,12 +99,13 @@ static void put_cut_piece(Text *out, const char *piece, int len, int quoted, int
     int whole = escape_piece(&e, piece, len, quoted, 0);
     int chars = 0, total = whole ? display_width(escaped) : max_chars + 1;
     for (const char *p = escaped; *p;) {
-        int n = 1;
-        while ((p[n] & 0xC0) == 0x80) n++;
-        if (chars == max_chars - 1 && total > max_chars) { text_puts(out, "…"); break; }
+        int n = 1, width = 1;
+        if (*p == '\\') n = width = p[1] == 'x' ? 4 : p[1] == 'u' ? 6 : 2;
+        else while ((p[n] & 0xC0) == 0x80) n++;
+        if (total > max_chars && chars + width > max_chars - 1) { text_puts(out, "…"); break; }
         if (*p == ' ' && !quoted) text_puts(out, "␣");
         else text_put(out, p, (size_t)n);
-        chars++;
+        chars += width;
         p += n;
     }
 }

@@ -114,16 +114,17 @@ if [ $have_python = 1 ]; then
 fi
 
 # ---- long token text: cut to the line ------------------------------------------
-# tiny-tokenizer.bin with every piece from id 259 on 300 bytes long (and
-# unlike the others); the text trace in a file is 106 columns wide, each
-# quoted piece cut to 24 characters with a …
+# tiny-tokenizer.bin with every piece from id 260 on 300 bytes long (and
+# unlike the others), and id 259 22 a's, a newline and a b; the text trace
+# in a file is 106 columns wide, each quoted piece cut to 24 characters with
+# a …, an escape (\n) kept whole or left out whole
 $PY - "$tmp/long-tok.bin" <<'PYEND'
 import struct, sys
 d = open("tests/data/tiny-tokenizer.bin", "rb").read()
 out, at, i = [struct.pack("<i", 300)], 4, 0
 while at < len(d):
     score, n = struct.unpack_from("<fi", d, at)
-    piece = d[at + 8:at + 8 + n] if i < 259 else (b"x%d" % i) * 100
+    piece = d[at + 8:at + 8 + n] if i < 259 else b"a" * 22 + b"\nb" if i == 259 else (b"x%d" % i) * 100
     out.append(struct.pack("<fi", score, len(piece[:300])) + piece[:300])
     at, i = at + 8 + n, i + 1
 open(sys.argv[1], "wb").write(b"".join(out))
@@ -131,8 +132,9 @@ PYEND
 $RUN tests/data/gqa.legacy.bin -z "$tmp/long-tok.bin" -i "hi" -t 3 -s 1 -n 24 --top 300 --trace-out "$tmp/long.txt" \
     >/dev/null 2>"$tmp/err"
 widest=$(awk '{ gsub(/[\200-\277]/, ""); if (length($0) > w) w = length($0) } END { print w + 0 }' "$tmp/long.txt")
-if [ -s "$tmp/long.txt" ] && [ "$widest" -le 106 ] && grep -q '"x259x259x259x259x259x25…"' "$tmp/long.txt"; then
-    ok "pieces of 300 bytes cut to 24 characters: the text trace stays 106 columns wide"
+if [ -s "$tmp/long.txt" ] && [ "$widest" -le 106 ] && grep -q '"x260x260x260x260x260x26…"' "$tmp/long.txt" &&
+    grep -q '"aaaaaaaaaaaaaaaaaaaaaa…"' "$tmp/long.txt"; then
+    ok "pieces of 300 bytes cut to 24 characters, an escape whole or not at all: the text trace stays 106 columns wide"
 else fail "long pieces in the text trace" "widest line $widest columns; $(head -n 1 "$tmp/err")"; fi
 
 # ---- the HTML explorer -------------------------------------------------------
