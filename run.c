@@ -87,15 +87,15 @@ static float *run_prompt(const Model *m, RunState *s, Tracer *tr, const int *pro
 }
 
 /* --probe induction: the prompt is -m heads' first repeat probe (BOS, a
- * block of random tokens, the block again) for the same seed, so the
+ * block of random tokens, the block again) for the sample's seed, so the
  * explorer shows the induction stripe. */
-static int *probe_prompt(const Config *c, const Options *o, int *n) {
+static int *probe_prompt(const Config *c, unsigned long long seed, int *n) {
     int block_len = heads_block_length(c);
     if (!block_len) die("--probe induction: the context or vocabulary is too small for a probe");
     if (c->start_id < 0) die("--probe induction: this character vocabulary has no \"\\n\" to start the probe from");
     int *tokens = malloc((2 * (size_t)block_len + 1) * sizeof(int));
     if (!tokens) die("out of memory");
-    uint64_t rng = heads_repeat_rng(o->seed ? o->seed : HEADS_DEFAULT_SEED);
+    uint64_t rng = heads_repeat_rng(seed);
     heads_repeat_probe(tokens, c, block_len, &rng);
     *n = 2 * block_len + 1;
     return tokens;
@@ -279,7 +279,9 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
 static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *team) {
     const Config *c = &m->config;
     int n_prompt, started = 1;
-    int *prompt = o->probe ? probe_prompt(c, o, &n_prompt)
+    /* a probe's prompt is the seed's, so the seed is -m heads' default (1) unless given */
+    unsigned long long seed = o->seed ? o->seed : o->probe ? HEADS_DEFAULT_SEED : clock_seed();
+    int *prompt = o->probe ? probe_prompt(c, seed, &n_prompt)
                            : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
     int steps = steps_for(c, o, n_prompt);
     if (!steps) {
@@ -289,7 +291,6 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
 
     RunState s;
     char err[256];
-    unsigned long long seed = o->seed ? o->seed : clock_seed();
     TraceOptions trace = o->trace;
     trace.positions = steps;
     trace.prompt_tokens = n_prompt;
@@ -302,7 +303,13 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     s.team = team;
     Generation g = { m, t, o, &s, tr, prompt, n_prompt, started, steps };
     int rc = 0;
-    for (int k = 0; k < o->samples && rc == 0; k++) rc = generate_sample(&g, seed + (unsigned long long)k);
+    for (int k = 0; k < o->samples && rc == 0; k++) {
+        if (o->probe && k > 0) { /* each sample's probe from its own seed, as a run with that seed makes it */
+            free(prompt);
+            g.prompt = prompt = probe_prompt(c, seed + (unsigned long long)k, &n_prompt);
+        }
+        rc = generate_sample(&g, seed + (unsigned long long)k);
+    }
     free(prompt);
     run_state_free(&s);
     return rc;

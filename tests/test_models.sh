@@ -41,6 +41,17 @@ else
     if [ "$(wc -l <"$tmp/texts")" = 1000 ] && head -n 20 "$tmp/texts" | cmp -s - "$tmp/runs"; then
         ok "--samples 1000: 1000 texts, the first 20 as 20 runs with seeds 1..20 write them"
     else fail "--samples 1000" "$(wc -l <"$tmp/texts") lines; the first 20 differ from 20 runs: $(head -n 20 "$tmp/texts" | cmp - "$tmp/runs")"; fi
+    # --probe induction: the prompt is the seed's probe, each sample's its own,
+    # and without -s the seed is 1 (the one printed), as -m heads' default
+    $RUN models/induction.bin --probe induction -t 0.5 -s 4 --samples 2 -n 0 >"$tmp/probes" 2>/dev/null
+    { $RUN models/induction.bin --probe induction -t 0.5 -s 4 -n 0; $RUN models/induction.bin --probe induction -t 0.5 -s 5 -n 0; } \
+        >"$tmp/probe-runs" 2>/dev/null
+    $RUN models/induction.bin --probe induction -t 0 -n 70 >"$tmp/probe-default" 2>"$tmp/probe-err"
+    $RUN models/induction.bin --probe induction -t 0 -n 70 -s 1 >"$tmp/probe-1" 2>/dev/null
+    if [ -s "$tmp/probes" ] && cmp -s "$tmp/probes" "$tmp/probe-runs" && cmp -s "$tmp/probe-default" "$tmp/probe-1" &&
+        grep -q "seed 1)" "$tmp/probe-err"; then
+        ok "--probe induction: --samples 2 -s 4 writes the runs of seeds 4 and 5 (each its own probe); no -s is seed 1, printed"
+    else fail "--probe induction's seed" "$(cmp "$tmp/probes" "$tmp/probe-runs"); $(tail -n 1 "$tmp/probe-err")"; fi
     sed -E 's/ \. .*/ ./; s/^ +//' "$tmp/texts" >"$tmp/sentences"
     result=$(python3 export/grammar.py --check "$tmp/sentences" | grep '^valid')
     valid=$(awk '{split($2, a, "/"); print a[1]}' <<<"$result")
