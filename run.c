@@ -116,8 +116,8 @@ static int steps_for(const Config *c, const Options *o, int n_prompt) {
         steps = c->seq_len;
     }
     if (steps < n_prompt) {
-        fprintf(stderr, "warning: the prompt is %d tokens, more than -n %d: it runs whole, then one token "
-                        "is generated\n", n_prompt, steps);
+        fprintf(stderr, "warning: the prompt is %d tokens, more than %s %d: it runs whole, then one token "
+                        "is generated\n", n_prompt, o->steps ? "-n" : "the context (-n 0) of", steps);
         steps = n_prompt;
     }
     return steps;

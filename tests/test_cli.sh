@@ -265,6 +265,11 @@ $RUN $MODEL -t 0 -n 3 -i "the cat sat on the mat" >/dev/null 2>"$tmp/err"
 if [ $? -eq 0 ] && grep -q "^warning: the prompt is [0-9]* tokens, more than -n 3" "$tmp/err"; then
     ok "a prompt longer than -n runs whole, with a warning"
 else fail "prompt longer than -n" "$(head -n 1 "$tmp/err")"; fi
+long=$(for i in $(seq 1 12); do printf 'the cat sat on the mat . '; done)
+$RUN models/grammar.bin -n 0 --window 32 -t 0 -i "$long" >/dev/null 2>"$tmp/err"
+if [ $? -eq 0 ] && grep -q "^warning: the prompt is [0-9]* tokens, more than the context (-n 0) of 64" "$tmp/err"; then
+    ok "-n 0 with a --window and a prompt longer than the context: the warning names the context, not an -n never given"
+else fail "-n 0 and a long prompt" "$(head -n 1 "$tmp/err")"; fi
 
 $RUN $MODEL -t 0 -n 4 >/dev/null 2>"$tmp/err"
 if grep -q "prompt: 1 token at" "$tmp/err"; then ok "speed line: 1 token, singular"
