@@ -423,7 +423,9 @@ int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, con
     int max_tensors = 5 + 16 * c->n_layers, gguf = ends_with(out_path, ".gguf");
     if (gguf && (c->arch != ARCH_LLAMA || c->tokenizer_kind != TOKENIZER_LLAMA))
         return fail(err, err_len, "qkv writes GGUF files for the llama architecture with a llama2.c tokenizer; "
-                                  "this model is %s: write a qkv file instead", c->arch == ARCH_GPT2 ? "GPT-2" : "not that");
+                                  "this model is %s: write a qkv file instead",
+                    c->arch == ARCH_GPT2 ? "GPT-2" : c->tokenizer_kind == TOKENIZER_CHAR ? "a character-level one"
+                                                                                          : "of another tokenizer");
     TensorOut *list = malloc((size_t)max_tensors * sizeof(TensorOut));
     if (!list) return fail(err, err_len, "out of memory");
     int n = list_tensors(m, list, gguf);
