@@ -47,9 +47,9 @@ int sample(Sampler *s, float *logits, SampleInfo *info);
 int logits_check(const float *logits, int n);
 
 /* x / temperature in place (temperature > 0), then its softmax; x should
- * hold no NaN (sample() checks its logits first; the tracer's prompt
- * logits with one would give NaN probabilities, never an index outside
- * x). A
+ * hold no NaN (sample() checks its logits first, and the tracer records
+ * only positions whose logits were checked; one would give NaN
+ * probabilities, never an index outside x). A
  * temperature so small that the largest x over it overflows (to +inf, or
  * to -inf when it is negative) is the limit T -> 0: probability 1 on the
  * largest x (the first of equals), the token greedy picks; softmax would
