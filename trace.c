@@ -241,7 +241,7 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
 /* Weights (and as many scores) an --html page holds and still opens in a
  * few seconds: about 20 bytes each as JSON. Measured in headless Chromium,
  * AMD EPYC, from the page's start to its first view drawn: llama2.c's
- * 15M shape (36 heads) over 256 positions, 1.2 M weights, 23.5 MB, 1.9 s. */
+ * 15M shape (36 heads) over 256 positions, 1.2 M weights, 23.5 MB, 2.0-2.2 s. */
 #define HTML_QUICK_WEIGHTS 4e6
 
 /* Positions over which a page's pictures (N x N cells a head, 4 bytes
