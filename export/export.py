@@ -43,7 +43,9 @@ GPT-2 / nanoGPT checkpoints (written as qkv files, architecture GPT-2):
       activation_function) or --n-heads; its GELU is the tanh approximation
       ("gelu_new") unless config.json or --gelu says otherwise.
   The fused c_attn [3 dim, dim] is split into wq, wk, wv; a model without
-  biases (nanoGPT's bias=False) gets zero biases.  The tokenizer, in this order:
+  biases (nanoGPT's bias=False) gets zero biases (one with biases needs every
+  one).  --seq-len, --rope-theta, --n-kv-heads (and --n-heads for nanoGPT)
+  are refused: the context is wpe's, and there is no RoPE.  The tokenizer, in this order:
   --meta META.PKL or a meta.pkl beside the checkpoint (nanoGPT's stoi/itos:
   a character model, no BOS or EOS); --vocab VOCAB.JSON --merges MERGES.TXT or
   vocab.json + merges.txt beside it (GPT-2's byte-level BPE; <|endoftext|>
@@ -123,13 +125,37 @@ def gpt2_tokenizer(path, opts, vocab_size):
     return tok, qkvfile.TOKENIZER_GPT2_BPE, eot, eot
 
 
+def hf_gelu(hf):
+    """config.json's activation_function as erf or tanh GELU; what qkv cannot run is refused"""
+    act = hf.get("activation_function", "gelu_new")
+    if act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
+        raise SystemExit("config.json: activation_function %r: qkv's GPT-2 runs gelu (erf) or gelu_new (tanh)" % act)
+    for key, default in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
+                         ("reorder_and_upcast_attn", False)):
+        if hf.get(key, default) != default:
+            raise SystemExit("config.json: %s %r: qkv's GPT-2 attention is softmax(q k / sqrt(head size))"
+                             % (key, hf[key]))
+    return "erf" if act == "gelu" else "tanh"
+
+
 def load_gpt2(ck, path, opts):
     """(qkv config, tensors, qkvfile.Tokenizer) of a nanoGPT ckpt.pt or a GPT-2-style state dict."""
     nanogpt = "model_args" in ck
     sd = gpt2_state(ck["model"] if nanogpt else ck)
-    d = sd["wte.weight"].shape[1]
+    ignored = [flag for flag, v in (("--seq-len", opts.seq_len), ("--n-kv-heads", opts.n_kv_heads),
+                                    ("--rope-theta", opts.rope_theta), ("--n-heads", nanogpt and opts.n_heads)) if v]
+    if ignored:
+        raise SystemExit("%s: a GPT-2 checkpoint takes its context from wpe, its heads from its own config, and has "
+                         "no RoPE" % ignored[0])
+
+    def tensor(name):
+        if name not in sd:
+            raise SystemExit("%s: no tensor %s (a GPT-2 checkpoint needs it)" % (path, name))
+        return sd[name]
+
+    d = tensor("wte.weight").shape[1]
     # nanoGPT's nn.Linear stores [out, in]; Hugging Face's Conv1D [in, out]
-    conv1d = sd["h.0.attn.c_attn.weight"].shape == (d, 3 * d)
+    conv1d = tensor("h.0.attn.c_attn.weight").shape == (d, 3 * d)
     hf = json.load(open(beside(path, "config.json"))) if not nanogpt and beside(path, "config.json") else {}
     if nanogpt:
         n_head, gelu = ck["model_args"]["n_head"], "erf"
@@ -137,19 +163,24 @@ def load_gpt2(ck, path, opts):
         n_head = opts.n_heads or hf.get("n_head")
         if not n_head:
             raise SystemExit("a GPT-2 state dict without config.json beside it: pass --n-heads")
-        gelu = "erf" if hf.get("activation_function") == "gelu" else "tanh"
+        gelu = hf_gelu(hf)
+    if d % n_head:
+        raise SystemExit("%s: n_embd %d is not a multiple of n_head %d" % (path, d, n_head))
     gelu = opts.gelu or gelu
     n_layer = 1 + max(int(m.group(1)) for k in sd for m in [re.match(r"h\.(\d+)\.", k)] if m)
+    # nanoGPT's bias=False has none: zeros, the same arithmetic; a checkpoint
+    # with biases needs every one (a lost one is not a zero)
+    has_biases = any(k.endswith(".bias") for k in sd)
 
     def matrix(name):
-        w = sd[name]
+        w = tensor(name)
         return np.ascontiguousarray(w.T if conv1d else w)
 
-    def bias(name, n):  # nanoGPT's bias=False: zeros, the same arithmetic
-        return sd.get(name, np.zeros(n, dtype=np.float32))
+    def bias(name, n):
+        return tensor(name) if has_biases else np.zeros(n, dtype=np.float32)
 
-    t = {"tok_embeddings": sd["wte.weight"], "pos_embeddings": sd["wpe.weight"],
-         "norm": sd["ln_f.weight"], "norm.bias": bias("ln_f.bias", d)}
+    t = {"tok_embeddings": sd["wte.weight"], "pos_embeddings": tensor("wpe.weight"),
+         "norm": tensor("ln_f.weight"), "norm.bias": bias("ln_f.bias", d)}
     for layer in range(n_layer):
         p, q = "h.%d." % layer, "layers.%d." % layer
         qkv_w, qkv_b = matrix(p + "attn.c_attn.weight"), bias(p + "attn.c_attn.bias", 3 * d)
@@ -157,8 +188,8 @@ def load_gpt2(ck, path, opts):
             t[q + "attention." + name] = qkv_w[i * d:(i + 1) * d]
             t[q + "attention.%s.bias" % name] = qkv_b[i * d:(i + 1) * d]
         t[q + "attention.wo"], t[q + "attention.wo.bias"] = matrix(p + "attn.c_proj.weight"), bias(p + "attn.c_proj.bias", d)
-        t[q + "attention_norm"], t[q + "attention_norm.bias"] = sd[p + "ln_1.weight"], bias(p + "ln_1.bias", d)
-        t[q + "ffn_norm"], t[q + "ffn_norm.bias"] = sd[p + "ln_2.weight"], bias(p + "ln_2.bias", d)
+        t[q + "attention_norm"], t[q + "attention_norm.bias"] = tensor(p + "ln_1.weight"), bias(p + "ln_1.bias", d)
+        t[q + "ffn_norm"], t[q + "ffn_norm.bias"] = tensor(p + "ln_2.weight"), bias(p + "ln_2.bias", d)
         hidden = matrix(p + "mlp.c_fc.weight").shape[0]
         t[q + "feed_forward.w1"], t[q + "feed_forward.w1.bias"] = matrix(p + "mlp.c_fc.weight"), bias(p + "mlp.c_fc.bias", hidden)
         t[q + "feed_forward.w2"], t[q + "feed_forward.w2.bias"] = matrix(p + "mlp.c_proj.weight"), bias(p + "mlp.c_proj.bias", d)
@@ -181,10 +212,14 @@ def load_gpt2(ck, path, opts):
 def load_any(path, opts):
     """Returns (args: ModelArgs, tensors: {qkv name: np.float32 array}, tokenizer bytes or None);
     for a GPT-2 checkpoint (qkv config dict, tensors, qkvfile.Tokenizer)."""
+    with open(path, "rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
     try:
         ck = torch.load(path, map_location="cpu")
-    except Exception:  # not a PyTorch file: a qkv / llama2.c model file (conversion)
-        a, t, tok = read_qkv(path, opts.tokenizer)
+    except Exception as e:
+        if zipped:
+            raise SystemExit("%s: not a PyTorch checkpoint torch.load can read: %s" % (path, e))
+        a, t, tok = read_qkv(path, opts.tokenizer)  # not a PyTorch file: a model file (conversion)
         return a, t, tok
     if is_gpt2(ck):
         return load_gpt2(ck, path, opts)
@@ -304,6 +339,9 @@ def main(argv=None):
 def read_qkv(path, tokenizer_path=None):
     """Any model file qkvfile reads -> (ModelArgs, {name: np.float32 array}, tokenizer bytes or None)."""
     c, t, tk = qkvfile.read_model(path, tokenizer_path)
+    if c.get("arch") == qkvfile.ARCH_GPT2:
+        raise SystemExit("%s is a GPT-2 qkv file: export.py converts Llama files; use ./run %s -m quantize -o OUT "
+                         "--dtype T" % (path, path))
     a = ModelArgs(dim=c["dim"], hidden_dim=c["hidden_dim"], n_layers=c["n_layers"], n_heads=c["n_heads"],
                   n_kv_heads=c["n_kv_heads"], head_size=c["head_size"], vocab_size=c["vocab_size"],
                   seq_len=c["seq_len"], norm_eps=c["norm_eps"], rope_theta=c["rope_theta"],

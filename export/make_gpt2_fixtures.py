@@ -184,6 +184,61 @@ def make(out_data, out_golden):
     return ["gpt2.qkv", "gpt2-bpe.qkv", "gpt2-nobias.qkv", "gpt2-vocab.json", "gpt2-merges.txt"], list(files)
 
 
+def refused(args, expected):
+    """None if export.py ARGS stops with one line containing expected, else what it did"""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            export_py.main(args)
+    except SystemExit as e:
+        message = str(e.code)
+        return None if expected in message and "\n" not in message else "said %r" % message
+    return "wrote the file"
+
+
+def check_refusals(tmp):
+    """Checkpoints export.py must refuse with one line, not a traceback or a
+    wrong file: (what, its failure) for each it did not"""
+    directory = os.path.join(tmp, "broken")
+    os.makedirs(directory)
+    ckpt, out = os.path.join(directory, "ckpt.pt"), os.path.join(directory, "out.qkv")
+    nanogpt_checkpoint(directory)
+    good = torch.load(ckpt)
+
+    with open(ckpt, "rb") as f:
+        whole = f.read()
+    cut = os.path.join(directory, "cut.pt")
+    with open(cut, "wb") as f:
+        f.write(whole[:len(whole) // 2])
+    cases = [("a lost bias", lambda ck: ck["model"].pop("_orig_mod.transformer.h.0.ln_1.bias"), [ckpt],
+              "no tensor h.0.ln_1.bias"),
+             ("a lost matrix", lambda ck: ck["model"].pop("_orig_mod.transformer.h.1.mlp.c_fc.weight"), [ckpt],
+              "no tensor h.1.mlp.c_fc.weight"),
+             ("heads that do not divide n_embd", lambda ck: ck["model_args"].update(n_head=4), [ckpt],
+              "n_embd 45 is not a multiple of n_head 4"),
+             ("RoPE's theta for learned positions", None, [ckpt, "--rope-theta", "500000"], "--rope-theta:"),
+             ("a cut ckpt.pt", None, [cut], "not a PyTorch checkpoint torch.load can read"),
+             ("a GPT-2 qkv file to convert", None, [os.path.join(DATA, "gpt2.qkv")], "-m quantize")]
+    failures = []
+    for what, edit, args, expected in cases:
+        ck = dict(good, model=dict(good["model"]), model_args=dict(good["model_args"]))
+        if edit:
+            edit(ck)
+        torch.save(ck, ckpt)
+        if os.path.exists(out):
+            os.remove(out)
+        why = refused(args[:1] + [out] + args[1:], expected)
+        if why or os.path.exists(out):
+            failures.append("%s: %s" % (what, why or "left %s" % out))
+    for key, value in (("activation_function", "relu"), ("scale_attn_by_inverse_layer_idx", True)):
+        try:
+            export_py.hf_gelu(dict({"n_head": 4, "activation_function": "gelu"}, **{key: value}))
+            failures.append("config.json's %s %r: taken" % (key, value))
+        except SystemExit as e:
+            if key not in str(e.code):
+                failures.append("config.json's %s %r: said %r" % (key, value, str(e.code)))
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="rebuild in a temporary directory and compare")
@@ -197,9 +252,13 @@ def main():
         data, golden = make(tmp, tmp)
         bad = [n for n in data if open(os.path.join(tmp, n), "rb").read() != open(os.path.join(DATA, n), "rb").read()]
         bad += [n for n in golden if open(os.path.join(tmp, n), "rb").read() != open(os.path.join(GOLDEN, n), "rb").read()]
-    if bad:
-        sys.exit("differ from the committed fixtures: " + ", ".join(bad))
-    print("the exporter rebuilt tests/data/{%s} and tests/golden/{%s} byte for byte" % (",".join(data), ",".join(golden)))
+        if bad:
+            sys.exit("differ from the committed fixtures: " + ", ".join(bad))
+        failures = check_refusals(tmp)
+    if failures:
+        sys.exit("export.py did not refuse " + "; ".join(failures))
+    print("the exporter rebuilt tests/data/{%s} and tests/golden/{%s} byte for byte, and refused broken checkpoints"
+          % (",".join(data), ",".join(golden)))
 
 
 if __name__ == "__main__":
