@@ -98,11 +98,15 @@ int *encode_text(const Tokenizer *t, int start, const char *text, const char *wh
     return tokens;
 }
 
-int check_logits(const float *logits, int n, int pos) {
+int check_logits(const RunState *s, const float *logits, int n, int pos) {
     int bad = logits_check(logits, n);
     if (bad < 0) return 0;
-    fprintf(stderr, "error: the model produced %s logits at position %d\n",
-            isnan(logits[bad]) ? "NaN" : "infinite", pos);
+    /* float16 rows hold magnitudes up to 65504: a larger key or value is
+     * infinite in the cache (a finite model, a wrong answer the other
+     * types would not give) */
+    fprintf(stderr, "error: the model produced %s logits at position %d%s\n", isnan(logits[bad]) ? "NaN" : "infinite",
+            pos, s->kv_cache.type == KV_F16 ? " (with --kv-type f16: keys or values past float16's 65504 are "
+                                              "infinite in the cache; f32 or q8 rows hold them)" : "");
     return -1;
 }
 

@@ -373,10 +373,23 @@ void run_state_free(RunState *s) {
 /* ------------------------------------------------------------------------ */
 /* Kernels                                                                   */
 
+/* 1 / sqrt(sum / n + eps) for sum = Σ (x_i − shift)², the norms' scale.
+ * A sum past FLT_MAX (elements past about 1e18: finite, legal) would make
+ * it 0 and the norm's output zeros, a silent wrong answer: then the squares
+ * are summed again scaled by the largest |x_i − shift|. An infinite x_i
+ * gives NaN either way, which the logits' check reports. */
+static float inverse_rms(const float *x, float shift, float sum, int n, float eps) {
+    if (sum != INFINITY) return 1.0f / sqrtf(sum / n + eps);
+    float largest = 0.0f, scaled = 0.0f;
+    for (int i = 0; i < n; i++) largest = fmaxf(largest, fabsf(x[i] - shift));
+    for (int i = 0; i < n; i++) scaled += ((x[i] - shift) / largest) * ((x[i] - shift) / largest);
+    return 1.0f / (largest * sqrtf(scaled / n + eps / largest / largest));
+}
+
 /* out[n] = weight[n] * x[n] / sqrt(mean(x^2) + eps) */
 void rmsnorm(float *out, const float *x, const float *weight, int n, float eps) {
     float ss = dot_f32(x, x, n); /* sixteen running sums, not one long chain */
-    float scale = 1.0f / sqrtf(ss / n + eps);
+    float scale = inverse_rms(x, 0.0f, ss, n, eps);
     for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * x[i]);
 }
 
@@ -387,7 +400,7 @@ void layernorm(float *out, const float *x, const float *weight, const float *bia
     for (int i = 0; i < n; i++) mean += x[i];
     mean /= n;
     for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
-    float scale = 1.0f / sqrtf(var / n + eps);
+    float scale = inverse_rms(x, mean, var, n, eps);
     for (int i = 0; i < n; i++) out[i] = weight[i] * (scale * (x[i] - mean)) + bias[i];
 }
 

@@ -133,12 +133,15 @@ static int steps_for_compare(const Tracer *tr, int steps) {
 }
 
 /* The closing line on stderr: the decode rate over the computing time (the
- * prompt's and a --step user's time left out), and the prompt's rate. */
+ * prompt's and a --step user's time left out), and the prompt's rate. The
+ * first token generated comes from the prompt's logits: with one, no decode
+ * step was timed, and the rate is "-", not 0. */
 static void report_speed(int generated, double computing, const char *stopped_by, int n_prompt,
                          double prompt_seconds, unsigned long long seed, int stepped, double waited) {
-    fprintf(stderr, "achieved tok/s: %.2f (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
-            generated > 1 ? (generated - 1) / computing : 0.0, generated, stopped_by, n_prompt,
-            n_prompt == 1 ? "" : "s", n_prompt / (prompt_seconds + 1e-9), seed);
+    char rate[32] = "-";
+    if (generated > 1) snprintf(rate, sizeof rate, "%.2f", (generated - 1) / computing);
+    fprintf(stderr, "achieved tok/s: %s (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
+            rate, generated, stopped_by, n_prompt, n_prompt == 1 ? "" : "s", n_prompt / (prompt_seconds + 1e-9), seed);
     if (stepped) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
     fprintf(stderr, ")\n");
 }
@@ -211,7 +214,7 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
         }
         if (pos + 1 < steps) {
             logits = timed_forward(m, s, &threads, token, pos + 1, obs);
-            if (check_logits(logits, c->vocab_size, pos + 1)) rc = 1;
+            if (check_logits(s, logits, c->vocab_size, pos + 1)) rc = 1;
         }
     }
     free(probs);
@@ -244,7 +247,7 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
     double start = now_seconds();
     int at;
     float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt, &at);
-    int rc = check_logits(logits, c->vocab_size, at) ? 1 : 0;
+    int rc = check_logits(g->s, logits, c->vocab_size, at) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
     /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
     int first_shown = g->started && g->t->kind != TOKENIZER_CHAR ? 1 : 0;

@@ -290,6 +290,14 @@ static void poisoned(const char *fixture, const char *name, const char *what, co
     } else if (!strcmp(what, "inf-wq")) { /* one weight: q = inf, scores inf - inf */
         at = (size_t)((const unsigned char *)w->layers[0].wq.data - (const unsigned char *)m.file);
         put32(b.data + at, 0x7f800000);
+    } else if (!strcmp(what, "huge-wv")) { /* float32 values x 1e6: past float16's 65504, finite in float32 */
+        at = (size_t)((const unsigned char *)w->layers[0].wv.data - (const unsigned char *)m.file);
+        for (size_t i = 0; i < (size_t)w->layers[0].wv.rows * w->layers[0].wv.cols; i++) {
+            float v;
+            memcpy(&v, b.data + at + 4 * i, 4);
+            v *= 1e6f;
+            memcpy(b.data + at + 4 * i, &v, 4);
+        }
     } else { /* inf-embedding: BOS's row, so position 0 */
         const Matrix *e = &w->token_embedding;
         at = (size_t)((const unsigned char *)e->data - (const unsigned char *)m.file) +
@@ -299,8 +307,9 @@ static void poisoned(const char *fixture, const char *name, const char *what, co
     }
     char args[256];
     snprintf(args, sizeof args, "%s%s", strstr(fixture, ".qkv") ? "" : "-z\t" TOKENIZER "\t", mode_args);
-    char pattern[96];
-    snprintf(pattern, sizeof pattern, "(NaN|infinite) logits at position %s$", position);
+    char pattern[160];
+    snprintf(pattern, sizeof pattern, "(NaN|infinite) logits at position %s%s$", position,
+             strcmp(what, "huge-wv") ? "" : " \\(with --kv-type f16: keys or values past float16's 65504 .*\\)");
     emit(name, b.data, b.size, "1", pattern, args);
     free(b.data);
     model_free(&m);
@@ -370,6 +379,7 @@ int main(int argc, char **argv) {
     poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt", "[0-9]+");
     poisoned("tests/data/gqa.qkv", "nan-norm-trace.qkv", "nan-norm", RUN_ARGS "\t--trace-prompt\t--trace-json\t/dev/null", "0");
     poisoned("tests/data/gqa.qkv", "inf-wq.qkv", "inf-wq", RUN_ARGS, "[0-9]+");
+    poisoned("tests/data/gqa.qkv", "huge-wv.qkv", "huge-wv", RUN_ARGS "\t--kv-type\tf16", "[0-9]+");
     poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS, "[0-9]+");
     poisoned("tests/data/sepcls.legacy.bin", "nan-norm.legacy.bin", "nan-norm", RUN_ARGS, "[0-9]+");
     poisoned("tests/data/mqa.v1.bin", "inf-embedding.v1.bin", "inf-embedding", RUN_ARGS, "[0-9]+");

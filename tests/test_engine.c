@@ -120,6 +120,22 @@ static void test_kernels(void) {
     rmsnorm(out, v, w2, 4, 1e-5f);
     const float norm2_expect[4] = { 0.73029626f, 0, 1.09544439f, -1.46059252f };
     report(vector_close(out, norm2_expect, 4, 1e-6f, why, sizeof why), "rmsnorm applies its weight", "%s", why);
+    /* squares past FLT_MAX: the same direction, 1/sqrt(7.5) = 0.36514837
+     * (eps is nothing beside 7.5e40); it was 0 (1/sqrt(inf)) */
+    float huge[4] = { 1e20f, 2e20f, 3e20f, 4e20f };
+    rmsnorm(out, huge, w, 4, 1e-5f);
+    const float huge_expect[4] = { 0.36514837f, 0.73029674f, 1.09544512f, 1.46059349f };
+    report(vector_close(out, huge_expect, 4, 1e-6f, why, sizeof why), "rmsnorm of [1,2,3,4] x 1e20", "%s", why);
+    /* LayerNorm of [1,2,3,4]: mean 2.5, variance 1.25, (x - 2.5)/sqrt(1.25 + 1e-5)
+     * = ∓1.3416354, ∓0.4472118; the weights, then the biases */
+    float lb[4] = { 0.5f, 0, 0, 0 };
+    layernorm(out, v, w2, lb, 4, 1e-5f);
+    const float layer_expect[4] = { -2.6832708f + 0.5f, 0, 0.4472118f, -1.3416354f };
+    report(vector_close(out, layer_expect, 4, 1e-6f, why, sizeof why), "layernorm [1,2,3,4]", "%s", why);
+    /* x 1e20: variance 1.25e40 past FLT_MAX (it was 0: the output the biases) */
+    layernorm(out, huge, w, lb, 4, 1e-5f);
+    const float layer_huge[4] = { -1.3416408f + 0.5f, -0.4472136f, 0.4472136f, 1.3416408f };
+    report(vector_close(out, layer_huge, 4, 1e-6f, why, sizeof why), "layernorm of [1,2,3,4] x 1e20", "%s", why);
 
     /* two heads of size 4: pair 0 turns by pos rad, pair 1 by pos/100 rad */
     float r[8] = { 1, 0, 1, 0, 0, 1, 0, 2 };
