@@ -53,6 +53,13 @@ expect_error "usage: -s 2^63, past the largest seed" 2 "-s 9223372036854775808: 
 expect_error "usage: -t 3.5e38, beyond float32" 2 "-t 3.5e38: expected a finite number >= 0" -- $RUN $MODEL -t 3.5e38
 if $RUN $MODEL -t 3.402e38 -n 3 -s 1 >/dev/null 2>"$tmp/err"; then ok "-t 3.402e38, a finite float32 near FLT_MAX, runs"
 else fail "-t 3.402e38" "$(head -n 1 "$tmp/err")"; fi
+# one token generated: it comes from the prompt's logits, no decode step is
+# timed, so there is no rate (it said 0.00); two: a rate
+one=$($RUN tests/data/gqa.qkv -i "the cat" -n 3 -t 0 2>&1 >/dev/null | grep '^achieved')
+two=$($RUN tests/data/gqa.qkv -i "the cat" -n 4 -t 0 2>&1 >/dev/null | grep '^achieved')
+if grep -q '^achieved tok/s: - (1 generated' <<<"$one" && grep -qE '^achieved tok/s: [0-9]+\.[0-9]{2} \(2 generated' <<<"$two"; then
+    ok "speed line: '-' for one generated token (no decode step timed), a rate for two"
+else fail "speed line with one token" "'$one' / '$two'"; fi
 expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
 expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
