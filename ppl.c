@@ -49,8 +49,10 @@ static const char *document_end(const char *text, const char **next) {
  * line), one after another: the BOS that starts a document is what the
  * model predicts at the end of the one before, so the separators' bytes are
  * scored too. starts[d] is the index of document d's BOS, starts[*n_docs] =
- * *n. A model without BOS (a character or GPT-2 vocabulary) reads the whole
- * text as one document. */
+ * *n. A character or GPT-2 vocabulary reads the whole text as one
+ * document: GPT-2's starts from its <|endoftext|>, as GPT-2 was trained
+ * (every token of the text is scored); a character model has no start
+ * token, and its first character is not scored. */
 static int *encode_documents(const Tokenizer *t, int start, char *text, const char *what, int *n, int **starts,
                              int *n_docs) {
     size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
@@ -58,7 +60,11 @@ static int *encode_documents(const Tokenizer *t, int start, char *text, const ch
     if (!*starts) die("out of memory encoding %s", what);
     if (t->kind != TOKENIZER_LLAMA) {
         int started;
-        int *tokens = encode_text(t, start, text, what, n, &started);
+        int *tokens = encode_text(t, start, text, what, n, &started); /* room for one more */
+        if (t->kind == TOKENIZER_GPT2_BPE && !started) {
+            memmove(tokens + 1, tokens, (size_t)*n * sizeof(int));
+            tokens[0] = start, ++*n;
+        }
         (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
         return tokens;
     }
@@ -204,10 +210,12 @@ int ppl_run(const Model *m, const Tokenizer *t, const PplOptions *o) {
     if (rc == 0) {
         int predicted = n - 1;
         double total = sc.total;
-        printf("tokens %d  bytes %zu  documents %d  %.1f tok/s\n", predicted, bytes, n_docs,
+        /* the bytes of the tokens scored: a character model's first is not */
+        size_t scored = bytes - (t->kind == TOKENIZER_CHAR ? (size_t)t->piece_lengths[tokens[0]] : 0);
+        printf("tokens %d  bytes %zu  documents %d  %.1f tok/s\n", predicted, scored, n_docs,
                predicted / (seconds + 1e-9));
         printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,
-               exp(total / predicted), total / log(2.0) / bytes);
+               exp(total / predicted), total / log(2.0) / scored);
     }
     run_state_free(&s);
     free(tokens);

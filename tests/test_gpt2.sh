@@ -101,6 +101,36 @@ if $RUN $BPE -t 0 -n 10 -i "Hello" --trace --layer 1 --head 3 >"$tmp/trace" 2>&1
 then ok "GPT-2 files trace (--trace, --trace-prompt, --html, --trace-json), step, benchmark, score (ppl) and describe themselves (info)"
 else fail "GPT-2 modes" "$(tail -n 3 "$tmp/trace" "$tmp/step" 2>/dev/null | head -c 300)"; fi
 
+# ---- -m ppl: a GPT-2 text is scored from <|endoftext|> (every token), a
+# character model's from its first character (which is not scored, nor its byte) ----
+printf 'ROMEO: the sun!' >"$tmp/ascii.txt" # 15 characters of a byte each, no newline
+char=$($RUN $CHAR -m ppl -f "$tmp/ascii.txt" 2>&1)
+# 14 characters scored, 14 bytes: bits/byte is nats/token / ln 2
+if awk '/^tokens/ {t = $2; b = $4} /^nats/ {n = $2; bb = $6}
+        END { exit !(t == 14 && b == 14 && (bb - n / log(2)) ^ 2 < 1e-10) }' <<<"$char"; then
+    ok "character model -m ppl: 14 of 15 characters scored, over their 14 bytes (bits/byte = nats/token / ln 2)"
+else fail "character model ppl bytes" "$(tr '\n' ' ' <<<"$char")"; fi
+ids=$($RUN $BPE -m tokenize -i "ROMEO: the sun!" | head -n 1)
+bpe=$($RUN $BPE -m ppl -f "$tmp/ascii.txt" 2>&1)
+if ! $PY -c "import numpy" 2>/dev/null; then
+    skip "GPT-2 -m ppl against reference.py" "$PY with numpy is missing"
+else
+    want=$($PY - "$BPE" "$ids" <<'EOF'
+import sys
+sys.path.insert(0, "export")
+import qkvfile, reference
+config, tensors, _ = qkvfile.read_model(sys.argv[1])
+tokens = [config["bos_id"]] + [int(i) for i in sys.argv[2].split()]
+print(len(tokens) - 1, "%.6f" % reference.mean_nll(config, tensors, tokens))
+EOF
+)
+    got=$(awk '/^tokens/ {t = $2} /^nats/ {n = $2} END { print t, n }' <<<"$bpe")
+    if awk -v g="$got" -v w="$want" 'BEGIN { split(g, a, " "); split(w, b, " ");
+            exit !(a[1] == b[1] && (a[2] - b[2]) ^ 2 < (1e-5 * b[2]) ^ 2 + 1e-12) }'; then
+        ok "GPT-2 -m ppl: every token of the text scored after <|endoftext|> ($got), as reference.py ($want)"
+    else fail "GPT-2 -m ppl" "engine '$got', reference.py '$want' (tokens, nats/token)"; fi
+fi
+
 # ---- quantize: float32 round trip exact, float16/Q8_0/Q4_0 close; no GGUF ----
 if ! engine_build build/compare_logits tests/compare_logits.c; then
     fail "build tests/compare_logits.c" "compiler error"
