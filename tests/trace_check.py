@@ -356,7 +356,7 @@ def run_in_pty(argv, keys, env=None, timeout=10.0, size=None):
 
 
 def generated(out):
-    m = re.search(r"achieved tok/s: [0-9.]+ \((\d+) generated", out)
+    m = re.search(r"achieved tok/s: (?:[0-9.]+|-) \((\d+) generated", out)
     return int(m.group(1)) if m else -1
 
 
