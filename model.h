@@ -263,7 +263,8 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
  * matrix and returns the logits of every one: row t at t * vocab_size
  * (inside s). The numbers are those of n forward() calls. With n > 1,
  * pos + n must not pass the KV cache's capacity (a chunk must not evict
- * keys its own rows see). */
+ * keys its own rows see): a call that does is a caller's error, and stops
+ * the process with a line on stderr. */
 float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
@@ -878,6 +879,12 @@ float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObs
 
 float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer) {
+    if (n < 1 || n > QKV_CHUNK || (n > 1 && pos + n > s->kv_cache.capacity)) {
+        /* a caller's error, not an input's (its rows would see evicted keys): stop, loudly */
+        fprintf(stderr, "forward_logits: %d rows at position %d (at most %d, within the cache's %d)\n", n, pos,
+                QKV_CHUNK, s->kv_cache.capacity);
+        abort();
+    }
     forward_chunk(m, s, tokens, n, pos, observer);
     return classify(m, s, 0, n);
 }
