@@ -106,16 +106,23 @@ static int byte_soon(void) {
 }
 
 StepKey keys_read(int raw) {
-    if (!raw) {
-        char line[64];
-        if (!fgets(line, sizeof line, stdin)) return KEY_QUIT; /* end of input: nobody to ask */
-        return key_of_char((unsigned char)line[0]);
+    if (!raw) { /* a line a key: its first character (the rest of a long line is dropped, not more keys) */
+        int first = getchar(), c = first;
+        while (c != '\n' && c != EOF) c = getchar();
+        return first == EOF ? KEY_QUIT : key_of_char((unsigned char)first); /* end of input: nobody to ask */
     }
     unsigned char c;
     if (read(STDIN_FILENO, &c, 1) != 1) return KEY_QUIT;
     if (c != 27) return key_of_char(c);
-    if (byte_soon() != '[') return KEY_OTHER; /* Esc, or an escape we do not know */
-    switch (byte_soon()) {
+    /* An escape sequence, read to its end so that none of its bytes is
+     * taken for a key: ESC [ or ESC O, parameters and intermediates (0x20-
+     * 0x3F: "1;5" of Ctrl+Right's ESC [ 1 ; 5 C), then the final byte. The
+     * arrows, with any modifier, move; anything else is not a key. */
+    int introducer = byte_soon();
+    if (introducer != '[' && introducer != 'O') return KEY_OTHER; /* Esc alone, or Alt+key */
+    int b = byte_soon();
+    for (int i = 0; i < 32 && b >= 0x20 && b <= 0x3F; i++) b = byte_soon();
+    switch (b) {
     case 'A': return KEY_LAYER_PREV;
     case 'B': return KEY_LAYER_NEXT;
     case 'C': return KEY_HEAD_NEXT;

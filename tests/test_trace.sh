@@ -234,6 +234,12 @@ if [ "$first" = "layer 2 head 3" ] && [ "$(grep -c "^layer [0-9] head [0-9]" "$t
     && grep -q '^  next: "[^"]*" [0-9.]*, "[^"]*" [0-9.]*, "[^"]*" [0-9.]*$' "$tmp/step.txt"; then
     ok "--step --layer 2 --head 3 --top 3: that head's table; a: its layer's 4 heads side by side; three next tokens"
 else fail "step --layer/--head/--top" "first table [$first], $(grep -c "^layer" "$tmp/step.txt") tables, $rows rows"; fi
+# a line of 63 characters or more is one key, its first (the rest of the
+# line was read as more keys, 64 bytes at a time: here a space, one more token)
+printf 'l%70s\nq\n' "" | $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat" --step >/dev/null 2>"$tmp/step.txt"
+if [ "$(grep -c "^== pos" "$tmp/step.txt")" -eq 2 ] && grep -q "1 generated, stopped by quit" "$tmp/step.txt"; then
+    ok "--step through a pipe: a long line is one key (l, then q: two views, one token)"
+else fail "step mode long line" "$(grep -c "^== pos" "$tmp/step.txt") views; $(tail -n 1 "$tmp/step.txt")"; fi
 # an empty prompt: the first view's text line is empty (it printed whatever
 # its buffer held: the text was never written when every token was BOS)
 printf 'q\n' | $RUN models/grammar.bin -i "" --step -n 3 -s 1 >/dev/null 2>"$tmp/step.txt"

@@ -367,6 +367,12 @@ def cmd_step(argv):
     out = run_in_pty(argv, [b"\n", b"\n", b"q\n"])
     check(out.count("[q] quit") == 3 and generated(out) == 3, "step mode: Enter goes one token further",
           "pauses %d, generated %d" % (out.count("[q] quit"), generated(out)))
+    # Ctrl+Right's ESC [ 1 ; 5 C is one key (the next head), none of its
+    # bytes another: its C was taken for c, which ran to the end
+    out = run_in_pty(argv, [b"\x1b[1;5C", b"q"])
+    check(out.count("[q] quit") == 2 and generated(out) == 1 and "not a key" not in out,
+          "step mode: an escape sequence with parameters (Ctrl+Right) is one key, an arrow",
+          "pauses %d, generated %d, 'not a key' %d times" % (out.count("[q] quit"), generated(out), out.count("not a key")))
     full = generated(run_in_pty([a for a in argv if a != "--step"], []))
     out = run_in_pty(argv, [b"\n", b"c\n"])
     check(out.count("[q] quit") == 2 and generated(out) == full > 2, "step mode: c runs to the end without pausing",
