@@ -122,5 +122,5 @@ ThreadChoice choose_threads(int threads) {
 #else
     int most = 1;
 #endif
-    return thread_choice(most, threads > 0 || getenv("OMP_NUM_THREADS") != NULL);
+    return thread_choice(most, threads > 0 || omp_count_given(getenv("OMP_NUM_THREADS")));
 }

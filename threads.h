@@ -36,6 +36,19 @@ typedef struct {
     long steps, next_probe, probe_every;
 } ThreadChoice;
 
+/* Whether OMP_NUM_THREADS's value (NULL: unset) fixes the count: a
+ * positive number (or a list, OpenMP's levels, beginning with one), as
+ * OpenMP takes it. Empty, 0, negative or anything else OpenMP warns of and
+ * ignores: then the choice is measured, as unset. */
+static inline int omp_count_given(const char *value) {
+    if (!value) return 0;
+    while (*value == ' ' || *value == '\t') value++;
+    if (*value < '1' || *value > '9') return 0;
+    while (*value >= '0' && *value <= '9') value++;
+    while (*value == ' ' || *value == '\t') value++;
+    return *value == '\0' || *value == ',';
+}
+
 static inline ThreadChoice thread_choice(int most, int forced) {
     ThreadChoice t = { most, forced || most < 2, { 0, 0 }, 1, 0, 0, THREAD_PROBE_FIRST, THREAD_PROBE_FIRST };
     return t;
