@@ -37,6 +37,7 @@ expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
 expect_error "usage: -t nan" 2 "-t nan" -- $RUN $MODEL -t nan
 expect_error "usage: -p 0" 2 "-p 0" -- $RUN $MODEL -p 0
 expect_error "usage: -p 1.5" 2 "-p 1.5" -- $RUN $MODEL -p 1.5
+expect_error "usage: -p 1e-46, positive but 0 in float32, says so" 2 "-p 1e-46: expected a number in \(0, 1\] \(it rounds to 0 in float32" -- $RUN $MODEL -p 1e-46
 expect_error "usage: -k -1" 2 "-k -1" -- $RUN $MODEL -k -1
 expect_error "usage: -m nonsense" 2 "-m nonsense" -- $RUN $MODEL -m nonsense
 expect_error "usage: stray argument" 2 "unexpected argument" -- $RUN $MODEL -t 0 stray
