@@ -24,6 +24,14 @@ static void print_step_heads(FILE *out, int width, int one_layer, const Tracer *
     if (one_layer && c->n_layers > 1) print_wrapped(out, width, note);
 }
 
+/* The first character or escape of the escaped text from begin at or
+ * after at: a cut inside an escape moves past it */
+static const char *escape_start(const char *begin, const char *at) {
+    const char *p = begin;
+    while (p < at) p += *p == '\\' ? escape_length(p) : 1;
+    return p;
+}
+
 /* "  text: …" the run's text up to the step's input, escaped, its end as
  * much as fits the width (the story so far, where stdout may be elsewhere) */
 static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step *st) {
@@ -40,11 +48,20 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
         if (n > start) break;
         start -= n;
         memcpy(text + start, piece, n);
-        for (size_t k = 0; k < n; k++) chars += ((unsigned char)piece[k] & 0xC0) != 0x80;
+        chars += display_width(piece);
     }
+    /* as many whole characters from the end as fit the room's columns, and
+     * no escape (piece_escape's \n, \xNN, \u00NN) cut at its front */
     const char *tail = text + sizeof text - 1;
-    for (chars = 0; tail > text + start && chars < room; chars++) /* back one character: to its lead byte */
-        do tail--; while (tail > text + start && ((unsigned char)*tail & 0xC0) == 0x80);
+    for (chars = 0; tail > text + start;) {
+        const char *lead = tail;
+        do lead--; while (lead > text + start && ((unsigned char)*lead & 0xC0) == 0x80); /* back to a lead byte */
+        int n, columns = utf8_columns(lead, &n);
+        if (chars + columns > room) break;
+        chars += columns;
+        tail = lead;
+    }
+    tail = escape_start(text + start, tail);
     while (i >= 0 && tr->tok->kind == TOKENIZER_LLAMA && tr->run.steps[i].token == tr->tok->bos_id) i--;
     int more = tail > text + start || i >= 0; /* text before what is shown */
     fprintf(out, "  text: %s%s\n", more ? "…" : "", tail);
@@ -84,7 +101,10 @@ static int part_rows(Part *p, int width) {
         } else if (ch == '\n') {
             rows += 1 + (column > 0 ? (column - 1) / width : 0);
             column = 0;
-        } else if ((ch & 0xC0) != 0x80) column++;
+        } else if ((ch & 0xC0) != 0x80) {
+            int n;
+            column += utf8_columns(p->text + i, &n);
+        }
     }
     return rows;
 }
@@ -125,7 +145,7 @@ static int view_draw(View *v, int level, int width, int rows, Tracer *tr, const 
         print_step_heads(v->heads.f, width, one_layer, tr, st, lb);
     if (level < VIEW_NO_MASK) print_mask_note(v->bottom.f, width, st, st->n_visible);
     print_next_summary(v->bottom.f, width, tr, st, level >= VIEW_ONE_BLOCK);
-    print_sampling(v->bottom.f, tr, st);
+    print_sampling(v->bottom.f, width, tr, st);
     int one_block = level >= VIEW_ONE_BLOCK;
     if (tr->layer_weights) return print_layer_weights(v->table.f, width, tr, st, lb, colour, one_block);
     return print_head_table(v->table.f, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, lb, colour,
@@ -169,8 +189,10 @@ int tracer_pause(Tracer *tr) {
     int redraw = 1;
     for (;;) {
         if (redraw && st->attention && print_step_view(tr, st)) return 1;
-        fputs(output_width(stderr) < 64 ? "-- [Enter] next, [c] to the end, [q] quit, [?] keys: "
-                                         : "-- [Enter] next token, [c] run to the end, [q] quit, [?] keys: ",
+        int width = output_width(stderr);
+        fputs(width >= 64   ? "-- [Enter] next token, [c] run to the end, [q] quit, [?] keys: "
+              : width >= 54 ? "-- [Enter] next, [c] to the end, [q] quit, [?] keys: "
+                            : "-- [q] quit, [?] keys: ",
               stderr);
         fflush(stderr);
         StepKey key = keys_read(tr->raw_keys);
@@ -185,7 +207,7 @@ int tracer_pause(Tracer *tr) {
         case KEY_LAYER_NEXT: tr->focus_layer = wrap_index(tr->focus_layer, 1, c->n_layers); break;
         case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
         case KEY_LAYER_WEIGHTS: tr->layer_weights = !tr->layer_weights; break;
-        case KEY_HELP: fputs(STEP_KEYS_HELP, stderr); redraw = 0; break;
+        case KEY_HELP: fputs(width >= 77 ? STEP_KEYS_HELP : STEP_KEYS_HELP_NARROW, stderr); redraw = 0; break;
         case KEY_OTHER: fputs("  (not a key of step mode: ? lists them)\n", stderr); redraw = 0; break;
         }
     }

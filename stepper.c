@@ -20,6 +20,18 @@ const char STEP_KEYS_HELP[] =
     "  A table shows the keys the terminal's rows hold; --trace-out FILE keeps\n"
     "  every key of every head)\n";
 
+/* The same in 40 columns, for a narrower terminal */
+const char STEP_KEYS_HELP_NARROW[] =
+    "  Enter, space, n  next token\n"
+    "  c  run to the end (no more pauses)\n"
+    "  q  quit    ?  these keys\n"
+    "  l / h, right/left  next/previous head\n"
+    "  j / k, down/up  next/previous layer\n"
+    "  a  the layer's heads side by side,\n"
+    "     or back to one head\n"
+    "  (heads and layers wrap around;\n"
+    "  Ctrl-C quits too)\n";
+
 /* The terminal's settings before raw mode. A signal handler has to reach
  * them to restore the terminal on Ctrl-C, and a handler takes no argument:
  * hence this one file-scope variable. */

@@ -17,7 +17,7 @@ typedef enum {
 } StepKey;
 
 /* What the keys do, for ? and --help (several lines, each ending in \n). */
-extern const char STEP_KEYS_HELP[];
+extern const char STEP_KEYS_HELP[], STEP_KEYS_HELP_NARROW[]; /* 80 and 40 columns */
 
 /* Puts the terminal on stdin in raw mode (each key arrives at once, without
  * echo; Ctrl-C still interrupts). Returns 1 if it did, 0 when stdin is not a

@@ -477,6 +477,19 @@ static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n) {
 #define COUNT(a) (sizeof a / sizeof a[0])
 enum { CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE, CLASS_OTHER };
 
+/* The code point of the valid UTF-8 sequence of l bytes at s */
+static uint32_t code_point(const unsigned char *s, int l) {
+    uint32_t cp = l == 1 ? s[0] : l == 2 ? (s[0] & 0x1Fu) : l == 3 ? (s[0] & 0x0Fu) : (s[0] & 0x07u);
+    for (int k = 1; k < l; k++) cp = cp << 6 | (s[k] & 0x3Fu);
+    return cp;
+}
+
+int utf8_columns(const char *s, int *bytes) {
+    int l = utf8_sequence_length((const unsigned char *)s);
+    *bytes = l ? l : 1;
+    return l && in_ranges(code_point((const unsigned char *)s, l), UNICODE_WIDE, COUNT(UNICODE_WIDE)) ? 2 : 1;
+}
+
 /* The class of the character at s[i] (n bytes in all), and its length in
  * *len; a byte that starts no valid sequence is a character of class other. */
 static int char_class(const unsigned char *s, size_t i, size_t n, size_t *len) {
@@ -485,8 +498,7 @@ static int char_class(const unsigned char *s, size_t i, size_t n, size_t *len) {
         *len = 1;
         return CLASS_OTHER;
     }
-    uint32_t cp = l == 1 ? s[i] : l == 2 ? (s[i] & 0x1Fu) : l == 3 ? (s[i] & 0x0Fu) : (s[i] & 0x07u);
-    for (int k = 1; k < l; k++) cp = cp << 6 | (s[i + k] & 0x3Fu);
+    uint32_t cp = code_point(s + i, l);
     *len = (size_t)l;
     if (in_ranges(cp, UNICODE_LETTERS, COUNT(UNICODE_LETTERS))) return CLASS_LETTER;
     if (in_ranges(cp, UNICODE_NUMBERS, COUNT(UNICODE_NUMBERS))) return CLASS_NUMBER;

@@ -72,6 +72,11 @@ size_t utf8_invalid_at(const char *text);
  * up to the first NUL, so s must be NUL-terminated. */
 int utf8_sequence_length(const unsigned char *s);
 
+/* Columns a terminal gives the character at s (NUL-terminated): 2 for East
+ * Asian Wide and Fullwidth (CJK, most emoji), else 1; its bytes in *bytes
+ * (a byte that starts no valid sequence: 1 column, 1 byte). */
+int utf8_columns(const char *s, int *bytes);
+
 /* 0 if every character of text has a token, else the 1-based byte offset
  * of the first that has none (only a character vocabulary lacks any). */
 size_t tokenizer_unknown_at(const Tokenizer *t, const char *text);

@@ -119,10 +119,12 @@ void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
 int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
                         int one_block);
 /* "  (note)" wrapped to width: its own line breaks where they fit */
+int display_width(const char *s); /* columns on screen: a CJK character takes two */
+int escape_length(const char *p);  /* bytes of piece_escape's escape at p */
 void print_wrapped(FILE *out, int width, const char *text);
 /* the next tokens; one_line: as many as fit one line */
 void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, int one_line);
-void print_sampling(FILE *out, const Tracer *tr, const Step *st);
+void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st);
 /* Writes the text blocks of the recorded steps that can be written now
  * (at_close: the prompt's too); -1 when out of memory */
 int write_pending_text(Tracer *tr, int at_close);

@@ -16,8 +16,8 @@
 #define CELL_WIDTH 8         /* characters per key column */
 #define ROW_LABEL_WIDTH 10   /* "  q·k/√d  " */
 #define FILE_WIDTH (ROW_LABEL_WIDTH + 12 * CELL_WIDTH) /* a file: 12 keys a block, 106 columns */
-#define MIN_KEYS_PER_BLOCK 4
-#define LABEL_CHARS 7        /* a key's token text is cut to this many characters */
+#define MIN_KEYS_PER_BLOCK 1 /* a terminal narrower than 42 columns: fewer keys, not wider lines */
+#define LABEL_CHARS 7        /* a key's token text is cut to this many columns */
 #define PIECE_CHARS 24       /* a quoted token's text (headers, next tokens, top logits) is cut to this many */
 #define TOP_ATTENDED 3       /* most attended keys listed under each head */
 
@@ -68,10 +68,10 @@ static void text_put(Text *t, const char *s, size_t n) {
 
 static void text_puts(Text *t, const char *s) { text_put(t, s, strlen(s)); }
 
-/* Characters on screen: UTF-8 continuation bytes take no column of their own. */
-static int display_width(const char *s) {
-    int w = 0;
-    for (; *s; s++) w += ((unsigned char)*s & 0xC0) != 0x80;
+/* Columns on screen (utf8_columns: a CJK character takes two) */
+int display_width(const char *s) {
+    int w = 0, n;
+    for (; *s; s += n) w += utf8_columns(s, &n);
     return w;
 }
 
@@ -88,8 +88,12 @@ static int escape_piece(Text *out, const char *piece, int len, int quoted, size_
     return done == len;
 }
 
+/* Bytes of piece_escape's escape at p (p[0] is its backslash): \xNN, \u00NN,
+ * or a backslash and one character (\n, \t, \r, \\, \") */
+int escape_length(const char *p) { return p[1] == 'x' ? 4 : p[1] == 'u' ? 6 : 2; }
+
 /* A piece escaped (quoted: its " too, and spaces kept; else spaces as ␣)
- * and cut to max_chars characters, the last of them … where it is longer;
+ * and cut to max_chars columns, the last of them … where it is longer;
  * an escape (\n, \xNN, \u00NN: piece_escape's, whole in escaped) is
  * kept whole or cut whole */
 static void put_cut_piece(Text *out, const char *piece, int len, int quoted, int max_chars) {
@@ -99,9 +103,9 @@ static void put_cut_piece(Text *out, const char *piece, int len, int quoted, int
     int whole = escape_piece(&e, piece, len, quoted, 0);
     int chars = 0, total = whole ? display_width(escaped) : max_chars + 1;
     for (const char *p = escaped; *p;) {
-        int n = 1, width = 1;
-        if (*p == '\\') n = width = p[1] == 'x' ? 4 : p[1] == 'u' ? 6 : 2;
-        else while ((p[n] & 0xC0) == 0x80) n++;
+        int n, width;
+        if (*p == '\\') n = width = escape_length(p);
+        else width = utf8_columns(p, &n);
         if (total > max_chars && chars + width > max_chars - 1) { text_puts(out, "…"); break; }
         if (*p == ' ' && !quoted) text_puts(out, "␣");
         else text_put(out, p, (size_t)n);
@@ -226,20 +230,20 @@ static void wrap_end(Wrap *w) {
     w->column = 0;
 }
 
-/* "  " and text, its words on lines of at most width characters, later
- * lines indented by three: a note in parentheses. A newline in text is a
- * line break where the width holds text's lines (they were laid out for 80
- * columns), a space where it does not. */
-void print_wrapped(FILE *out, int width, const char *text) {
-    Wrap w = { out, width, 3, 0 };
+/* lead and text, its words on lines of at most width characters, later
+ * lines indented by indent. A newline in text is a line break where the
+ * width holds text's lines (they were laid out for 80 columns), a space
+ * where it does not. */
+static void print_wrapped_lines(FILE *out, int width, const char *lead, int indent, const char *text) {
+    Wrap w = { out, width, indent, 0 };
     char word[256];
     int longest = 0; /* the longest of text's own lines, indent included */
     for (const char *p = text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0')) {
         char line[256];
         snprintf(line, sizeof line, "%.*s", (int)strcspn(p, "\n"), p);
-        longest = display_width(line) + 3 > longest ? display_width(line) + 3 : longest;
+        longest = display_width(line) + indent > longest ? display_width(line) + indent : longest;
     }
-    wrap_put(&w, "  ");
+    wrap_put(&w, lead);
     for (const char *p = text; *p;) {
         if (*p == '\n' && longest > width) { /* narrower than its lines: one paragraph */
             p++;
@@ -259,6 +263,9 @@ void print_wrapped(FILE *out, int width, const char *text) {
     }
     wrap_end(&w);
 }
+
+/* A note in parentheses: "  " and text, later lines indented by three */
+void print_wrapped(FILE *out, int width, const char *text) { print_wrapped_lines(out, width, "  ", 3, text); }
 
 /* The indices of the k largest weights, largest first (k <= n). */
 static void most_attended(const float *weights, int n, int *best, int k) {
@@ -443,8 +450,10 @@ static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, con
 int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
                      const Labels *lb, int colour, int one_block) {
     const Config *c = &tr->model->config;
-    fprintf(out, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f\n", l, h,
-            h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
+    char title[160];
+    snprintf(title, sizeof title, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f", l, h,
+             h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
+    print_wrapped_lines(out, width, "", 2, title);
     int window = tr->opt.window > 0; /* marks the sinks and the window */
     AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
                          st->n_visible, n_cols, c->head_size, lb->ptrs, width,
@@ -526,38 +535,34 @@ static void print_top_logits(FILE *out, const Tracer *tr, const Step *st) {
     }
 }
 
-void print_sampling(FILE *out, const Tracer *tr, const Step *st) {
-    char piece[256];
+/* How the next token was chosen, on lines of at most width columns (the
+ * text's breaks are where an 80-column line breaks it) */
+void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
+    char piece[256], text[768];
     quoted_piece(piece, sizeof piece, tr->tok, st->next);
-    if (st->forced) {
-        fprintf(out, "next %s (id %d) is the prompt's next token\n  (teacher forcing: nothing is sampled)\n",
-                piece, st->next);
-        return;
-    }
     const SampleInfo *in = &st->info;
-    switch (in->method) {
-    case SAMPLE_GREEDY:
-        if (tr->temperature > 0.0f) /* the sampler's limit T -> 0: logit / T overflowed */
-            fprintf(out, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n  overflows "
-                         "a float, so T is taken as 0)\n", piece, st->next, tr->temperature);
-        else fprintf(out, "sampled %s (id %d): greedy (-t 0), the largest logit\n", piece, st->next);
-        break;
-    case SAMPLE_TEMPERATURE:
-        fprintf(out, "sampled %s (id %d): temperature %g over all %d tokens;\n  coin %.4f fell on it "
-                     "in the cumulative distribution; p@T = %.4f\n",
-                piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
-        break;
-    case SAMPLE_TOP_K:
-    case SAMPLE_TOP_P:
-    case SAMPLE_TOP_K_TOP_P:
-        fprintf(out, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
-        if (tr->topk > 0) fprintf(out, ", top-k %d", tr->topk);
-        if (tr->topp > 0.0f && tr->topp < 1.0f) fprintf(out, ", top-p %g", tr->topp);
-        fprintf(out, ":\n  %d candidate%s kept after the cutoff; coin %.4f (scaled by their mass)\n"
-                     "  fell on it; p@T = %.4f\n", in->n_candidates, in->n_candidates == 1 ? "" : "s", in->coin,
-                in->probability);
-        break;
+    int n = 0;
+    if (st->forced)
+        n = snprintf(text, sizeof text, "next %s (id %d) is the prompt's next token\n(teacher forcing: nothing is "
+                                        "sampled)", piece, st->next);
+    else if (in->method == SAMPLE_GREEDY && tr->temperature > 0.0f) /* the sampler's limit T -> 0: logit / T overflowed */
+        n = snprintf(text, sizeof text, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n"
+                                        "overflows a float, so T is taken as 0)", piece, st->next, tr->temperature);
+    else if (in->method == SAMPLE_GREEDY)
+        n = snprintf(text, sizeof text, "sampled %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
+    else if (in->method == SAMPLE_TEMPERATURE)
+        n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
+                                        "it in the cumulative distribution; p@T = %.4f",
+                     piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
+    else { /* top-k, top-p or both */
+        n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
+        if (tr->topk > 0) n += snprintf(text + n, sizeof text - n, ", top-k %d", tr->topk);
+        if (tr->topp > 0.0f && tr->topp < 1.0f) n += snprintf(text + n, sizeof text - n, ", top-p %g", tr->topp);
+        snprintf(text + n, sizeof text - n, ":\n%d candidate%s kept after the cutoff; coin %.4f (scaled by their "
+                                            "mass)\nfell on it; p@T = %.4f", in->n_candidates,
+                 in->n_candidates == 1 ? "" : "s", in->coin, in->probability);
     }
+    print_wrapped_lines(out, width, "", 2, text);
 }
 
 /* One step of the text trace: every selected head as a table (full) or as
@@ -579,7 +584,7 @@ static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
             print_mask_note(out, tr->width, st, n_cols);
             print_top_logits(out, tr, st);
         } else print_next_summary(out, tr->width, tr, st, 0);
-        print_sampling(out, tr, st);
+        print_sampling(out, tr->width, tr, st);
     }
     labels_free(&lb);
     return rc;
@@ -626,7 +631,10 @@ int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, 
         n = columns.n_shown;
     }
     char label[16], cell[32];
-    fprintf(out, "layer %d: every head's weights (a: back to head %d's table)\n", tr->focus_layer, tr->focus_head);
+    char title[96];
+    snprintf(title, sizeof title, "layer %d: every head's weights (a: back to head %d's table)", tr->focus_layer,
+             tr->focus_head);
+    print_wrapped_lines(out, width, "", 2, title);
     for (int first = 0; first < n; first += keys) {
         int last = first + keys < n ? first + keys : n;
         print_key_lines(out, &columns, first, last);

@@ -476,6 +476,29 @@ def cmd_step_rows(argv):
           % (os.path.basename(argv[1]), len(views)), "rows %s" % rows)
 
 
+def columns(line):
+    """Terminal columns of a line (the oracle: Python's unicodedata, East
+    Asian Wide and Fullwidth characters two; colours none)"""
+    import unicodedata
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+    return sum(2 if unicodedata.category(c) != "Cn" and unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def cmd_step_width(cols, argv):
+    """Step mode in a terminal cols columns wide: Enter, ?, a, Enter, q;
+    every line of every view, the keys' help and the prompts within the
+    width, counted in the terminal's columns (a CJK character takes two)"""
+    keys = [b"\n", b"?", b"a", b"\n", b"q"]
+    away = ["sh", "-c", 'exec "$@" >/dev/null', "sh"] + argv  # the text itself wraps as text does
+    out = run_in_pty(away, keys, {**os.environ, "NO_COLOR": "1"}, size=(int(cols), 24), timeout=30)
+    lines = [l for l in out.replace("\r", "").split("\n") if not l.startswith("achieved tok/s")]
+    wide = [(columns(l), l) for l in lines if columns(l) > int(cols)]
+    check(out.count("[q] quit") == len(keys) and generated(out) == 3 and not wide,
+          "step mode at %s columns (%s %s): every line within them, wide characters counted as two"
+          % (cols, os.path.basename(argv[1]), " ".join(argv[2:])[:60]),
+          "%d prompts, %d generated; %d lines wider: %r" % (out.count("[q] quit"), generated(out), len(wide), wide[:3]))
+
+
 def cmd_colour(argv):
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
@@ -564,6 +587,8 @@ def main():
         cmd_step_rows(args)
     elif cmd == "step-fit":
         cmd_step_fit(args[0], args[1:])
+    elif cmd == "step-width":
+        cmd_step_width(args[0], args[1:])
     elif cmd == "colour":
         cmd_colour(args)
     else:
