@@ -504,6 +504,9 @@ int main(int argc, char **argv) {
     parse_options(&o, argc, argv);
 #ifdef _OPENMP
     if (o.threads > 0) omp_set_num_threads(o.threads);
+    if (o.threads > omp_get_num_procs()) /* allowed (a measurement may want it), but never faster */
+        fprintf(stderr, "warning: --threads %d is more than this machine's %d processors: the threads take turns "
+                        "on them, and every step waits for the last\n", o.threads, omp_get_num_procs());
     o.bench.threads = omp_get_max_threads();
 #else
     o.bench.threads = 1;

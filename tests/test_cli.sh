@@ -54,6 +54,13 @@ expect_error "usage: -s 2^63, past the largest seed" 2 "-s 9223372036854775808: 
 expect_error "usage: -t 3.5e38, beyond float32" 2 "-t 3.5e38: expected a finite number >= 0" -- $RUN $MODEL -t 3.5e38
 if $RUN $MODEL -t 3.402e38 -n 3 -s 1 >/dev/null 2>"$tmp/err"; then ok "-t 3.402e38, a finite float32 near FLT_MAX, runs"
 else fail "-t 3.402e38" "$(head -n 1 "$tmp/err")"; fi
+# more threads than processors: allowed, with a warning (each step waits for
+# the last of them: 1,000 on 2 processors ran at 17-28 tok/s, not thousands)
+procs=$(nproc)
+over=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads $((procs + 1)) 2>&1 >/dev/null | grep -c "^warning: --threads $((procs + 1)) is more than this machine's $procs processors")
+fits=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads "$procs" 2>&1 >/dev/null | grep -c "^warning")
+if [ "$over" = 1 ] && [ "$fits" = 0 ]; then ok "--threads past the processors ($((procs + 1)) of $procs) warns; --threads $procs does not"
+else fail "--threads past the processors" "warnings: $over over, $fits at $procs"; fi
 # one token generated: it comes from the prompt's logits, no decode step is
 # timed, so there is no rate (it said 0.00); two: a rate
 one=$($RUN tests/data/gqa.qkv -i "the cat" -n 3 -t 0 2>&1 >/dev/null | grep '^achieved')
