@@ -86,11 +86,12 @@ void check_text(const Tokenizer *t, const char *text, const char *what) {
         die("%s has a character (at byte %zu) that is not in this character-level model's vocabulary", what, bad - 1);
 }
 
-int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int *n, int *started) {
+int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int always_start, int *n,
+                 int *started) {
     check_text(t, text, what);
     int *tokens = malloc((strlen(text) + 3) * sizeof(int));
     if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
-    *started = t->kind == TOKENIZER_LLAMA || *n == 0;
+    *started = t->kind == TOKENIZER_LLAMA || always_start || *n == 0;
     if (*started && start < 0) /* only a character vocabulary lacks one (checkpoint.h: start_id_of) */
         die("an empty prompt starts from \"\\n\", which this character vocabulary lacks: give one with -i");
     if (*started) tokens[0] = start, ++*n;
@@ -103,10 +104,10 @@ int check_logits(const RunState *s, const float *logits, int n, int pos) {
     if (bad < 0) return 0;
     /* float16 rows hold magnitudes up to 65504: a larger key or value is
      * infinite in the cache (a finite model, a wrong answer the other
-     * types would not give) */
+     * types would not give), one cause among others (NaN weights) */
     fprintf(stderr, "error: the model produced %s logits at position %d%s\n", isnan(logits[bad]) ? "NaN" : "infinite",
-            pos, s->kv_cache.type == KV_F16 ? " (with --kv-type f16: keys or values past float16's 65504 are "
-                                              "infinite in the cache; f32 or q8 rows hold them)" : "");
+            pos, s->kv_cache.type == KV_F16 ? " (with --kv-type f16 perhaps keys or values past float16's 65504, "
+                                              "infinite in that cache; f32 and q8 rows hold them)" : "");
     return -1;
 }
 

@@ -40,9 +40,11 @@ void check_text(const Tokenizer *t, const char *text, const char *what);
 
 /* Encodes a whole text (a prompt or a file); exits on bad input. The
  * sequence starts with start, the model's start token (Config.start_id), for
- * llama2.c's kind (BOS) and, for the other kinds, only when the text is
- * empty; *started says whether it does. The caller frees the tokens. */
-int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int *n, int *started);
+ * llama2.c's kind (BOS), with always_start (ppl's GPT-2 text), and, for the
+ * other kinds, when the text is empty; *started says whether it does. The
+ * caller frees the tokens. */
+int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int always_start, int *n,
+                 int *started);
 
 /* Non-finite logits mean the weights (or the arithmetic) broke down: there is
  * no distribution to sample from, and no silent answer to give. Returns 0

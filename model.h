@@ -378,7 +378,8 @@ void run_state_free(RunState *s) {
  * A sum past FLT_MAX (elements past about 1e18: finite, legal) would make
  * it 0 and the norm's output zeros, a silent wrong answer: then the squares
  * are summed again scaled by the largest |x_i − shift|. An infinite x_i
- * gives NaN either way, which the logits' check reports. */
+ * (or a LayerNorm's mean past float's range: elements past FLT_MAX / n)
+ * gives NaN, which the logits' check reports. */
 static float inverse_rms(const float *x, float shift, float sum, int n, float eps) {
     if (sum != INFINITY) return 1.0f / sqrtf(sum / n + eps);
     float largest = 0.0f, scaled = 0.0f;

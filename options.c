@@ -220,7 +220,7 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
             char expected[96];
             snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
             if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a finite number >= %g", f->lo);
-            if (errno == ERANGE && x == 0.0f && f->lo_open && f->lo == 0.0f) /* a positive number, rounded to 0 */
+            if (errno == ERANGE && x == 0.0f && !signbit(x) && f->lo_open && f->lo == 0.0f) /* positive, rounded to 0 */
                 snprintf(expected + strlen(expected), sizeof expected - strlen(expected),
                          " (it rounds to 0 in float32, whose least is 1.4e-45)");
             usage_bad_value(f->name, v, expected);

@@ -60,11 +60,7 @@ static int *encode_documents(const Tokenizer *t, int start, char *text, const ch
     if (!*starts) die("out of memory encoding %s", what);
     if (t->kind != TOKENIZER_LLAMA) {
         int started;
-        int *tokens = encode_text(t, start, text, what, n, &started); /* room for one more */
-        if (t->kind == TOKENIZER_GPT2_BPE && !started) {
-            memmove(tokens + 1, tokens, (size_t)*n * sizeof(int));
-            tokens[0] = start, ++*n;
-        }
+        int *tokens = encode_text(t, start, text, what, t->kind == TOKENIZER_GPT2_BPE, n, &started);
         (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
         return tokens;
     }

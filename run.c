@@ -285,7 +285,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     /* a probe's prompt is the seed's, so the seed is -m heads' default (1) unless given */
     unsigned long long seed = o->seed ? o->seed : o->probe ? HEADS_DEFAULT_SEED : clock_seed();
     int *prompt = o->probe ? probe_prompt(c, seed, &n_prompt)
-                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", &n_prompt, &started);
+                           : encode_text(t, c->start_id, o->prompt ? o->prompt : "", "the prompt", 0, &n_prompt, &started);
     int steps = steps_for(c, o, n_prompt);
     if (!steps) {
         free(prompt);
@@ -345,7 +345,7 @@ static void print_piece_escaped(const char *piece, int len) {
 /* start: the model's start token (Config.start_id). */
 static void tokenize(const Tokenizer *t, int start, const Options *o) {
     int n, started;
-    int *tokens = encode_text(t, start, o->prompt ? o->prompt : "", "the prompt", &n, &started);
+    int *tokens = encode_text(t, start, o->prompt ? o->prompt : "", "the prompt", 0, &n, &started);
     for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", tokens[i]);
     printf("\n");
     for (int i = 0; i < n; i++) {

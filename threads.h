@@ -20,6 +20,10 @@
 #ifndef QKV_THREADS_H
 #define QKV_THREADS_H
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -36,17 +40,25 @@ typedef struct {
     long steps, next_probe, probe_every;
 } ThreadChoice;
 
-/* Whether OMP_NUM_THREADS's value (NULL: unset) fixes the count: a
- * positive number (or a list, OpenMP's levels, beginning with one), as
- * OpenMP takes it. Empty, 0, negative or anything else OpenMP warns of and
- * ignores: then the choice is measured, as unset. */
+/* Whether OMP_NUM_THREADS's value (NULL: unset) fixes the count, as
+ * libgomp reads it: a list of one or more positive numbers (strtoul's:
+ * "+3", "03"), commas between, spaces around each. Empty, 0, negative,
+ * "3," or anything else it warns of and ignores (every core): then the
+ * choice is measured, as unset. */
 static inline int omp_count_given(const char *value) {
     if (!value) return 0;
-    while (*value == ' ' || *value == '\t') value++;
-    if (*value < '1' || *value > '9') return 0;
-    while (*value >= '0' && *value <= '9') value++;
-    while (*value == ' ' || *value == '\t') value++;
-    return *value == '\0' || *value == ',';
+    for (const char *p = value;;) {
+        char *end;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == '-') return 0;
+        errno = 0;
+        unsigned long n = strtoul(p, &end, 10);
+        if (end == p || errno || n == 0) return 0;
+        while (isspace((unsigned char)*end)) end++;
+        if (*end == '\0') return 1;
+        if (*end != ',') return 0;
+        p = end + 1;
+    }
 }
 
 static inline ThreadChoice thread_choice(int most, int forced) {

@@ -237,11 +237,12 @@ static void wrap_end(Wrap *w) {
 static void print_wrapped_lines(FILE *out, int width, const char *lead, int indent, const char *text) {
     Wrap w = { out, width, indent, 0 };
     char word[256];
-    int longest = 0; /* the longest of text's own lines, indent included */
+    int longest = 0; /* the longest of text's own lines, the lead or indent included */
     for (const char *p = text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != '\0')) {
         char line[256];
         snprintf(line, sizeof line, "%.*s", (int)strcspn(p, "\n"), p);
-        longest = display_width(line) + indent > longest ? display_width(line) + indent : longest;
+        int columns = display_width(line) + (p == text ? display_width(lead) : indent);
+        longest = columns > longest ? columns : longest;
     }
     wrap_put(&w, lead);
     for (const char *p = text; *p;) {
@@ -357,13 +358,28 @@ const char *method_name(SampleMethod m) {
 
 /* "== pos P: input ... -> next ..., how ==", on two lines if one is wider than width */
 void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
-    char a[256], b[256], input[300], next[340];
-    snprintf(input, sizeof input, "== pos %d: input %s (id %d)", st->pos, quoted_piece(a, sizeof a, tr->tok, st->token),
-             st->token);
-    snprintf(next, sizeof next, "-> next %s (id %d), %s ==", quoted_piece(b, sizeof b, tr->tok, st->next), st->next,
-             st->forced ? "forced by the prompt" : "sampled");
-    int one_line = display_width(input) + 1 + display_width(next) <= width;
-    fprintf(out, "\n%s%s%s\n", input, one_line ? " " : "\n   ", next);
+    char a[256], b[256], position[32], input_id[32], next_id[48], input[340], next[340];
+    quoted_piece(a, sizeof a, tr->tok, st->token);
+    quoted_piece(b, sizeof b, tr->tok, st->next);
+    snprintf(position, sizeof position, "== pos %d:", st->pos);
+    snprintf(input_id, sizeof input_id, " (id %d)", st->token);
+    snprintf(next_id, sizeof next_id, " (id %d), %s ==", st->next, st->forced ? "forced by the prompt" : "sampled");
+    snprintf(input, sizeof input, "%s input %s%s", position, a, input_id);
+    snprintf(next, sizeof next, "-> next %s%s", b, next_id);
+    if (display_width(input) + 1 + display_width(next) <= width) {
+        fprintf(out, "\n%s %s\n", input, next);
+        return;
+    }
+    /* the input, then the next token indented: each on as many lines as
+     * the width needs (a narrow terminal), a quoted piece never split */
+    Wrap w = { out, width, 3, 0 };
+    fputc('\n', out);
+    const char *input_items[] = { position, " input ", a, input_id }, *next_items[] = { "-> next ", b, next_id };
+    for (int i = 0; i < 4; i++) wrap_put(&w, input_items[i]);
+    fprintf(out, "\n   ");
+    w.column = 3;
+    for (int i = 0; i < 3; i++) wrap_put(&w, next_items[i]);
+    wrap_end(&w);
 }
 
 /* What the mask did for this query, in words (lines fit 80 columns). */

@@ -38,6 +38,7 @@ expect_error "usage: -t nan" 2 "-t nan" -- $RUN $MODEL -t nan
 expect_error "usage: -p 0" 2 "-p 0" -- $RUN $MODEL -p 0
 expect_error "usage: -p 1.5" 2 "-p 1.5" -- $RUN $MODEL -p 1.5
 expect_error "usage: -p 1e-46, positive but 0 in float32, says so" 2 "-p 1e-46: expected a number in \(0, 1\] \(it rounds to 0 in float32" -- $RUN $MODEL -p 1e-46
+expect_error "usage: -p -1e-46 (negative: no word of rounding)" 2 "-p -1e-46: expected a number in \(0, 1\]$" -- $RUN $MODEL -p -1e-46
 expect_error "usage: -k -1" 2 "-k -1" -- $RUN $MODEL -k -1
 expect_error "usage: -m nonsense" 2 "-m nonsense" -- $RUN $MODEL -m nonsense
 expect_error "usage: stray argument" 2 "unexpected argument" -- $RUN $MODEL -t 0 stray
@@ -56,7 +57,7 @@ if $RUN $MODEL -t 3.402e38 -n 3 -s 1 >/dev/null 2>"$tmp/err"; then ok "-t 3.402e
 else fail "-t 3.402e38" "$(head -n 1 "$tmp/err")"; fi
 # more threads than processors: allowed, with a warning (each step waits for
 # the last of them: 1,000 on 2 processors ran at 17-28 tok/s, not thousands)
-procs=$(nproc)
+procs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # (nproc obeys them: make test sets 1)
 over=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads $((procs + 1)) 2>&1 >/dev/null | grep -c "^warning: --threads $((procs + 1)) is more than this machine's $procs processors")
 fits=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads "$procs" 2>&1 >/dev/null | grep -c "^warning")
 if [ "$over" = 1 ] && [ "$fits" = 0 ]; then ok "--threads past the processors ($((procs + 1)) of $procs) warns; --threads $procs does not"

@@ -1696,14 +1696,17 @@ static void test_thread_choice(void) {
     on_all = steps_on_all(&t, 100, 1e-3, 20e-3);
     report(on_all == 100, "threads: --threads (forced) is never changed", "%d of 100 steps on all threads", on_all);
     /* OMP_NUM_THREADS fixes the count only where OpenMP takes it (libgomp
-     * warns of the others and uses every core: the choice stays measured) */
-    const char *given[] = { "2", " 1", "4,2", "3 ", "12" }, *ignored[] = { "", "0", "-1", "garbage", "2x", " ", "0,2" };
+     * warns of the others and uses every core: the choice stays measured).
+     * Each value's fate is libgomp 12's, seen with omp_get_max_threads() */
+    const char *given[] = { "2", " 1", "4,2", "3 ", "12", "+3", "03", "\n3", "3\n", "3 ,2", "3, 2" },
+               *ignored[] = { "", "0", "-1", "garbage", "2x", " ", "0,2", "3,x", "3,", "3,0", "99999999999999999999",
+                              "1e1", "-0", "+0" };
     int wrong = 0;
     for (size_t i = 0; i < sizeof given / sizeof *given; i++) wrong += !omp_count_given(given[i]);
     for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) wrong += omp_count_given(ignored[i]);
     wrong += omp_count_given(NULL);
     report(wrong == 0, "threads: OMP_NUM_THREADS fixes the count when it is a positive count (or list), not when empty, 0, negative or garbage",
-           "%d of 13 values misread", wrong);
+           "%d of 26 values misread", wrong);
 }
 
 /* ------------------------------------------------------------------------ */

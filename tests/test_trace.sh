@@ -280,8 +280,10 @@ if [ $have_python = 1 ]; then
     # help; and a GPT-2 file's CJK text (two columns a character)
     $CHECK step-width 40 $RUN models/stories.bin -t 1e-45 -n 30 -i "Once" --step
     $CHECK step-width 60 $RUN models/grammar.bin -t 0.9 -k 40 -p 0.95 -s 1 -n 30 -i "the" --step
-    $CHECK step-width 80 $RUN tests/data/gpt2-bpe.qkv -s 1 -n 60 --step \
-        -i " 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト"
+    for cols in 40 80; do
+        $CHECK step-width $cols $RUN tests/data/gpt2-bpe.qkv -s 1 -n 60 --step \
+            -i " 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト 日本語のテキスト"
+    done
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0
 fi
 
