@@ -22,6 +22,11 @@ Q4_0 blocks of 32 (34 / 18 bytes; export/qkvfile.py quantizes, bit for bit as
 multiple of 32 is kept in float16, with a note on stderr.  Only the qkv format
 has these types.
 
+A tensor the engine does not use (a bias, another architecture's norm) is
+refused, not dropped; so is a plain state dict without output.weight (a tied
+model's state dict holds it too), and a ckpt.pt whose model_args has the
+classifier tied (shared_classifier, default True) while output.weight differs.
+
 qkv output embeds the tokenizer; legacy/v1 need a separate tokenizer.bin
 (write it with --write-tokenizer PATH).  legacy/v1 can only express
 head_size = dim/n_heads, eps 1e-5, theta 10000, BOS 1, EOS 2.
@@ -249,16 +254,21 @@ def load_any(path, opts):
             raise SystemExit("plain state dict: pass --n-heads (and --n-kv-heads if GQA)")
         head_size = q_out // n_heads
         n_kv = opts.n_kv_heads or kv_out // head_size
-        shared = "output" not in t or np.array_equal(t["output"], t["tok_embeddings"])
+        if "output" not in t:  # a tied model's state dict holds it too (the embedding's tensor)
+            raise SystemExit("%s: no tensor output.weight (the classifier)" % path)
+        shared = np.array_equal(t["output"], t["tok_embeddings"])
         margs = dict(dim=dim, hidden_dim=hidden, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
                      head_size=head_size, vocab_size=vocab, seq_len=opts.seq_len or 256,
                      shared_classifier=shared)
     for key in ("norm_eps", "rope_theta", "seq_len"):
         v = getattr(opts, key, None)
-        if v:
+        if v is not None:  # 0 too: the writer's checks refuse it
             margs[key] = v
     args = ModelArgs(**margs)
     if args.shared_classifier:
+        if "output" in t and not np.array_equal(t["output"], t["tok_embeddings"]):
+            raise SystemExit("%s: model_args has the classifier tied to the embedding (shared_classifier, default "
+                             "True), but output.weight differs from tok_embeddings.weight" % path)
         t.pop("output", None)
     if opts.tokenizer:
         tok = open(opts.tokenizer, "rb").read()
@@ -281,6 +291,10 @@ def write(path, fmt, a, t, tok, dtype="f32"):
     a: ModelArgs, or a qkv config dict (GPT-2)."""
     cfg = dict(a) if isinstance(a, dict) else qkv_config(a)
     cfg["weight_type"] = DTYPES[dtype]
+    unused = sorted(set(t) - {name for name, _ in qkvfile.tensor_shapes(cfg)})
+    if unused:  # a bias, a norm of another architecture: the engine would run without it
+        raise SystemExit("the checkpoint has tensors the model qkv runs does not use: %s (refused rather than "
+                         "dropped)" % ", ".join(unused[:4] + (["..."] if len(unused) > 4 else [])))
     if cfg.get("arch") == qkvfile.ARCH_GPT2 and fmt != "qkv":
         raise SystemExit("llama2.c's formats have no GPT-2 architecture: use --format qkv")
     if fmt == "qkv":
@@ -322,7 +336,10 @@ def main(argv=None):
     a, t, tok = load_any(opts.checkpoint, opts)
     if opts.dtype != "f32" and opts.format != "qkv":
         raise SystemExit("--dtype %s needs --format qkv (llama2.c files are float32)" % opts.dtype)
-    write(opts.output, opts.format, a, t, tok, opts.dtype)
+    try:
+        write(opts.output, opts.format, a, t, tok, opts.dtype)
+    except qkvfile.FormatError as e:  # the writer's checks: one line, not a traceback
+        raise SystemExit("%s: %s" % (opts.checkpoint, e))
     if opts.write_tokenizer:
         if tok is None:
             raise SystemExit("no tokenizer available")

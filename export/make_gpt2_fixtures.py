@@ -195,6 +195,35 @@ def refused(args, expected):
     return "wrote the file"
 
 
+def check_llama_refusals(directory):
+    """Llama state dicts export.py must refuse, not export as another model:
+    a tensor the engine does not use, no classifier, a classifier model_args
+    calls tied that is not the embedding"""
+    cfg = dict(dim=32, hidden_dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=300, seq_len=32,
+               shared_classifier=0)
+    g = torch.Generator().manual_seed(4004)
+    sd = {name + ("" if name.endswith("bias") else ".weight"): torch.randn(shape, generator=g)
+          for name, shape in qkvfile.tensor_shapes(cfg)}
+    plain, ckpt, out = (os.path.join(directory, n) for n in ("llama.pt", "llama-ckpt.pt", "llama.qkv"))
+    tokenizer = os.path.join(DATA, "tiny-tokenizer.bin")
+    args = [plain, out, "--n-heads", "4", "--tokenizer", tokenizer, "--seq-len", "32"]
+    failures = []
+    for what, state, expected in (("a bias the engine does not use", dict(sd, **{"layers.0.attention.wq.bias":
+                                   torch.zeros(32)}), "layers.0.attention.wq.bias"),
+                                  ("a plain state dict without output.weight",
+                                   {k: v for k, v in sd.items() if k != "output.weight"}, "no tensor output.weight")):
+        torch.save(state, plain)
+        why = refused(args, expected)
+        if why or os.path.exists(out):
+            failures.append("%s: %s" % (what, why or "wrote %s" % out))
+    margs = {k: v for k, v in cfg.items() if k != "shared_classifier"}  # ModelArgs' default: tied
+    torch.save(dict(model=sd, model_args=margs, tokenizer=open(tokenizer, "rb").read()), ckpt)
+    why = refused([ckpt, out], "output.weight differs from tok_embeddings.weight")
+    if why or os.path.exists(out):
+        failures.append("a classifier model_args calls tied that is not the embedding: %s" % (why or "wrote it"))
+    return failures
+
+
 def check_refusals(tmp):
     """Checkpoints export.py must refuse with one line, not a traceback or a
     wrong file: (what, its failure) for each it did not"""
@@ -229,6 +258,7 @@ def check_refusals(tmp):
         why = refused(args[:1] + [out] + args[1:], expected)
         if why or os.path.exists(out):
             failures.append("%s: %s" % (what, why or "left %s" % out))
+    failures += check_llama_refusals(directory)
     for key, value in (("activation_function", "relu"), ("scale_attn_by_inverse_layer_idx", True)):
         try:
             export_py.hf_gelu(dict({"n_head": 4, "activation_function": "gelu"}, **{key: value}))
