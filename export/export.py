@@ -7,7 +7,9 @@
     python3 export/export.py llama_state_dict.pt out.bin --tokenizer tok.bin --seq-len 256
 
 Input: a checkpoint written by export/train.py (ckpt.pt or init.pt: dict with
-"model", "model_args", "tokenizer"), or a plain Llama-style state dict using
+"model", "model_args", "tokenizer") or by llama2.c's train.py (its
+model_args: max_seq_len, multiple_of; the classifier tied; give --tokenizer),
+or a plain Llama-style state dict using
 llama2.c model.py names (tok_embeddings.weight, layers.N.attention.wq.weight,
 ..., norm.weight, output.weight).  For a plain state dict the shape is
 inferred from the tensors; give --tokenizer (tokenizer.bin), --seq-len, and
@@ -241,6 +243,11 @@ def load_any(path, opts):
             continue
         name = k[:-len(".weight")] if k.endswith(".weight") else k
         t[name] = v.detach().to(torch.float32).cpu().numpy()
+    if margs is not None and "max_seq_len" in margs:  # llama2.c's own train.py: its ModelArgs' names
+        margs = dict(dim=margs["dim"], n_layers=margs["n_layers"], n_heads=margs["n_heads"],
+                     n_kv_heads=margs.get("n_kv_heads") or margs["n_heads"], vocab_size=margs["vocab_size"],
+                     seq_len=margs["max_seq_len"], norm_eps=margs.get("norm_eps", 1e-5),
+                     hidden_dim=t["layers.0.feed_forward.w1"].shape[0])  # (its multiple_of rounding, done)
     if margs is None:
         dim = t["tok_embeddings"].shape[1]
         vocab = t["tok_embeddings"].shape[0]

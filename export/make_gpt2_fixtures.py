@@ -216,6 +216,19 @@ def check_llama_refusals(directory):
         why = refused(args, expected)
         if why or os.path.exists(out):
             failures.append("%s: %s" % (what, why or "wrote %s" % out))
+    # llama2.c's own ckpt.pt: its model_args' names (max_seq_len, multiple_of, dropout), the classifier tied
+    llama2c = dict(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=300, multiple_of=32, norm_eps=1e-5,
+                   max_seq_len=32, dropout=0.0)
+    torch.save(dict(model=dict(sd, **{"output.weight": sd["tok_embeddings.weight"]}), model_args=llama2c), ckpt)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            export_py.main([ckpt, out, "--tokenizer", tokenizer])
+        c = qkvfile.read_model(out)[0]
+        if (c["hidden_dim"], c["seq_len"], c["n_kv_heads"], c["shared_classifier"]) != (64, 32, 2, 1):
+            failures.append("llama2.c's ckpt.pt: read as %r" % c)
+        os.remove(out)
+    except (SystemExit, Exception) as e:
+        failures.append("llama2.c's ckpt.pt: %s: %s" % (type(e).__name__, e))
     margs = {k: v for k, v in cfg.items() if k != "shared_classifier"}  # ModelArgs' default: tied
     torch.save(dict(model=sd, model_args=margs, tokenizer=open(tokenizer, "rb").read()), ckpt)
     why = refused([ckpt, out], "output.weight differs from tok_embeddings.weight")
@@ -286,7 +299,7 @@ def main():
             sys.exit("differ from the committed fixtures: " + ", ".join(bad))
         failures = check_refusals(tmp)
     if failures:
-        sys.exit("export.py did not refuse " + "; ".join(failures))
+        sys.exit("export.py on broken or foreign checkpoints: " + "; ".join(failures))
     print("the exporter rebuilt tests/data/{%s} and tests/golden/{%s} byte for byte, and refused broken checkpoints"
           % (",".join(data), ",".join(golden)))
 

@@ -170,7 +170,7 @@ fi
 # ---- the exporter, from nanoGPT and Hugging Face checkpoints ----
 # (no separate probe for PyTorch: importing it takes a second)
 if out=$($PY export/make_gpt2_fixtures.py --check 2>&1); then
-    ok "export.py turns nanoGPT ckpt.pt files (_orig_mod. keys, meta.pkl beside it; with and without biases) and a Hugging Face GPT-2 state dict (Conv1D, config.json, vocab.json + merges.txt) into tests/data's GPT-2 fixtures byte for byte, and refuses broken ones with one line (a lost bias or matrix, heads that do not divide n_embd, a cut ckpt.pt, --rope-theta, a GPT-2 qkv file to convert, config.json's relu or per-layer attention scaling; a Llama state dict with a tensor the engine does not use, without output.weight, or with a classifier model_args calls tied that is not the embedding)"
+    ok "export.py turns nanoGPT ckpt.pt files (_orig_mod. keys, meta.pkl beside it; with and without biases) and a Hugging Face GPT-2 state dict (Conv1D, config.json, vocab.json + merges.txt) into tests/data's GPT-2 fixtures byte for byte, and refuses broken ones with one line (a lost bias or matrix, heads that do not divide n_embd, a cut ckpt.pt, --rope-theta, a GPT-2 qkv file to convert, config.json's relu or per-layer attention scaling; a Llama state dict with a tensor the engine does not use, without output.weight, or with a classifier model_args calls tied that is not the embedding), and reads llama2.c's own ckpt.pt"
 elif grep -q "^ModuleNotFoundError: No module named '\(torch\|numpy\)'$" <<<"$out"; then
     skip "export.py on nanoGPT and Hugging Face GPT-2 checkpoints" "$(grep -o "'[a-z]*'" <<<"$out" | tail -n 1) is missing"
 else
