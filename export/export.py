@@ -12,9 +12,10 @@ model_args: max_seq_len, multiple_of; the classifier tied; give --tokenizer),
 or a plain Llama-style state dict using
 llama2.c model.py names (tok_embeddings.weight, layers.N.attention.wq.weight,
 ..., norm.weight, output.weight).  For a plain state dict the shape is
-inferred from the tensors; give --tokenizer (tokenizer.bin), --seq-len, and
---n-heads/--n-kv-heads (defaults: head_size 64 if dim divisible by 64 ...
-pass them explicitly), plus --norm-eps/--rope-theta if not llama2.c's.
+inferred from the tensors; give --tokenizer (tokenizer.bin), --seq-len
+(default 256) and --n-heads (required: the shapes cannot tell it;
+--n-kv-heads is inferred from wk's rows), plus --norm-eps/--rope-theta if
+not llama2.c's.
 
 --dtype f16 stores the matrices (embedding and classifier included) as IEEE
 float16, rounded to nearest: half the bytes, the same engine arithmetic
