@@ -268,6 +268,9 @@ static void print_wrapped_lines(FILE *out, int width, const char *lead, int inde
 /* A note in parentheses: "  " and text, later lines indented by three */
 void print_wrapped(FILE *out, int width, const char *text) { print_wrapped_lines(out, width, "  ", 3, text); }
 
+/* A title or a statement: text, later lines indented by two */
+static void print_hanging(FILE *out, int width, const char *text) { print_wrapped_lines(out, width, "", 2, text); }
+
 /* The indices of the k largest weights, largest first (k <= n). */
 static void most_attended(const float *weights, int n, int *best, int k) {
     for (int i = 0; i < k; i++) {
@@ -358,27 +361,27 @@ const char *method_name(SampleMethod m) {
 
 /* "== pos P: input ... -> next ..., how ==", on two lines if one is wider than width */
 void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
-    char a[256], b[256], position[32], input_id[32], next_id[48], input[340], next[340];
+    char a[256], b[256], position[32], input_id[32], next_id[48];
     quoted_piece(a, sizeof a, tr->tok, st->token);
     quoted_piece(b, sizeof b, tr->tok, st->next);
     snprintf(position, sizeof position, "== pos %d:", st->pos);
     snprintf(input_id, sizeof input_id, " (id %d)", st->token);
     snprintf(next_id, sizeof next_id, " (id %d), %s ==", st->next, st->forced ? "forced by the prompt" : "sampled");
-    snprintf(input, sizeof input, "%s input %s%s", position, a, input_id);
-    snprintf(next, sizeof next, "-> next %s%s", b, next_id);
-    if (display_width(input) + 1 + display_width(next) <= width) {
-        fprintf(out, "\n%s %s\n", input, next);
-        return;
-    }
-    /* the input, then the next token indented: each on as many lines as
-     * the width needs (a narrow terminal), a quoted piece never split */
+    const char *items[] = { position, " input ", a, input_id, "-> next ", b, next_id }; /* the input's 4, the next's 3 */
+    int columns = 1;
+    for (int i = 0; i < 7; i++) columns += display_width(items[i]);
+    /* one line if it fits; else the next token on a line of its own,
+     * indented, and each part on as many lines as the width needs (a
+     * narrow terminal), a quoted piece never split */
     Wrap w = { out, width, 3, 0 };
     fputc('\n', out);
-    const char *input_items[] = { position, " input ", a, input_id }, *next_items[] = { "-> next ", b, next_id };
-    for (int i = 0; i < 4; i++) wrap_put(&w, input_items[i]);
-    fprintf(out, "\n   ");
-    w.column = 3;
-    for (int i = 0; i < 3; i++) wrap_put(&w, next_items[i]);
+    for (int i = 0; i < 7; i++) {
+        if (i == 4) {
+            fputs(columns <= width ? " " : "\n   ", out);
+            w.column = columns <= width ? w.column + 1 : 3;
+        }
+        wrap_put(&w, items[i]);
+    }
     wrap_end(&w);
 }
 
@@ -469,7 +472,7 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
     char title[160];
     snprintf(title, sizeof title, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f", l, h,
              h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
-    print_wrapped_lines(out, width, "", 2, title);
+    print_hanging(out, width, title);
     int window = tr->opt.window > 0; /* marks the sinks and the window */
     AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
                          st->n_visible, n_cols, c->head_size, lb->ptrs, width,
@@ -578,7 +581,7 @@ void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
                                             "mass)\nfell on it; p@T = %.4f", in->n_candidates,
                  in->n_candidates == 1 ? "" : "s", in->coin, in->probability);
     }
-    print_wrapped_lines(out, width, "", 2, text);
+    print_hanging(out, width, text);
 }
 
 /* One step of the text trace: every selected head as a table (full) or as
@@ -650,7 +653,7 @@ int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, 
     char title[96];
     snprintf(title, sizeof title, "layer %d: every head's weights (a: back to head %d's table)", tr->focus_layer,
              tr->focus_head);
-    print_wrapped_lines(out, width, "", 2, title);
+    print_hanging(out, width, title);
     for (int first = 0; first < n; first += keys) {
         int last = first + keys < n ? first + keys : n;
         print_key_lines(out, &columns, first, last);
