@@ -201,7 +201,8 @@ static void time_after_prefill(const Model *m, RunState *s, const int *tokens, C
     Progress progress = progress_start("bench");
     for (int i = dense; i < c->n; i++) {
         int position = c->positions[i], filled = c->positions[i - 1];
-        forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
+        if (position - 1 > filled) /* none when the position follows the last (--ctx 2049) */
+            forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
         for (int w = 0; w < WARM_STEPS; w++) timed_forward(m, s, tokens, position - 1, 1);
         for (int r = 0; r < t->repeats; r++) sample_step(t, i, r, timed_forward(m, s, tokens, position - 1, 1));
         show_position(&progress, i - dense + 1, c->n - dense, position, last);

@@ -892,6 +892,10 @@ float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int
 
 float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer) {
+    if (n < 1) { /* no row to classify: a caller's error, as forward_logits' */
+        fprintf(stderr, "forward_tokens: %d tokens at position %d\n", n, pos);
+        abort();
+    }
     int done = 0, len = 0;
     while (done < n) {
         len = n - done < QKV_CHUNK ? n - done : QKV_CHUNK;

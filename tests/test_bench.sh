@@ -169,22 +169,23 @@ else
 fi
 
 # ---- a longer context: log-spaced positions past 2048, the crossover, the prefill's memory
+# (--ctx 2897: the last position follows a log-spaced one, 2896, with nothing to prefill between)
 if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
     $PY export/make_test_models.py --random-legacy "$tmp/long.bin" --dim 32 --hidden 64 --layers 1 --heads 4 \
         --kv-heads 2 --vocab 64 --seq 3000 >/dev/null; then
-    if bench long "$tmp/long.bin" --ctx 3000; then
+    if bench long "$tmp/long.bin" --ctx 2897; then
         got=$(awk -F, 'NR > 1 && $1 > 2046 { printf "%s%s", sep, $1; sep = " " }' "$tmp/long.csv")
         rows=$(awk 'END { print NR - 1 }' "$tmp/long.csv")
-        if [ "$got" = "2047 2048 2233 2435 2656 2896 3000" ] && [ "$rows" = 2053 ]; then
-            ok "bench long: every position to 2048, then 8 log-spaced a doubling, and the last"
+        if [ "$got" = "2047 2048 2233 2435 2656 2896 2897" ] && [ "$rows" = 2053 ]; then
+            ok "bench long: every position to 2048, then 8 log-spaced a doubling, and the last (right after one: no prefill between)"
         else fail "bench long: positions" "$rows rows, ending '$got'"; fi
         check_report long "crossover: the context where attention takes as long as the rest of the step" \
-            "measured, f32 KV cache: (position [0-9]+|not reached by position 3000)" \
+            "measured, f32 KV cache: (position [0-9]+|not reached by position 2897)" \
             "q8 KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
-            "prefill memory, 3000 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
-            "attention at position 3000: [0-9.]+ MiB of keys and values.*; [0-9]+% of a read over the KV bytes alone, after the weights' \([0-9.]+ GB/s\)" \
-            "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 3000, .*\): it streams them at [0-9]+% of the first and [0-9]+% of the second" \
-            "the step's own bytes read in its order at position 3000, no arithmetic \(best of [0-9]+ passes\): weights [0-9.]+ GB/s, keys and values [0-9.]+ GB/s; attention reads at [0-9]+% of the latter"
+            "prefill memory, 2897 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
+            "attention at position 2897: [0-9.]+ MiB of keys and values.*; [0-9]+% of a read over the KV bytes alone, after the weights' \([0-9.]+ GB/s\)" \
+            "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 2897, .*\): it streams them at [0-9]+% of the first and [0-9]+% of the second" \
+            "the step's own bytes read in its order at position 2897, no arithmetic \(best of [0-9]+ passes\): weights [0-9.]+ GB/s, keys and values [0-9.]+ GB/s; attention reads at [0-9]+% of the latter"
         # the paired reads' keys and values are the bytes the attention line counts
         kv=$(awk '/^  attention at position/ { for (i = 1; i < NF; i++) if ($i == "MiB") { a = $(i - 1); exit } }
             END { print a }' "$tmp/long.out")
