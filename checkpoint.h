@@ -538,7 +538,7 @@ static int find_all_tensors(TensorTable *t, Model *m) {
     return 0;
 }
 
-/* Bytes 104..255 of the header are reserved, and written as zero: a file
+/* Bytes 116..255 of the header (QKV_HEADER_USED_BYTES on) are reserved, and written as zero: a file
  * with anything there was made by a writer this engine does not know. */
 static int check_reserved_zero(FileView *f) {
     for (int i = QKV_HEADER_USED_BYTES; i < QKV_HEADER_BYTES; i++)

@@ -89,7 +89,7 @@ void check_text(const Tokenizer *t, const char *text, const char *what) {
 int *encode_text(const Tokenizer *t, int start, const char *text, const char *what, int always_start, int *n,
                  int *started) {
     check_text(t, text, what);
-    int *tokens = malloc((strlen(text) + 3) * sizeof(int));
+    int *tokens = malloc((strlen(text) + 4) * sizeof(int)); /* tokenizer_encode's room, after the start */
     if (!tokens || (*n = tokenizer_encode(t, text, 0, 0, tokens + 1)) < 0) die("out of memory encoding %s", what);
     *started = t->kind == TOKENIZER_LLAMA || always_start || *n == 0;
     if (*started && start < 0) /* only a character vocabulary lacks one (checkpoint.h: start_id_of) */
@@ -99,7 +99,7 @@ int *encode_text(const Tokenizer *t, int start, const char *text, const char *wh
     return tokens;
 }
 
-int check_logits(const RunState *s, const float *logits, int n, int pos) {
+int report_bad_logits(const RunState *s, const float *logits, int n, int pos) {
     int bad = logits_check(logits, n);
     if (bad < 0) return 0;
     /* float16 rows hold magnitudes up to 65504: a larger key or value is

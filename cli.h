@@ -49,7 +49,7 @@ int *encode_text(const Tokenizer *t, int start, const char *text, const char *wh
 /* Non-finite logits mean the weights (or the arithmetic) broke down: there is
  * no distribution to sample from, and no silent answer to give. Returns 0
  * if the logits at pos are all finite, else says so and returns -1. */
-int check_logits(const RunState *s, const float *logits, int n, int pos);
+int report_bad_logits(const RunState *s, const float *logits, int n, int pos);
 
 /* A run state for the run's positions: capacity of them, or with --window
  * W positions however long the run (positions past it evict); KV rows of

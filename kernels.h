@@ -130,9 +130,9 @@ uint16_t float_to_half(float f);
  * for a memory checker (QKV_CALLOC_BUFFERS, below). Freed with
  * free_aligned. */
 void *zalloc_aligned(size_t count, size_t size);
-/* The same for a buffer written whole at once (the weights' panels): on 2
- * MiB pages whatever its size, so that filling it faults once per 2 MiB,
- * not once per 4 KiB page. Measured, AMD EPYC (a virtual machine, where a
+/* The same for a buffer written whole at once (the weights' panels): one
+ * of QKV_MAPPED_BYTES or more on 2 MiB pages whatever its size, so that
+ * filling it faults once per 2 MiB, not once per 4 KiB page. Measured, AMD EPYC (a virtual machine, where a
  * fault is a trip to the host): `-m info` on the grammar model (1.4 MB of
  * panels) took 469 page faults, 121 after. Freed with free_aligned. */
 void *zalloc_written_whole(size_t bytes);

@@ -46,7 +46,7 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
  * what keeps the memory system busy in a decode step), times up to P
  * queries (each key vector loaded once for all of them: a prompt). One accumulator per (row, position); four rows'
  * accumulators are summed across lanes together at the end. TILE_ROWS is
- * the AVX2 kernels' R; the AVX-512 ones choose theirs per shape. */
+ * every kernel's R; the AVX-512 ones choose their P per shape. */
 #define TILE_ROWS 4
 /* Software prefetch (the kernels with fetch, into L1 or into L2 (_l2); not
  * the _hw ones: kv_fetch_ahead chooses): while a tile streams its rows, the

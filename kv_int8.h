@@ -9,13 +9,6 @@
 #ifndef QKV_KV_INT8_INCLUDED
 #define QKV_KV_INT8_INCLUDED
 
-/* roundf's halves away from zero, exactly, for |v| < 2^31 */
-static inline int kv_round(float v) {
-    int t = (int)v;
-    float fraction = v - (float)t;
-    return t + (fraction >= 0.5f) - (fraction <= -0.5f);
-}
-
 /* An int8 row's scale, max|x| / 127, and its inverse (0 for a row of
  * zeros, or of values so small the inverse overflows: inverse_scale); a
  * row with a NaN or an infinity gets a NaN scale and inverse 0, so no
@@ -29,11 +22,11 @@ static float q8_scale(const float *x, int n, float *inverse) {
 }
 
 /* An element of an int8 value row: round(x / scale) */
-static inline unsigned char q8_byte(float x, float inverse) { return (unsigned char)(int8_t)kv_round(x * inverse); }
+static inline unsigned char q8_byte(float x, float inverse) { return (unsigned char)(int8_t)round_half_away(x * inverse); }
 
 /* A key's element is stored as the unsigned byte round(x / scale) + 128
  * (1..255): the VNNI multiply-add of bytes takes one unsigned operand */
-static inline unsigned char q8_key_byte(float x, float inverse) { return (unsigned char)(kv_round(x * inverse) + 128); }
+static inline unsigned char q8_key_byte(float x, float inverse) { return (unsigned char)(round_half_away(x * inverse) + 128); }
 
 /* int8 keys, in panels: the rows of slots 16j..16j+15 of a head together,
  * four elements of each row after the other's, so that 64 bytes hold a

@@ -171,7 +171,7 @@ typedef struct {
     float *block_out;  /* [QKV_CHUNK, dim] a block's output before the residual add */
     float *q;          /* [QKV_CHUNK, q_dim] queries of all heads */
     float *k, *v;      /* [QKV_CHUNK, kv_dim] these positions' keys and values */
-    float *mlp_hidden; /* [QKV_CHUNK, hidden_dim] the MLP's hidden layer: gelu(w1 x), or w1 x and then silu(w1 x) * (w3 x) */
+    float *mlp_hidden; /* [QKV_CHUNK, hidden_dim] the MLP's hidden layer: gelu(w1 x + b1), or w1 x and then silu(w1 x) * (w3 x) */
     float *mlp_up;     /* [QKV_CHUNK, hidden_dim] SwiGLU's w3 x */
     float *attention_scores;  /* [n_heads, capacity] raw q·k of the position the observer is told of */
     float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores (both point into:) */
@@ -631,7 +631,7 @@ static void gelu_items(void *ctx, long first, long last) {
     for (long i = first; i < last; i++) g->h[i] = g->act == ACT_GELU_TANH ? gelu_tanh(g->h[i]) : gelu_erf(g->h[i]);
 }
 
-/* rows of h[n, hidden] <- gelu(h), the chosen GELU */
+/* h[n] <- gelu(h), elementwise (a chunk's hidden rows: n = rows · hidden), the chosen GELU */
 static void gelu(Team *team, float *h, int n, Activation act) {
     GeluTask task = { h, act };
     team_run_items(team, n, gelu_items, &task, n >= QKV_PARALLEL_ELEMENTS);

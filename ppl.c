@@ -109,7 +109,7 @@ typedef struct {
 static int add_losses(Scoring *sc, const float *logits, int rows, int at) {
     int V = sc->m->config.vocab_size;
     for (int j = 0; j < rows; j++) {
-        if (check_logits(sc->s, logits + (size_t)j * V, V, at + j)) return -1;
+        if (report_bad_logits(sc->s, logits + (size_t)j * V, V, at + j)) return -1;
         sc->total += negative_log_likelihood(logits + (size_t)j * V, V, sc->tokens[at + j + 1]);
     }
     return 0;
@@ -168,7 +168,7 @@ static int score_recomputing(Scoring *sc, int W, int S) {
         memcpy(view, sc->tokens, (size_t)S * sizeof(int));
         memcpy(view + S, sc->tokens + p - (W - S) + 1, (size_t)(W - S) * sizeof(int));
         float *logits = forward_tokens(sc->m, sc->s, view, W, 0, NULL);
-        if (check_logits(sc->s, logits, V, p)) rc = -1;
+        if (report_bad_logits(sc->s, logits, V, p)) rc = -1;
         else sc->total += negative_log_likelihood(logits, V, sc->tokens[p + 1]);
         show_scoring(sc, p + 1);
     }

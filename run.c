@@ -165,8 +165,8 @@ static int user_quits(Tracer *tr, double *waited) {
 }
 
 /* One decode step with the thread count the choice is trying, timed for it */
-static float *timed_forward(const Model *m, RunState *s, ThreadChoice *threads, int token, int pos,
-                            const ForwardObserver *obs) {
+static float *forward_choosing_threads(const Model *m, RunState *s, ThreadChoice *threads, int token, int pos,
+                                       const ForwardObserver *obs) {
     team_set_threads(s->team, thread_choice_apply(threads));
     double start = now_seconds();
     float *logits = forward(m, s, token, pos, obs);
@@ -213,8 +213,8 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
             break;
         }
         if (pos + 1 < steps) {
-            logits = timed_forward(m, s, &threads, token, pos + 1, obs);
-            if (check_logits(s, logits, c->vocab_size, pos + 1)) rc = 1;
+            logits = forward_choosing_threads(m, s, &threads, token, pos + 1, obs);
+            if (report_bad_logits(s, logits, c->vocab_size, pos + 1)) rc = 1;
         }
     }
     free(probs);
@@ -243,11 +243,11 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
     Sampler sampler;
     char err[256];
     if (sampler_init(&sampler, c->vocab_size, o->temperature, o->topp, o->topk, seed))
-        die("out of memory for the run state");
+        die("out of memory for the sampler");
     double start = now_seconds();
     int at;
     float *logits = run_prompt(g->m, g->s, g->tr, g->prompt, g->n_prompt, &at);
-    int rc = check_logits(g->s, logits, c->vocab_size, at) ? 1 : 0;
+    int rc = report_bad_logits(g->s, logits, c->vocab_size, at) ? 1 : 0;
     TextPrinter out = { { 0 }, 0 };
     /* the start token is not the user's text, except a character model's "\n" (as nanoGPT prints it) */
     int first_shown = g->started && g->t->kind != TOKENIZER_CHAR ? 1 : 0;
@@ -310,6 +310,7 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
         if (o->probe && k > 0) { /* each sample's probe from its own seed, as a run with that seed makes it */
             free(prompt);
             g.prompt = prompt = probe_prompt(c, seed + (unsigned long long)k, &n_prompt);
+            g.n_prompt = n_prompt;
         }
         rc = generate_sample(&g, seed + (unsigned long long)k);
     }

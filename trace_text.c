@@ -163,7 +163,7 @@ typedef enum { ROW_SCORES, ROW_SCALED, ROW_MASK, ROW_WEIGHTS } RowKind;
  * after the query) show "·" for scores: forward() never computes them. */
 static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int first, int last, int colour) {
     static const char *const names[] = { "q·k", "q·k/√d", "mask", "weight" };
-    float scale = 1.0f / sqrtf((float)row->head_size); /* as attention_head() scales */
+    float scale = 1.0f / sqrtf((float)row->head_size); /* as attention_layer() scales */
     char cell[32];
     put_row_label(out, names[kind]);
     for (int i = first; i < last; i++) {
