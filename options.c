@@ -54,7 +54,7 @@ typedef struct {
 static const Flag FLAGS[] = {
     { "-m", ARG_TEXT, "MODE", 0, 0, 0, ALL_MODES, AT(mode_name), "generate",
       "generate tokenize info ppl bench quantize heads" },
-    { "--threads", ARG_INT, "N", 1, 1024, 0, ALL_MODES, AT(threads), "all or 1",
+    { "--threads", ARG_INT, "N", 1, TEAM_MAX, 0, ALL_MODES, AT(threads), "all or 1",
       "OpenMP threads (or OMP_NUM_THREADS)" },
     { "-h", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "this help, on stdout" },
     { "--help", ARG_SWITCH, NULL, 0, 0, 0, ALL_MODES, AT(help), NULL, "the same" },

@@ -497,21 +497,37 @@ static int run_mode(Options *o, const Model *m, Tokenizer *t, const char *path) 
     return status;
 }
 
+/* The threads a run has: --threads, else OpenMP's count (OMP_NUM_THREADS,
+ * else the processors), at most TEAM_MAX (a team's size, and so every
+ * OpenMP region's: OMP_NUM_THREADS=100000 made libgomp's own regions, the
+ * bench's probes and ppl's, crash). More than the processors is allowed (a
+ * measurement may want it), with a warning: it is never faster. */
+static int settle_threads(int forced) {
+#ifdef _OPENMP
+    if (forced > 0) omp_set_num_threads(forced);
+    int n = omp_get_max_threads(), procs = omp_get_num_procs();
+    char asked[48];
+    snprintf(asked, sizeof asked, forced > 0 ? "--threads %d" : "OMP_NUM_THREADS=%d", n);
+    if (n > TEAM_MAX) {
+        fprintf(stderr, "warning: %s: qkv runs at most %d threads, and takes that many\n", asked, TEAM_MAX);
+        omp_set_num_threads(n = TEAM_MAX);
+    }
+    if (n > procs)
+        fprintf(stderr, "warning: %s is more than this machine's %d processors: the threads take turns on them, "
+                        "and every step waits for the last\n", asked, procs);
+    return n;
+#else
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv) {
     /* A closed stdout would lend its descriptor to the next file opened (a
      * trace, say), and the text would land there */
     if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("stdout is closed: give the output somewhere to go");
     Options o;
     parse_options(&o, argc, argv);
-#ifdef _OPENMP
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    if (o.threads > omp_get_num_procs()) /* allowed (a measurement may want it), but never faster */
-        fprintf(stderr, "warning: --threads %d is more than this machine's %d processors: the threads take turns "
-                        "on them, and every step waits for the last\n", o.threads, omp_get_num_procs());
-    o.bench.threads = omp_get_max_threads();
-#else
-    o.bench.threads = 1;
-#endif
+    o.bench.threads = settle_threads(o.threads);
     o.trace.window = o.window; /* the trace marks the sinks and the window */
     o.trace.sinks = o.sinks;
     char *owned_prompt = NULL;
