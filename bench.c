@@ -24,6 +24,7 @@
 #include "bench_internal.h"
 #include "progress.h"
 #include "output_file.h"
+#include "sampler.h" /* logits_check */
 
 #include <math.h>
 #include <stdio.h>
@@ -619,9 +620,7 @@ static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int obse
     long growth = -1;
     int *tokens = malloc(sizeof(int) * (size_t)n);
     ForwardObserver o = { .attention = ignore_attention };
-    if (!tokens || run_state_init_kv(&s, &m->config, window ? window : n, (KVType)kv_type) ||
-        kv_window_init(&s.kv_cache, sinks))
-        return -1;
+    if (!tokens || run_state_init_window(&s, &m->config, n, (KVType)kv_type, window, sinks)) return -1;
     fill_tokens(tokens, n, m->config.vocab_size);
     touch_mapping(m);
     FILE *reset = fopen("/proc/self/clear_refs", "w");
@@ -705,6 +704,37 @@ static void probe_roofline(Bench *b) {
     roofline_measure_after(&b->kv_alone_roofline, kv_bytes, weights, o->threads);
 }
 
+/* The CSV and the chart, opened once the measuring is done (options.c
+ * checked at the start that their paths can be written): a run that fails
+ * leaves a file already there as it was. */
+static int write_outputs(const Bench *b, const Derived *d, char *err, size_t err_len) {
+    const BenchOptions *o = b->options;
+    FILE *f;
+    if (o->csv_path) {
+        if (!(f = output_open(o->csv_path, "--csv", err, err_len))) return -1;
+        write_csv(b, f);
+        if (output_close(f, o->csv_path, 0, err, err_len)) return -1;
+    }
+    if (o->svg_path) {
+        if (!(f = output_open(o->svg_path, "--svg", err, err_len))) return -1;
+        int rc = write_svg(b, d, f);
+        if (rc) snprintf(err, err_len, "out of memory for the benchmark");
+        if (output_close(f, o->svg_path, rc, err, err_len)) return -1;
+    }
+    return 0;
+}
+
+/* A model whose logits are not finite has no next token to time (generate,
+ * ppl and heads refuse it): one step at position 0 says. Returns 0, or -1
+ * with err. */
+static int check_first_logits(const Model *m, RunState *s, const int *tokens, char *err, size_t err_len) {
+    const float *logits = forward(m, s, tokens[0], 0, NULL);
+    int bad = logits_check(logits, m->config.vocab_size);
+    if (bad < 0) return 0;
+    snprintf(err, err_len, "the model produced %s logits at position 0", isnan(logits[bad]) ? "NaN" : "infinite");
+    return -1;
+}
+
 int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) {
     const Config *c = &m->config;
     Bench b;
@@ -713,41 +743,36 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     b.options = o;
     b.repeats = o->repeats > 0 ? o->repeats : 1;
     b.ctx = bench_context(c, o);
-    /* The output files are opened first, so a bad path fails at once rather
-     * than after minutes of measuring. */
-    FILE *csv = NULL, *svg = NULL;
-    if (o->csv_path && !(csv = output_open(o->csv_path, "--csv", err, err_len))) return -1;
-    if (o->svg_path && !(svg = output_open(o->svg_path, "--svg", err, err_len))) {
-        if (csv) fclose(csv);
-        return -1;
-    }
-    b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
-    fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
-    for (int observed = 0; observed < 2; observed++)
-        b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
     RunState s;
     Derived d = { 0 };
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
-    int rc = !tokens || run_state_init_kv(&s, c, o->window ? o->window : b.ctx, (KVType)o->kv_type) ||
-                     kv_window_init(&s.kv_cache, o->sinks) ? -1 : 0;
-    if (!rc) {
-        fill_tokens(tokens, b.ctx, c->vocab_size);
-        MeasureRun run = { &b, &s, tokens };
-        rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d);
-        b.peak_rss = peak_resident_bytes();
-        run_state_free(&s);
-        probe_roofline(&b);
+    if (!tokens || run_state_init_window(&s, c, b.ctx, (KVType)o->kv_type, o->window, o->sinks)) {
+        free(tokens);
+        snprintf(err, err_len, "out of memory for the benchmark");
+        return -1;
     }
+    fill_tokens(tokens, b.ctx, c->vocab_size);
+    int rc = check_first_logits(m, &s, tokens, err, err_len);
     if (!rc) {
+        b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
+        fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
+        for (int observed = 0; observed < 2; observed++)
+            b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
+        MeasureRun run = { &b, &s, tokens };
+        if (team_main(o->threads, measure_on_team, &run) || derive(&b, &d)) {
+            snprintf(err, err_len, "out of memory for the benchmark");
+            rc = -1;
+        }
+        b.peak_rss = peak_resident_bytes();
+    }
+    run_state_free(&s);
+    if (!rc) {
+        probe_roofline(&b);
         find_crossover(&b, &d);
         print_report(&b);
-        if (csv) write_csv(&b, csv);
-        if (svg) rc = write_svg(&b, &d, svg);
+        rc = write_outputs(&b, &d, err, err_len);
     }
     free(d.block);
-    if (rc) snprintf(err, err_len, "out of memory for the benchmark");
-    if (csv) rc = output_close(csv, o->csv_path, rc, err, err_len);
-    if (svg) rc = output_close(svg, o->svg_path, rc, err, err_len);
     curve_free(&b.cached);
     curve_free(&b.recomputed);
     curve_free(&b.full);

@@ -112,9 +112,7 @@ int report_bad_logits(const RunState *s, const float *logits, int n, int pos) {
 }
 
 void run_state_for(RunState *s, const Config *c, int capacity, int kv_type, int window, int sinks) {
-    if (window) capacity = window;
-    if (run_state_init_kv(s, c, capacity, (KVType)kv_type) || kv_window_init(&s->kv_cache, sinks))
-        die("out of memory for the run state");
+    if (run_state_init_window(s, c, capacity, (KVType)kv_type, window, sinks)) die("out of memory for the run state");
 }
 
 ThreadChoice choose_threads(int threads) {

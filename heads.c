@@ -417,23 +417,21 @@ static void csv_writer(FILE *f, const HeadsReport *r, const char *model_path) { 
 
 int heads_run(const Model *m, const HeadsOptions *o, char *err, size_t err_len) {
     const char *name = o->model_path ? o->model_path : "model";
-    /* the outputs open first: a bad path fails before the probes run */
+    /* the outputs open once the probes have run (options.c checked their
+     * paths at the start): a refused model leaves a file already there as it was */
     const struct { const char *flag, *path; ReportWriter writer; } outputs[] = {
         { "--csv", o->csv_path, csv_writer }, { "--json", o->json_path, write_json }, { "--svg", o->svg_path, write_svg },
     };
-    FILE *files[3] = { NULL, NULL, NULL };
-    int rc = 0;
-    for (int i = 0; i < 3 && rc == 0; i++)
-        if (outputs[i].path && !(files[i] = output_open(outputs[i].path, outputs[i].flag, err, err_len))) rc = -1;
     HeadsReport r;
-    int measured = rc == 0 && heads_measure(m, o->n_probes, o->seed, &r, err, err_len) == 0;
-    if (rc == 0 && !measured) rc = -1;
-    if (measured) print_table(stdout, &r, name);
-    for (int i = 0; i < 3; i++) {
-        if (!files[i]) continue;
-        if (measured) outputs[i].writer(files[i], &r, name);
-        rc = output_close(files[i], outputs[i].path, rc, err, err_len);
+    if (heads_measure(m, o->n_probes, o->seed, &r, err, err_len)) return -1;
+    print_table(stdout, &r, name);
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        FILE *f = outputs[i].path ? output_open(outputs[i].path, outputs[i].flag, err, err_len) : NULL;
+        if (outputs[i].path && !f) rc = -1;
+        if (f) outputs[i].writer(f, &r, name);
+        if (f) rc = output_close(f, outputs[i].path, 0, err, err_len);
     }
-    if (measured) heads_report_free(&r);
+    heads_report_free(&r);
     return rc;
 }

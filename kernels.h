@@ -228,6 +228,12 @@ const KernelEntry *kernel_best(WeightType type);
  * weights decoded as if cached, 23.5 MB as if from memory). */
 size_t last_level_cache_bytes(void);
 int weights_from_memory(size_t bytes_per_token);
+/* The environment's kernel choices above (QKV_ISA, QKV_VENDOR, QKV_FAMILY,
+ * QKV_CACHE_BYTES and QKV_KV_FETCH: none, l1 or l2), checked: NULL when
+ * each is unset or one the engine knows, else what is wrong with the first
+ * that is not, in buf (a typo such as QKV_ISA=avx-2 measured the default
+ * choice without a word). */
+const char *kernel_env_error(char *buf, size_t len);
 /* Float32 or float16 rows as stored, not panels (the KV cache's keys): the
  * kernel within an instruction set (kernels_rows.h). */
 MatmulKernel rows_kernel_for(WeightType type, Isa isa, Fetch fetch);
@@ -908,6 +914,42 @@ size_t last_level_cache_bytes(void) {
 }
 
 int weights_from_memory(size_t bytes_per_token) { return bytes_per_token > last_level_cache_bytes() / 2; }
+
+/* Whether value is one of names[0..n-1]; their list, "a, b or c", into list */
+static int env_one_of(const char *value, const char *const *names, int n, char *list, size_t len) {
+    int found = 0;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        found |= strcmp(value, names[i]) == 0;
+        at += (size_t)snprintf(list + at, at < len ? len - at : 0, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+                               names[i]);
+    }
+    return found;
+}
+
+const char *kernel_env_error(char *buf, size_t len) {
+    const char *isas[ISA_COUNT], *vendors[VENDOR_COUNT], *fetches[] = { "none", "l1", "l2" }, *v;
+    char list[128], *end;
+    for (int i = 0; i < ISA_COUNT; i++) isas[i] = isa_name((Isa)i);
+    for (int i = 0; i < VENDOR_COUNT; i++) vendors[i] = vendor_name((Vendor)i);
+    const struct { const char *var, *const *names; int n; } choices[] = {
+        { "QKV_ISA", isas, ISA_COUNT }, { "QKV_VENDOR", vendors, VENDOR_COUNT }, { "QKV_KV_FETCH", fetches, 3 },
+    };
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
+        if ((v = getenv(choices[i].var)) && !env_one_of(v, choices[i].names, choices[i].n, list, sizeof list)) {
+            snprintf(buf, len, "%s=%s: expected %s", choices[i].var, v, list);
+            return buf;
+        }
+    if ((v = getenv("QKV_FAMILY")) && (strtol(v, &end, 0) < 0 || end == v || *end)) {
+        snprintf(buf, len, "QKV_FAMILY=%s: expected a CPU family number (25, or 0x19)", v);
+        return buf;
+    }
+    if ((v = getenv("QKV_CACHE_BYTES")) && (v[strspn(v, " ")] == '-' || strtoull(v, &end, 0) == 0 || end == v || *end)) {
+        snprintf(buf, len, "QKV_CACHE_BYTES=%s: expected a number of bytes, more than 0", v);
+        return buf;
+    }
+    return NULL;
+}
 
 #endif /* QKV_KERNELS_IMPLEMENTED */
 #endif /* QKV_KERNELS_IMPLEMENTATION */

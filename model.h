@@ -200,6 +200,10 @@ typedef struct {
 int run_state_init(RunState *s, const Config *c, int capacity);
 /* The same with a KV cache of kv_type rows (float32 above). */
 int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type);
+/* The same for a sliding window of `window` positions with `sinks` kept
+ * (kv_window.h): the cache holds the window when there is one, else
+ * capacity. Returns 0, or -1 out of memory (nothing left allocated). */
+int run_state_init_window(RunState *s, const Config *c, int capacity, KVType kv_type, int window, int sinks);
 /* Positions whose observed attention a run state computes together: as
  * many as fit in QKV_ATTENTION_FLOATS, 1 to QKV_OBSERVED_ROWS. */
 int attention_rows_for(int n_heads, int capacity);
@@ -356,6 +360,15 @@ int run_state_init_kv(RunState *s, const Config *c, int capacity, KVType kv_type
     if (kv_failed || !s->x || !s->matmul_in || !s->block_out || !s->q || !s->k || !s->v || !s->mlp_hidden || !s->mlp_up ||
         !s->chunk_scores || !s->chunk_weights || !s->logits || !s->rope_cos || !s->rope_sin || !s->x_q ||
         !s->x_q_scale || !s->x_q_sum || !s->attention_partials || !s->attention_states) {
+        run_state_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+int run_state_init_window(RunState *s, const Config *c, int capacity, KVType kv_type, int window, int sinks) {
+    if (run_state_init_kv(s, c, window ? window : capacity, kv_type)) return -1;
+    if (kv_window_init(&s->kv_cache, sinks)) {
         run_state_free(s);
         return -1;
     }

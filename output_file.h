@@ -56,8 +56,10 @@ const char *output_target(const char *path, char *out);
  * -1 with err (what names the file in it). */
 int output_check(const char *path, int whole, const char *what, char *err, size_t err_len);
 
-/* Opens path to write as the run goes. Returns the file, or NULL with err
- * (what names the file in it). */
+/* Opens path to write as the run goes (a regular file that is stdout's or
+ * stderr's, as /dev/stdout is when stdout goes to a file, is written
+ * through that stream's descriptor, not cut and overwritten). Returns the
+ * file, or NULL with err (what names the file in it). */
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len);
 
 /* Closes f (opened on path); a write that failed, a full disk among them,

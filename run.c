@@ -527,6 +527,11 @@ int main(int argc, char **argv) {
     if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("stdout is closed: give the output somewhere to go");
     Options o;
     parse_options(&o, argc, argv);
+    char env_error[192];
+    if (kernel_env_error(env_error, sizeof env_error)) {
+        fprintf(stderr, "error: %s\n", env_error);
+        return 2;
+    }
     o.bench.threads = settle_threads(o.threads);
     o.trace.window = o.window; /* the trace marks the sinks and the window */
     o.trace.sinks = o.sinks;

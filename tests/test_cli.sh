@@ -68,6 +68,17 @@ else fail "--threads past the processors" "warnings: $over over, $fits at $procs
 # libgomp's own regions: ppl's, heads', the bench's probes)
 expect_error "usage: --threads 65, past a team's 64" 2 "--threads 65: expected an integer in \[1, 64\]" -- \
     $RUN $MODEL --threads 65
+# the environment's kernel choices: a value the engine does not know is an
+# error, not the default choice measured without a word
+for bad in QKV_ISA=avx-2 QKV_VENDOR=xyz QKV_KV_FETCH=l3 QKV_FAMILY=abc QKV_FAMILY=-1 QKV_CACHE_BYTES=-1 QKV_CACHE_BYTES=0; do
+    expect_error "usage: $bad" 2 "^error: ${bad}: expected" -- env "$bad" $RUN $MODEL -n 2
+done
+good=0
+for fine in QKV_ISA=portable QKV_VENDOR=any QKV_KV_FETCH=l2 QKV_FAMILY=0x19 QKV_CACHE_BYTES=1000000; do
+    env "$fine" $RUN $MODEL -i "the" -n 3 -t 0 >/dev/null 2>&1 && good=$((good + 1))
+done
+if [ $good = 5 ]; then ok "QKV_ISA=portable, QKV_VENDOR=any, QKV_KV_FETCH=l2, QKV_FAMILY=0x19, QKV_CACHE_BYTES=1000000 run"
+else fail "valid kernel choices in the environment" "$good of 5 ran"; fi
 want=$($RUN models/grammar.bin -m ppl -f tests/data/grammar-sample.txt 2>/dev/null | tail -n 1)
 for mode in ppl heads; do
     args=(-m ppl -f tests/data/grammar-sample.txt); m=models/grammar.bin

@@ -99,6 +99,16 @@ EOF
     else fail "--probe induction --html" "the page's tokens are not the probe, or no roles"; fi
 else fail "--probe induction --html" "$(head -n 1 "$tmp/err")"; fi
 
+# ---- --csv /dev/stdout with stdout sent to a file: the table and the CSV both
+# there (fopen cut the file and wrote the CSV from its start, over the table:
+# 16 lines of 25)
+"$RUN" tests/data/gqa.qkv -m heads --probes 2 --csv /dev/stdout >"$tmp/both.txt" 2>/dev/null
+"$RUN" tests/data/gqa.qkv -m heads --probes 2 --csv "$tmp/alone.csv" >"$tmp/table.txt" 2>/dev/null
+if [ -s "$tmp/alone.csv" ] && [ -s "$tmp/table.txt" ] &&
+    [ "$(cat "$tmp/table.txt" "$tmp/alone.csv" | sort)" = "$(sort "$tmp/both.txt")" ]; then
+    ok "-m heads --csv /dev/stdout > FILE: the table and the CSV, whole (in the order their streams flush)"
+else fail "-m heads --csv /dev/stdout > FILE" "$(wc -l <"$tmp/both.txt") lines, expected the table's and the CSV's"; fi
+
 # ---- bad input: one error line, exit 2 (usage) or 1 (data) -------------------
 expect() { # expect STATUS NAME ARGS...: that exit status and one "error:" line
     local want=$1 name=$2

@@ -63,6 +63,22 @@ else
     done
 fi
 
+# ---- a refused run leaves the outputs already there as they were -------------
+# (-m bench and -m heads opened theirs at the start: a model refused for its
+# NaN logits left them empty; options.c checks the paths at the start instead)
+if [ -f "$tmp/files/nan-norm-bench.qkv" ]; then
+    for mode in "bench --ctx 4 --repeats 1 --csv $tmp/keep.csv --svg $tmp/keep.svg" \
+        "heads --probes 1 --csv $tmp/keep.csv --json $tmp/keep.json --svg $tmp/keep.svg"; do
+        for f in keep.csv keep.json keep.svg; do echo kept >"$tmp/$f"; done
+        # shellcheck disable=SC2086
+        $RUN "$tmp/files/nan-norm-bench.qkv" -m $mode >/dev/null 2>&1
+        rc=$?
+        kept=$(cat "$tmp/keep.csv" "$tmp/keep.json" "$tmp/keep.svg" | grep -c '^kept$')
+        if [ $rc = 1 ] && [ "$kept" = 3 ]; then ok "-m ${mode%% *} refused (NaN logits): the files already at its outputs kept"
+        else fail "-m ${mode%% *} refused: outputs kept" "exit $rc, $kept of 3 files kept"; fi
+    done
+fi
+
 # expect NAME EXPECT PATTERN ARGS...: one run_case as its own check
 expect() {
     local name=$1; shift
