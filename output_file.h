@@ -6,10 +6,12 @@
  * file nor an empty one, and a reader of PATH never sees it half written:
  * -m quantize's checkpoint and --html's page.
  *
- * Streamed (output_open, output_close): opened at the start (a bad path
- * fails before minutes of work) and written as the run goes, so a FIFO or
- * /dev/stdout can take it: the trace's text and JSON lines, -m bench's and
- * -m heads' tables and charts. */
+ * Streamed (output_open, output_close): written as the run goes, so a
+ * FIFO or /dev/stdout can take it: the trace's text and JSON lines, opened
+ * at the start; -m bench's and -m heads' tables and charts, opened once
+ * measured (a refused run leaves a file already there as it was). Every
+ * path is checked at the start (output_check), so a bad one fails before
+ * minutes of work. */
 #ifndef QKV_OUTPUT_FILE_H
 #define QKV_OUTPUT_FILE_H
 
