@@ -649,6 +649,27 @@ static int map_file(FileView *f, Model *m, const char *path) {
     return 0;
 }
 
+/* A layer's matrices, in the order its block uses them (GPT-2's w3 empty) */
+#define LAYER_MATRICES 7
+static void layer_matrices(const LayerWeights *w, const Matrix *out[LAYER_MATRICES]) {
+    const Matrix *mats[LAYER_MATRICES] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+    memcpy(out, mats, sizeof mats);
+}
+
+int model_matrices_of(const Model *m, WeightType type) {
+    const Weights *w = &m->weights;
+    const Matrix *top[] = { &w->token_embedding, w->classifier.data != w->token_embedding.data ? &w->classifier : NULL,
+                            &w->position_embedding };
+    int n = 0;
+    for (size_t i = 0; i < 3; i++) n += top[i] && top[i]->rows > 0 && top[i]->type == type;
+    for (int l = 0; l < m->config.n_layers; l++) {
+        const Matrix *mats[LAYER_MATRICES];
+        layer_matrices(&w->layers[l], mats);
+        for (int i = 0; i < LAYER_MATRICES; i++) n += mats[i]->rows > 0 && mats[i]->type == type;
+    }
+    return n;
+}
+
 const char *model_kernel_name(const Model *m) {
     const KernelEntry *k = m->config.n_layers > 0 ? m->weights.layers[0].wq.kernel : NULL;
     return k ? k->name : "?";
@@ -661,10 +682,9 @@ static void pick_kernels(Model *m, Isa isa) {
     Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier, &m->weights.position_embedding };
     for (size_t i = 0; i < 3; i++) top[i]->kernel = kernel_for(top[i]->type, isa, from_memory);
     for (int l = 0; l < m->config.n_layers; l++) {
-        LayerWeights *w = &m->weights.layers[l];
-        Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-            mats[i]->kernel = kernel_for(mats[i]->type, isa, from_memory);
+        const Matrix *mats[LAYER_MATRICES];
+        layer_matrices(&m->weights.layers[l], mats);
+        for (int i = 0; i < LAYER_MATRICES; i++) ((Matrix *)mats[i])->kernel = kernel_for(mats[i]->type, isa, from_memory);
     }
 }
 
@@ -728,15 +748,11 @@ static void span_add(const Model *m, FileSpan *s, const unsigned char *start, co
  * reads its row from the classifier's panels (matrix_row). -1 if the memory
  * cannot be had. */
 static int pack_matrices(Model *m) {
-    int n_layers = m->config.n_layers, n = 1 + 7 * n_layers;
+    int n_layers = m->config.n_layers, n = 1 + LAYER_MATRICES * n_layers;
     Matrix **mats = malloc((size_t)n * sizeof *mats);
     if (!mats) return -1;
     mats[0] = &m->weights.classifier;
-    for (int l = 0; l < n_layers; l++) {
-        LayerWeights *w = &m->weights.layers[l];
-        Matrix *layer[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
-        memcpy(mats + 1 + 7 * l, layer, sizeof layer);
-    }
+    for (int l = 0; l < n_layers; l++) layer_matrices(&m->weights.layers[l], (const Matrix **)(mats + 1 + LAYER_MATRICES * l));
     size_t total = 0;
     for (int i = 0; i < n; i++) total += packed_bytes_aligned(mats[i]);
     unsigned char *at = total ? zalloc_written_whole(total) : NULL;
@@ -828,9 +844,9 @@ static int load_view(FileView *f, Model *m, const char *name) {
     m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding) +
                       matrix_bytes(&m->weights.position_embedding);
     for (int l = 0; l < c->n_layers; l++) {
-        const LayerWeights *w = &m->weights.layers[l];
-        const Matrix *mats[] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) m->weight_bytes += matrix_bytes(mats[i]);
+        const Matrix *mats[LAYER_MATRICES];
+        layer_matrices(&m->weights.layers[l], mats);
+        for (int i = 0; i < LAYER_MATRICES; i++) m->weight_bytes += matrix_bytes(mats[i]);
     }
     if (!c->shared_classifier) m->weight_bytes += matrix_bytes(&m->weights.classifier);
     pick_kernels(m, isa_available());

@@ -413,7 +413,12 @@ static void info(const Model *m, const char *path, int ctx) {
            c->shared_classifier ? " (tied to the embedding)" : "");
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms%s)\n", positions, biases,
                      biases_all_zero(m) ? "; all zero: trained without biases" : "");
-    printf("weight bytes      %zu (%s matrices, float32 norms)\n", m->weight_bytes, weight_type_name((WeightType)m->config.weight_type));
+    WeightType type = (WeightType)m->config.weight_type;
+    int kept = type == WEIGHT_F16 ? 0 : model_matrices_of(m, WEIGHT_F16);
+    printf("weight bytes      %zu (%s matrices", m->weight_bytes, weight_type_name(type));
+    if (kept) printf(", %d of %d kept in float16: rows not whole %s blocks;", kept, kept + model_matrices_of(m, type),
+                     weight_type_name(type));
+    printf("%s float32 norms)\n", kept ? "" : ",");
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
     printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();

@@ -59,7 +59,7 @@ for m in $models; do
     done
 done
 
-$PY - "$tmp" $models <<'EOF'
+QKV_INFO_RUN="$RUN" $PY - "$tmp" $models <<'EOF'
 import importlib.util
 import os
 import sys
@@ -70,6 +70,22 @@ import qkvfile
 tmp, models = sys.argv[1], sys.argv[2:]
 TYPES = {"q8": qkvfile.WEIGHT_Q8_0, "q4": qkvfile.WEIGHT_Q4_0}
 EDGE_TOOL_ROWS = [1, 10]
+
+
+def info_kept(path):
+    """-m info's "N of M kept in float16" of a quantized file: (N, M), or None without it"""
+    import re
+    import subprocess
+    line = [l for l in subprocess.run([os.environ["QKV_INFO_RUN"], path, "-m", "info"], capture_output=True,
+                                      text=True).stdout.splitlines() if l.startswith("weight bytes")][0]
+    found = re.search(r"(\d+) of (\d+) kept in float16", line)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def kept_wanted(config, want16):
+    """what info_kept should say: (float16 matrices, all matrices), or None when none is kept"""
+    matrices = len([n for n, s in qkvfile.tensor_shapes(config) if len(s) == 2])
+    return (len(want16), matrices) if want16 else None
 
 
 def ok(name):
@@ -131,6 +147,9 @@ for m in models:
         elif f16 != want16 or noted != want16:
             fail("qkvfile writes %s as the C quantizer" % name,
                  "float16 matrices %s, noted %s, expected %s" % (f16, noted, want16))
+        elif info_kept(c_path) != kept_wanted(config, want16):
+            fail("-m info counts %s's float16 matrices" % name,
+                 "%s, expected %s" % (info_kept(c_path), kept_wanted(config, want16)))
         else:
             same = "whole files equal" if A == B else \
                 "tensor data equal; the tensor table at %d vs %d" % (ha["tensor_table_offset"], hb["tensor_table_offset"])
