@@ -37,6 +37,8 @@
 #include <stdint.h>
 
 #include "team.h"
+#include "alloc.h"
+#include "cpu.h"
 
 typedef enum { WEIGHT_F32 = 0, WEIGHT_F16 = 1, WEIGHT_Q8_0 = 2, WEIGHT_Q4_0 = 3, WEIGHT_TYPE_COUNT } WeightType;
 
@@ -119,24 +121,6 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 
-/* count * size zeroed bytes starting on a 64-byte boundary (a cache line:
- * no vector load from a row that starts there splits across two lines,
- * which costs a prompt's tiles a quarter of their speed); NULL if the size
- * overflows or the memory cannot be had. Its pages stay untouched (not
- * resident) until used. A buffer of QKV_LARGE_PAGE_BYTES or more is mapped
- * on its own on a 2 MiB boundary and asks Linux for 2 MiB pages (below);
- * one of QKV_MAPPED_BYTES (16 KiB) or more is mapped on its own too; a
- * smaller one comes from calloc, as every one below 2 MiB does in a build
- * for a memory checker (QKV_CALLOC_BUFFERS, below). Freed with
- * free_aligned. */
-void *zalloc_aligned(size_t count, size_t size);
-/* The same for a buffer written whole at once (the weights' panels): one
- * of QKV_MAPPED_BYTES or more on 2 MiB pages whatever its size, so that
- * filling it faults once per 2 MiB, not once per 4 KiB page. Measured, AMD EPYC (a virtual machine, where a
- * fault is a trip to the host): `-m info` on the grammar model (1.4 MB of
- * panels) took 469 page faults, 121 after. Freed with free_aligned. */
-void *zalloc_written_whole(size_t bytes);
-void free_aligned(void *p);
 
 /* The input of a matrix product: n rows of cols floats, stride floats apart,
  * and the same rows quantized to int8 per block of QKV_QBLOCK (q rows of
@@ -158,10 +142,6 @@ typedef struct {
 typedef void (*MatmulKernel)(float *out, int out_stride, const Activations *a, const void *w, int cols,
                              int begin, int end);
 
-/* Instruction sets, each a superset of the one before. ISA_AMX is AVX-512
- * VNNI plus AMX's int8 tiles, which the int8 and 4-bit kernels use for a
- * prompt (a decode step stays on VNNI). */
-typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
 
 /* The elementwise passes with isa's vectors (elementwise.h): SwiGLU's
  * gate[i] <- silu(gate[i]) * up[i]; over logits, the index of the first
@@ -175,9 +155,6 @@ int max_first(Isa isa, const float *x, int n);
  * so it does not look the CPU up again). */
 void activations_quantize(Activations *a, Isa isa);
 
-/* CPU makers, for a kernel whose best form differs between them with the
- * same instructions (their prefetchers differ: see KERNELS). */
-typedef enum { VENDOR_ANY = 0, VENDOR_INTEL = 1, VENDOR_AMD = 2, VENDOR_COUNT } Vendor;
 
 /* How a decode step's kernel requests its lines ahead of its reads: not
  * at all (the hardware prefetchers alone), into L1 (prefetcht0), or into
@@ -196,21 +173,6 @@ typedef struct {
     Fetch fetch;     /* how its decode step requests the weights' lines (the bench's in-order read does the same) */
 } KernelEntry;
 
-const char *isa_name(Isa isa);
-const char *vendor_name(Vendor vendor);
-/* This CPU's maker (CPUID's leaf 0; VENDOR_ANY for any other), or the
- * environment variable QKV_VENDOR (intel, amd, any) instead, so that one
- * maker's choice can be measured on the other's CPU. */
-Vendor cpu_vendor(void);
-/* This CPU's family (CPUID leaf 1's base family, plus its extended family
- * where the base is 15: AMD's Zen 3 and Zen 4 are 25 (19h), Zen 5 is 26;
- * Intel's cores 6), or the environment variable QKV_FAMILY instead (25, or
- * 0x19: a C integer). */
-int cpu_family(void);
-/* The best instruction set this CPU and OS support, capped by the
- * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
- * tests and CI can force each path. */
-Isa isa_available(void);
 int kernel_count(void);
 const KernelEntry *kernel_at(int i);
 /* The fastest kernel for a type within an instruction set, on this CPU's
@@ -220,14 +182,6 @@ const KernelEntry *kernel_at(int i);
  * QKV_VENDOR and QKV_FAMILY read each time). */
 const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory);
 const KernelEntry *kernel_best(WeightType type);
-/* The last-level cache's bytes (the environment variable QKV_CACHE_BYTES,
- * else the largest cache Linux's sysfs lists for CPU 0, else 32 MiB), and
- * whether a decode step's bytes_per_token of weights come from
- * memory: more than half of it (the other cores, or a virtual machine's
- * neighbours, share it: measured on an AMD EPYC's 32 MiB, 16.6 MB of
- * weights decoded as if cached, 23.5 MB as if from memory). */
-size_t last_level_cache_bytes(void);
-int weights_from_memory(size_t bytes_per_token);
 /* The environment's kernel choices above (QKV_ISA, QKV_VENDOR, QKV_FAMILY,
  * QKV_CACHE_BYTES and QKV_KV_FETCH: none, l1 or l2), checked: NULL when
  * each is unset or one the engine knows, else what is wrong with the first
@@ -262,6 +216,10 @@ Fetch kv_fetch_ahead(int elem_bytes, Isa isa);
 #include <string.h>
 
 #include "kernels_isa.h" /* act_row, out_at; the x86 kernels' attributes (TARGET_*, INLINE) */
+#define QKV_ALLOC_IMPLEMENTATION
+#include "alloc.h"
+#define QKV_CPU_IMPLEMENTATION
+#include "cpu.h" /* after kernels_isa.h: QKV_HAVE_X86_KERNELS, QKV_HAVE_AMX */
 
 /* ------------------------------------------------------------------------ */
 /* Types                                                                     */
@@ -296,138 +254,6 @@ size_t weight_row_bytes(WeightType type, int cols) {
     const WeightTraits *t = weight_traits(type);
     if (!t || cols <= 0 || cols % t->block != 0) return 0;
     return (size_t)(cols / t->block) * (size_t)t->block_bytes;
-}
-
-/* madvise is Linux's (and the BSDs'), outside the POSIX names the build
- * asks for; POSIX's posix_madvise(POSIX_MADV_DONTNEED) does nothing on
- * Linux. */
-#ifdef __linux__
-#include <sys/mman.h>
-#ifndef MADV_DONTNEED
-#define MADV_DONTNEED 4
-#define MADV_HUGEPAGE 14
-int madvise(void *addr, size_t length, int advice);
-#endif
-#ifndef MAP_ANONYMOUS /* Linux's value; outside the POSIX names, as madvise */
-#define MAP_ANONYMOUS 0x20
-#endif
-#endif
-
-/* Large pages. A decode step streams every weight, and at long contexts
- * every key and value, once: with 4 KiB pages that is a new page, a TLB
- * miss and a halt of the hardware prefetcher (which stops at a page's end)
- * every 4 KiB. Linux gives a buffer 2 MiB pages when it is asked to
- * (transparent huge pages in "madvise" mode, Debian's default). Measured,
- * Intel Xeon, 1 thread: the int8 KV attention of the 15M shape at 16,384
- * positions read 10.3 -> 12.9 GB/s, a plain read of its 58 MiB 19 -> 23;
- * decode 5-15% faster for the Q8_0, Q4_0 and llama2.c float32 anchors. */
-#define QKV_LARGE_PAGE_BYTES ((size_t)2 << 20)
-
-static void advise_large_pages(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes < QKV_LARGE_PAGE_BYTES) return;
-    uintptr_t first = ((uintptr_t)p + 4095) / 4096 * 4096, last = ((uintptr_t)p + bytes) / 4096 * 4096;
-    if (last > first) madvise((void *)first, last - first, MADV_HUGEPAGE); /* advice: failure changes nothing */
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
-/* A buffer's start: the pointer and length to give back (length 0: a
- * calloc'd one), kept just below the aligned pointer. */
-typedef struct {
-    void *raw;
-    size_t mapped;
-} AllocationHead;
-
-/* A buffer mapped on its own, zeroed by the kernel page by page as it is
- * first touched, starting on an align-byte boundary (64 or a large page),
- * its head just below that; NULL if it cannot be had. */
-static void *map_zeroed(size_t bytes, size_t align) {
-#if defined(__linux__) && defined(MAP_PRIVATE)
-    size_t rounded = align_up(bytes, align);
-    size_t mapped = rounded + align + sizeof(AllocationHead);
-    if (rounded < bytes || mapped < rounded) return NULL;
-    void *raw = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    uintptr_t at = align_up((uintptr_t)raw + sizeof(AllocationHead), align);
-    AllocationHead head = { raw, mapped };
-    memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
-    return (void *)at;
-#else
-    (void)bytes, (void)align;
-    return NULL;
-#endif
-}
-
-/* A buffer of a large page or more is mapped on its own and starts on a
- * large page's boundary, its advice running to the boundary past its end:
- * calloc's pages begin 4 KiB-aligned, so the partial large pages at both
- * ends stayed small pages (the stories model's float32 panels: 3.3 of
- * 27.3 MiB), and calloc can take such a buffer from the heap and clear it
- * whole at once. The extra large page of address space is never touched.
- * Measured, AMD EPYC (KVM), one thread, a sum over the stories model's
- * float32 panels as calloc placed them: 58-60 GB/s; over a copy on
- * aligned large pages: 68-69. */
-static void *map_large(size_t bytes) {
-    void *p = map_zeroed(bytes, QKV_LARGE_PAGE_BYTES);
-    if (p) advise_large_pages(p, align_up(bytes, QKV_LARGE_PAGE_BYTES));
-    return p;
-}
-
-/* From this size on a buffer is mapped on its own even below a large
- * page: calloc clears a buffer it takes from the heap, touching every page
- * of the run state's prompt-sized buffers (a chunk of 128 positions) that
- * a decode step never reads. A memory checker sees past the end of a
- * calloc'd buffer (AddressSanitizer's poisoned bytes, valgrind's heap
- * blocks) but not of a mapping: under AddressSanitizer (gcc's and clang's
- * ways of saying so), or with -DQKV_CALLOC_BUFFERS (CI's valgrind build),
- * every buffer below 2 MiB, the weights' panels included, is calloc's. */
-#if defined(__SANITIZE_ADDRESS__) && !defined(QKV_CALLOC_BUFFERS)
-#define QKV_CALLOC_BUFFERS 1
-#endif
-#if defined(__has_feature) && !defined(QKV_CALLOC_BUFFERS)
-#if __has_feature(address_sanitizer)
-#define QKV_CALLOC_BUFFERS 1
-#endif
-#endif
-#ifdef QKV_CALLOC_BUFFERS
-#define QKV_MAPPED_BYTES QKV_LARGE_PAGE_BYTES
-#else
-#define QKV_MAPPED_BYTES ((size_t)16 << 10)
-#endif
-
-void *zalloc_aligned(size_t count, size_t size) {
-    size_t slack = 64 + sizeof(AllocationHead);
-    if (size && count > (SIZE_MAX - 2 * QKV_LARGE_PAGE_BYTES) / size) return NULL;
-    if (count * size >= QKV_MAPPED_BYTES) {
-        void *p = count * size >= QKV_LARGE_PAGE_BYTES ? map_large(count * size) : map_zeroed(count * size, 64);
-        if (p) return p;
-    }
-    unsigned char *raw = calloc(count * size + slack, 1);
-    if (!raw) return NULL;
-    uintptr_t at = align_up((uintptr_t)raw + sizeof(AllocationHead), 64);
-    AllocationHead head = { raw, 0 };
-    memcpy((unsigned char *)at - sizeof head, &head, sizeof head);
-    return (void *)at;
-}
-
-void *zalloc_written_whole(size_t bytes) {
-    void *p = bytes >= QKV_MAPPED_BYTES ? map_large(bytes) : NULL;
-    return p ? p : zalloc_aligned(bytes, 1);
-}
-
-void free_aligned(void *p) {
-    if (!p) return;
-    AllocationHead head;
-    memcpy(&head, (unsigned char *)p - sizeof head, sizeof head);
-#if defined(__linux__) && defined(MAP_PRIVATE)
-    if (head.mapped) {
-        munmap(head.raw, head.mapped);
-        return;
-    }
-#endif
-    free(head.raw);
 }
 
 /* IEEE 754 binary16 -> float32, exact for every one of the 65536 values:
@@ -624,88 +450,6 @@ void activations_quantize(Activations *a, Isa isa) {
     a->quantized = 1;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The CPU's instruction sets, probed at run time                           */
-
-#ifdef QKV_HAVE_X86_KERNELS
-#include <cpuid.h>
-
-/* AMX's int8 tiles: CPUID.(7,0):EDX has AMX-TILE (bit 24) and AMX-INT8
- * (25), the OS saves the tile state (XCR0 bits 17, 18), and Linux lets
- * this process use it: the 8 KiB of tile data a thread saves on a context
- * switch are granted on request (arch_prctl ARCH_REQ_XCOMP_PERM for
- * XFEATURE_XTILEDATA, once for the process and its threads; asking again
- * is harmless). Without that grant the first tile instruction kills the
- * process. */
-static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
-#ifdef QKV_HAVE_AMX
-    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-    int cpu = ((cpuid7_edx >> 24) & 1) && ((cpuid7_edx >> 25) & 1), os = (xcr0 & 0x60000u) == 0x60000u;
-    return cpu && os && syscall(SYS_arch_prctl, (long)ARCH_REQ_XCOMP_PERM, (long)XFEATURE_XTILEDATA) == 0;
-#else
-    (void)cpuid7_edx, (void)xcr0;
-    return 0;
-#endif
-}
-
-/* CPUID and XGETBV: the CPU has the instructions and the OS saves their
- * registers. */
-static Isa probe_cpu(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return ISA_PORTABLE;
-    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
-    if (!(fma && osxsave && avx && f16c)) return ISA_PORTABLE;
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0x6) != 0x6) return ISA_PORTABLE;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1)) return ISA_PORTABLE;
-    int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) &&
-                 (xcr0_lo & 0xe6) == 0xe6; /* F, DQ, BW, VL; opmask and upper ZMM state */
-    if (!avx512) return ISA_AVX2;
-    if (!((c >> 11) & 1)) return ISA_AVX512;
-    return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
-}
-
-/* CPUID leaf 1's family: EAX bits 8-11, plus bits 20-27 where those are 15 */
-static int probe_family(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    int base = (int)((a >> 8) & 0xf);
-    return base == 15 ? base + (int)((a >> 20) & 0xff) : base;
-}
-
-/* CPUID leaf 0's maker string, 12 bytes in EBX, EDX, ECX: "GenuineIntel",
- * "AuthenticAMD" (and Hygon's "HygonGenuine", AMD's Zen cores). */
-static Vendor probe_vendor(void) {
-    unsigned a, regs[3];
-    char maker[13] = { 0 };
-    if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1])) return VENDOR_ANY;
-    memcpy(maker, regs, 12);
-    if (strcmp(maker, "GenuineIntel") == 0) return VENDOR_INTEL;
-    if (strcmp(maker, "AuthenticAMD") == 0 || strcmp(maker, "HygonGenuine") == 0) return VENDOR_AMD;
-    return VENDOR_ANY;
-}
-#else
-static Isa probe_cpu(void) { return ISA_PORTABLE; }
-static Vendor probe_vendor(void) { return VENDOR_ANY; }
-static int probe_family(void) { return 0; }
-#endif
-
-/* probe_cpu, probe_vendor and probe_family, asked once, as one value (the
- * instruction set in the low byte, the maker in the next, the family
- * above): CPUID is slow in a virtual machine (a trap to the host), and a
- * prompt quantizes its activations hundreds of times. Two threads that
- * both ask store the same answer. */
-static int cpu_of_this_machine(void) {
-    static _Atomic int known = -1;
-    int cpu = known;
-    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8 | (probe_family() & 0xfff) << 16;
-    return cpu;
-}
-
-static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
-static Vendor vendor_of_cpu(void) { return (Vendor)((cpu_of_this_machine() >> 8) & 0xff); }
-static int family_of_cpu(void) { return cpu_of_this_machine() >> 16; }
 
 #include "kernels_float.h" /* the float32 and float16 kernels (kernels_float.c) */
 #include "kernels_rows.h"  /* float rows as stored: the KV cache's keys */
@@ -799,19 +543,6 @@ static const KernelEntry KERNELS[] = {
 #endif
 };
 
-const char *isa_name(Isa isa) {
-    static const char *const names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
-    return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
-}
-
-Isa isa_available(void) {
-    Isa isa = isa_of_cpu();
-    const char *cap = getenv("QKV_ISA");
-    if (cap)
-        for (int i = 0; i < ISA_COUNT; i++)
-            if (strcmp(cap, isa_name((Isa)i)) == 0 && (Isa)i < isa) isa = (Isa)i;
-    return isa;
-}
 
 int kernel_count(void) { return (int)(sizeof KERNELS / sizeof KERNELS[0]); }
 
@@ -819,23 +550,6 @@ const KernelEntry *kernel_at(int i) { return i >= 0 && i < kernel_count() ? &KER
 
 const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_available(), 0); }
 
-const char *vendor_name(Vendor vendor) {
-    static const char *const names[VENDOR_COUNT] = { "any", "intel", "amd" };
-    return vendor >= 0 && vendor < VENDOR_COUNT ? names[vendor] : "?";
-}
-
-Vendor cpu_vendor(void) {
-    const char *name = getenv("QKV_VENDOR");
-    if (name)
-        for (int i = 0; i < VENDOR_COUNT; i++)
-            if (strcmp(name, vendor_name((Vendor)i)) == 0) return (Vendor)i;
-    return vendor_of_cpu();
-}
-
-int cpu_family(void) {
-    const char *name = getenv("QKV_FAMILY");
-    return name ? (int)strtol(name, NULL, 0) : family_of_cpu();
-}
 
 /* A plain read of 58 MiB of large pages from memory, 1 thread, AMD EPYC:
  * 33-34 GB/s with the hardware prefetchers alone, 28-29 with requests 1 to
@@ -887,33 +601,6 @@ const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory) {
     return best;
 }
 
-/* The largest cache sysfs lists for CPU 0 ("32768K"), or 0 */
-static size_t sysfs_largest_cache(void) {
-    size_t largest = 0;
-    for (int index = 0; index < 8; index++) {
-        char path[64];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        unsigned long size = 0;
-        char unit = 0;
-        if (fscanf(f, "%lu%c", &size, &unit) >= 1) {
-            size_t bytes = unit == 'K' ? (size_t)size << 10 : unit == 'M' ? (size_t)size << 20 : (size_t)size;
-            if (bytes > largest) largest = bytes;
-        }
-        fclose(f);
-    }
-    return largest;
-}
-
-size_t last_level_cache_bytes(void) {
-    const char *set = getenv("QKV_CACHE_BYTES");
-    if (set && strtoull(set, NULL, 0) > 0) return (size_t)strtoull(set, NULL, 0);
-    size_t bytes = sysfs_largest_cache();
-    return bytes ? bytes : (size_t)32 << 20;
-}
-
-int weights_from_memory(size_t bytes_per_token) { return bytes_per_token > last_level_cache_bytes() / 2; }
 
 /* Whether value is one of names[0..n-1]; their list, "a, b or c", into list */
 static int env_one_of(const char *value, const char *const *names, int n, char *list, size_t len) {

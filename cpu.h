@@ -1,0 +1,202 @@
+/* cpu.h — what this machine is: its instruction sets (CPUID and XGETBV,
+ * probed once a process), its maker and family, its last-level cache; the
+ * environment variables QKV_ISA, QKV_VENDOR, QKV_FAMILY and QKV_CACHE_BYTES
+ * stand in for them, so that tests, CI and measurements can choose.
+ *
+ * stb-style: the interface everywhere, the implementation where
+ * QKV_CPU_IMPLEMENTATION is defined (kernels.h's implementation does, after
+ * kernels_isa.h). */
+#ifndef QKV_CPU_H
+#define QKV_CPU_H
+
+#include <stddef.h>
+
+/* Instruction sets, each a superset of the one before. ISA_AMX is AVX-512
+ * VNNI plus AMX's int8 tiles, which the int8 and 4-bit kernels use for a
+ * prompt (a decode step stays on VNNI). */
+typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
+
+/* CPU makers, for a kernel whose best form differs between them with the
+ * same instructions (their prefetchers differ: see KERNELS). */
+typedef enum { VENDOR_ANY = 0, VENDOR_INTEL = 1, VENDOR_AMD = 2, VENDOR_COUNT } Vendor;
+
+const char *isa_name(Isa isa);
+const char *vendor_name(Vendor vendor);
+/* This CPU's maker (CPUID's leaf 0; VENDOR_ANY for any other), or the
+ * environment variable QKV_VENDOR (intel, amd, any) instead, so that one
+ * maker's choice can be measured on the other's CPU. */
+Vendor cpu_vendor(void);
+/* This CPU's family (CPUID leaf 1's base family, plus its extended family
+ * where the base is 15: AMD's Zen 3 and Zen 4 are 25 (19h), Zen 5 is 26;
+ * Intel's cores 6), or the environment variable QKV_FAMILY instead (25, or
+ * 0x19: a C integer). */
+int cpu_family(void);
+/* The best instruction set this CPU and OS support, capped by the
+ * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
+ * tests and CI can force each path. */
+Isa isa_available(void);
+/* The last-level cache's bytes (the environment variable QKV_CACHE_BYTES,
+ * else the largest cache Linux's sysfs lists for CPU 0, else 32 MiB), and
+ * whether a decode step's bytes_per_token of weights come from
+ * memory: more than half of it (the other cores, or a virtual machine's
+ * neighbours, share it: measured on an AMD EPYC's 32 MiB, 16.6 MB of
+ * weights decoded as if cached, 23.5 MB as if from memory). */
+size_t last_level_cache_bytes(void);
+int weights_from_memory(size_t bytes_per_token);
+
+#endif /* QKV_CPU_H */
+
+/* ======================================================================== */
+#ifdef QKV_CPU_IMPLEMENTATION
+#ifndef QKV_CPU_IMPLEMENTED
+#define QKV_CPU_IMPLEMENTED
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* The CPU's instruction sets, probed at run time                           */
+
+#ifdef QKV_HAVE_X86_KERNELS
+#include <cpuid.h>
+
+/* AMX's int8 tiles: CPUID.(7,0):EDX has AMX-TILE (bit 24) and AMX-INT8
+ * (25), the OS saves the tile state (XCR0 bits 17, 18), and Linux lets
+ * this process use it: the 8 KiB of tile data a thread saves on a context
+ * switch are granted on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XFEATURE_XTILEDATA, once for the process and its threads; asking again
+ * is harmless). Without that grant the first tile instruction kills the
+ * process. */
+static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
+#ifdef QKV_HAVE_AMX
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    int cpu = ((cpuid7_edx >> 24) & 1) && ((cpuid7_edx >> 25) & 1), os = (xcr0 & 0x60000u) == 0x60000u;
+    return cpu && os && syscall(SYS_arch_prctl, (long)ARCH_REQ_XCOMP_PERM, (long)XFEATURE_XTILEDATA) == 0;
+#else
+    (void)cpuid7_edx, (void)xcr0;
+    return 0;
+#endif
+}
+
+/* CPUID and XGETBV: the CPU has the instructions and the OS saves their
+ * registers. */
+static Isa probe_cpu(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return ISA_PORTABLE;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(fma && osxsave && avx && f16c)) return ISA_PORTABLE;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6) != 0x6) return ISA_PORTABLE;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1)) return ISA_PORTABLE;
+    int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) &&
+                 (xcr0_lo & 0xe6) == 0xe6; /* F, DQ, BW, VL; opmask and upper ZMM state */
+    if (!avx512) return ISA_AVX2;
+    if (!((c >> 11) & 1)) return ISA_AVX512;
+    return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
+}
+
+/* CPUID leaf 1's family: EAX bits 8-11, plus bits 20-27 where those are 15 */
+static int probe_family(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int base = (int)((a >> 8) & 0xf);
+    return base == 15 ? base + (int)((a >> 20) & 0xff) : base;
+}
+
+/* CPUID leaf 0's maker string, 12 bytes in EBX, EDX, ECX: "GenuineIntel",
+ * "AuthenticAMD" (and Hygon's "HygonGenuine", AMD's Zen cores). */
+static Vendor probe_vendor(void) {
+    unsigned a, regs[3];
+    char maker[13] = { 0 };
+    if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1])) return VENDOR_ANY;
+    memcpy(maker, regs, 12);
+    if (strcmp(maker, "GenuineIntel") == 0) return VENDOR_INTEL;
+    if (strcmp(maker, "AuthenticAMD") == 0 || strcmp(maker, "HygonGenuine") == 0) return VENDOR_AMD;
+    return VENDOR_ANY;
+}
+#else
+static Isa probe_cpu(void) { return ISA_PORTABLE; }
+static Vendor probe_vendor(void) { return VENDOR_ANY; }
+static int probe_family(void) { return 0; }
+#endif
+
+/* probe_cpu, probe_vendor and probe_family, asked once, as one value (the
+ * instruction set in the low byte, the maker in the next, the family
+ * above): CPUID is slow in a virtual machine (a trap to the host), and a
+ * prompt quantizes its activations hundreds of times. Two threads that
+ * both ask store the same answer. */
+static int cpu_of_this_machine(void) {
+    static _Atomic int known = -1;
+    int cpu = known;
+    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8 | (probe_family() & 0xfff) << 16;
+    return cpu;
+}
+
+static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
+static Vendor vendor_of_cpu(void) { return (Vendor)((cpu_of_this_machine() >> 8) & 0xff); }
+static int family_of_cpu(void) { return cpu_of_this_machine() >> 16; }
+
+const char *isa_name(Isa isa) {
+    static const char *const names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
+    return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
+}
+
+Isa isa_available(void) {
+    Isa isa = isa_of_cpu();
+    const char *cap = getenv("QKV_ISA");
+    if (cap)
+        for (int i = 0; i < ISA_COUNT; i++)
+            if (strcmp(cap, isa_name((Isa)i)) == 0 && (Isa)i < isa) isa = (Isa)i;
+    return isa;
+}
+
+const char *vendor_name(Vendor vendor) {
+    static const char *const names[VENDOR_COUNT] = { "any", "intel", "amd" };
+    return vendor >= 0 && vendor < VENDOR_COUNT ? names[vendor] : "?";
+}
+
+Vendor cpu_vendor(void) {
+    const char *name = getenv("QKV_VENDOR");
+    if (name)
+        for (int i = 0; i < VENDOR_COUNT; i++)
+            if (strcmp(name, vendor_name((Vendor)i)) == 0) return (Vendor)i;
+    return vendor_of_cpu();
+}
+
+int cpu_family(void) {
+    const char *name = getenv("QKV_FAMILY");
+    return name ? (int)strtol(name, NULL, 0) : family_of_cpu();
+}
+
+/* The largest cache sysfs lists for CPU 0 ("32768K"), or 0 */
+static size_t sysfs_largest_cache(void) {
+    size_t largest = 0;
+    for (int index = 0; index < 8; index++) {
+        char path[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        unsigned long size = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &size, &unit) >= 1) {
+            size_t bytes = unit == 'K' ? (size_t)size << 10 : unit == 'M' ? (size_t)size << 20 : (size_t)size;
+            if (bytes > largest) largest = bytes;
+        }
+        fclose(f);
+    }
+    return largest;
+}
+
+size_t last_level_cache_bytes(void) {
+    const char *set = getenv("QKV_CACHE_BYTES");
+    if (set && strtoull(set, NULL, 0) > 0) return (size_t)strtoull(set, NULL, 0);
+    size_t bytes = sysfs_largest_cache();
+    return bytes ? bytes : (size_t)32 << 20;
+}
+
+int weights_from_memory(size_t bytes_per_token) { return bytes_per_token > last_level_cache_bytes() / 2; }
+
+#endif /* QKV_CPU_IMPLEMENTED */
+#endif /* QKV_CPU_IMPLEMENTATION */
