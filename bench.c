@@ -615,38 +615,69 @@ static void touch_mapping(const Model *m) {
  * The weights are resident already (packed at load, the rest of the file
  * touched here); the cache's pages are counted from the first step on, as
  * a large page (2 MiB) holds many positions. */
-static long child_prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
+/* What a child process measures: a prefill of n tokens with a KV cache of
+ * kv_type (the window's, with its sinks, if any), observed or not */
+typedef struct {
+    const Model *m;
+    int n, kv_type, observed, window, sinks;
+} ChildJob;
+
+static long child_prefill_growth_kb(const ChildJob *job) {
+    const Model *m = job->m;
+    int n = job->n;
     RunState s;
     long growth = -1;
     int *tokens = malloc(sizeof(int) * (size_t)n);
     ForwardObserver o = { .attention = ignore_attention };
-    if (!tokens || run_state_init_window(&s, &m->config, n, (KVType)kv_type, window, sinks)) return -1;
+    if (!tokens || run_state_init_window(&s, &m->config, n, (KVType)job->kv_type, job->window, job->sinks)) return -1;
     fill_tokens(tokens, n, m->config.vocab_size);
     touch_mapping(m);
     FILE *reset = fopen("/proc/self/clear_refs", "w");
     long before = status_kb("VmRSS");
     if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {
-        forward_tokens(m, &s, tokens, n, 0, observed ? &o : NULL);
+        forward_tokens(m, &s, tokens, n, 0, job->observed ? &o : NULL);
         growth = status_kb("VmHWM") - before;
     }
     return growth;
 }
 
-static long prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
+/* The child's side of the first logits' check: the logit logits_check
+ * finds at position 0 (-1: all finite), its index doubled plus one if NaN;
+ * -2 out of memory */
+static long child_first_logits(const ChildJob *job) {
+    RunState s;
+    int token = 0;
+    fill_tokens(&token, 1, job->m->config.vocab_size);
+    if (run_state_init_window(&s, &job->m->config, 1, (KVType)job->kv_type, 0, 0)) return -2;
+    const float *logits = forward(job->m, &s, token, 0, NULL);
+    int bad = logits_check(logits, job->m->config.vocab_size);
+    return bad < 0 ? -1 : 2L * bad + (isnan(logits[bad]) ? 1 : 0);
+}
+
+/* job's task run in a child process, and its answer (-3 if none came).
+ * A child, because the parent must run no OpenMP region before its last
+ * fork: libgomp's threads are not the child's, which waited for them
+ * forever (the prefill's memory, measured after a first step). */
+static long in_child(long (*task)(const ChildJob *job), const ChildJob *job) {
     int fd[2];
-    if (pipe(fd)) return -1;
+    if (pipe(fd)) return -3;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        long growth = child_prefill_growth_kb(m, n, kv_type, observed, window, sinks);
-        _exit(write(fd[1], &growth, sizeof growth) == sizeof growth ? 0 : 1);
+        long answer = task(job);
+        _exit(write(fd[1], &answer, sizeof answer) == sizeof answer ? 0 : 1);
     }
-    long growth = -1;
+    long answer = -3;
     close(fd[1]);
-    if (pid < 0 || read(fd[0], &growth, sizeof growth) != sizeof growth) growth = -1;
+    if (pid < 0 || read(fd[0], &answer, sizeof answer) != sizeof answer) answer = -3;
     close(fd[0]);
     if (pid > 0) waitpid(pid, NULL, 0);
-    return growth;
+    return answer;
+}
+
+static long prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
+    long growth = in_child(child_prefill_growth_kb, &(ChildJob){ m, n, kv_type, observed, window, sinks });
+    return growth < 0 ? -1 : growth;
 }
 
 long bench_prefill_growth_kb(const Model *m, int n, int kv_type, int observed) {
@@ -725,13 +756,13 @@ static int write_outputs(const Bench *b, const Derived *d, char *err, size_t err
 }
 
 /* A model whose logits are not finite has no next token to time (generate,
- * ppl and heads refuse it): one step at position 0 says. Returns 0, or -1
- * with err. */
-static int check_first_logits(const Model *m, RunState *s, const int *tokens, char *err, size_t err_len) {
-    const float *logits = forward(m, s, tokens[0], 0, NULL);
-    int bad = logits_check(logits, m->config.vocab_size);
-    if (bad < 0) return 0;
-    snprintf(err, err_len, "the model produced %s logits at position 0", isnan(logits[bad]) ? "NaN" : "infinite");
+ * ppl and heads refuse it): one step at position 0 says (in a child:
+ * in_child). Returns 0, or -1 with err. */
+static int check_first_logits(const Model *m, int kv_type, char *err, size_t err_len) {
+    long found = in_child(child_first_logits, &(ChildJob){ m, 1, kv_type, 0, 0, 0 });
+    if (found == -1) return 0;
+    if (found < -1) snprintf(err, err_len, "out of memory for the benchmark");
+    else snprintf(err, err_len, "the model produced %s logits at position 0", found % 2 ? "NaN" : "infinite");
     return -1;
 }
 
@@ -743,6 +774,12 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     b.options = o;
     b.repeats = o->repeats > 0 ? o->repeats : 1;
     b.ctx = bench_context(c, o);
+    if (check_first_logits(m, o->kv_type, err, err_len)) return -1;
+    /* the children first: the parent's own steps start OpenMP (in_child) */
+    b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
+    fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
+    for (int observed = 0; observed < 2; observed++)
+        b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
     RunState s;
     Derived d = { 0 };
     int *tokens = malloc((size_t)b.ctx * sizeof(int));
@@ -752,19 +789,10 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
         return -1;
     }
     fill_tokens(tokens, b.ctx, c->vocab_size);
-    int rc = check_first_logits(m, &s, tokens, err, err_len);
-    if (!rc) {
-        b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
-        fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
-        for (int observed = 0; observed < 2; observed++)
-            b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
-        MeasureRun run = { &b, &s, tokens };
-        if (team_main(o->threads, measure_on_team, &run) || derive(&b, &d)) {
-            snprintf(err, err_len, "out of memory for the benchmark");
-            rc = -1;
-        }
-        b.peak_rss = peak_resident_bytes();
-    }
+    MeasureRun run = { &b, &s, tokens };
+    int rc = team_main(o->threads, measure_on_team, &run) || derive(&b, &d) ? -1 : 0;
+    if (rc) snprintf(err, err_len, "out of memory for the benchmark");
+    b.peak_rss = peak_resident_bytes();
     run_state_free(&s);
     if (!rc) {
         probe_roofline(&b);

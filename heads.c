@@ -169,7 +169,7 @@ static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int 
                             const ForwardObserver *obs, double *loss_first, double *loss_second) {
     const Config *c = &m->config;
     for (int done = 0; done < len;) {
-        int n = len - done < QKV_CHUNK ? len - done : QKV_CHUNK;
+        int n = chunk_rows(s, done, len - done);
         float *logits = forward_logits(m, s, tokens + done, n, done, obs);
         for (int t = 0; t < n; t++) {
             int pos = done + t;

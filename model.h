@@ -267,6 +267,12 @@ float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObs
 float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
+/* The rows the next chunk at pos takes of the `remaining` tokens: at most
+ * QKV_CHUNK, and not past the KV cache's capacity (beyond it a window
+ * evicts a position a token, which the chunk's own earlier rows may still
+ * see: one row at a time there). What forward_logits accepts. */
+int chunk_rows(const RunState *s, int pos, int remaining);
+
 /* Runs n tokens, 1 <= n <= QKV_CHUNK, at positions pos..pos+n-1 as one
  * matrix and returns the logits of every one: row t at t * vocab_size
  * (inside s). The numbers are those of n forward() calls. With n > 1,
@@ -895,6 +901,11 @@ float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObs
     return classify(m, s, 0, 1);
 }
 
+int chunk_rows(const RunState *s, int pos, int remaining) {
+    int rows = remaining < QKV_CHUNK ? remaining : QKV_CHUNK, room = s->kv_cache.capacity - pos;
+    return rows > room ? (room > 1 ? room : 1) : rows;
+}
+
 float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer) {
     if (n < 1 || n > QKV_CHUNK || (n > 1 && pos + n > s->kv_cache.capacity)) {
@@ -915,10 +926,7 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
     }
     int done = 0, len = 0;
     while (done < n) {
-        len = n - done < QKV_CHUNK ? n - done : QKV_CHUNK;
-        /* a chunk must not evict keys its own earlier rows still see */
-        int room = s->kv_cache.capacity - (pos + done);
-        if (len > room) len = room > 1 ? room : 1;
+        len = chunk_rows(s, pos + done, n - done);
         forward_chunk(m, s, tokens + done, len, pos + done, observer);
         done += len;
     }

@@ -126,8 +126,7 @@ static void show_scoring(Scoring *sc, int done) {
  * one position a token beyond it). */
 static int score_stream(Scoring *sc, int first, int from, int to) {
     for (int pos = from; pos < to;) {
-        int chunk = to - pos < QKV_CHUNK ? to - pos : QKV_CHUNK, room = sc->s->kv_cache.capacity - pos;
-        if (chunk > room) chunk = room > 1 ? room : 1;
+        int chunk = chunk_rows(sc->s, pos, to - pos);
         thread_choice_apply(&sc->threads);
         double start = now_seconds();
         float *logits = forward_logits(sc->m, sc->s, sc->tokens + first + pos, chunk, pos, NULL);
