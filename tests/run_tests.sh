@@ -44,6 +44,20 @@ attention_test() {
     OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive run_c test_attention | sed -E 's/^(ok|FAIL|skip) /&2 threads: /'
 }
 
+# run_script FILE: a test script; a hang (10 minutes), an exit status other
+# than 0 (a crash, or an error that ended it) or a Python traceback in its
+# output (the checks after it never ran, and no line said so) is a FAIL line
+run_script() {
+    local log rc
+    log=$(mktemp -p "$out")
+    timeout 600 bash "$1" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    if [ "$rc" -eq 124 ]; then echo "FAIL $1: killed after 600 s"
+    elif [ "$rc" -ne 0 ]; then echo "FAIL $1: exit status $rc"; fi
+    if grep -q '^Traceback (most recent call last)' "$log"; then echo "FAIL $1: a Python traceback in its output"; fi
+}
+
 # QKV_TEST_BUILD: a command that makes ./run and build/engine.o (make
 # test's "make -j2 all"; by default the same). Every test program links
 # build/engine.o or runs ./run, so they start when it ends.
@@ -58,7 +72,7 @@ names+=(engine attention)
 commands+=(engine_test attention_test)
 for t in tests/test_*.sh; do
     names+=("$t")
-    commands+=("bash $t")
+    commands+=("run_script $t")
 done
 # ... and the order they start in: the longest first, so the last to start
 # are short and the two slots end close together.

@@ -150,6 +150,12 @@ else
     if bench ctx8 "$MODEL" --ctx 8; then
         check_csv ctx8 8 ""
         check_svg ctx8
+        # the FLOPs columns against gqa.qkv's closed forms (test_cli.sh's info
+        # check spells them out): attention 2 layers x 4 heads x 8 x 2 x 2 =
+        # 256 a key, so 256 x position; the rest 2 x 29568 weights = 59136
+        why=$(awk -F, 'NR > 1 && ($5 != 256 * $1 || $6 != 59136) { print "position " $1 ": " $5 ", " $6; exit }' "$tmp/ctx8.csv")
+        if [ -z "$why" ]; then ok "bench ctx8: attention_flops = 256 x position, other_flops = 59136 (closed forms)"
+        else fail "bench ctx8: the FLOPs columns" "$why"; fi
     fi
     if bench ctx100 "$MODEL" --ctx 100 --no-cache; then
         if grep -q "clamped to 32" "$tmp/ctx100.err"; then ok "bench --ctx beyond seq_len: clamped"

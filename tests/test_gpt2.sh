@@ -31,6 +31,7 @@ while IFS= read -r text_json && IFS= read -r want; do
         bad=$((bad + 1))
     fi
 done < <(grep -v '^#' tests/golden/gpt2-bpe-tokens.txt)
+[ "$n" -lt 4 ] && fail "GPT-2 BPE texts" "only $n texts in tests/golden/gpt2-bpe-tokens.txt"
 [ "$n" -ge 4 ] && [ "$bad" -eq 0 ] && ok "GPT-2 BPE: $n multi-byte texts (accents, CJK, Greek, Cyrillic, emoji, tabs, runs of spaces, contractions) encode to export/gpt2_bpe.py's ids and decode back to themselves"
 
 # ---- character model: one token per character, no BOS; unknown characters refused ----
@@ -146,6 +147,27 @@ else
             ok "GPT-2 -m quantize --dtype $d: logits within $lim of the largest float32 logit (max difference $diff of it)"
         else fail "GPT-2 -m quantize --dtype $d" "max logit difference '$diff' of the largest, limit $lim"; fi
     done
+    # the quantized files against reference.py on their own weights, their
+    # activations quantized as the engine's (the bounds above are quality;
+    # this is correctness: the ppl within 1e-5 relative)
+    if $PY -c "import numpy" 2>/dev/null; then
+        for d in q8 q4; do
+            got=$($RUN "$tmp/q-$d.qkv" -m ppl -f "$tmp/ascii.txt" 2>/dev/null | awk '/^nats/ { print $2 }')
+            want=$($PY - "$tmp/q-$d.qkv" "$ids" <<'EOF'
+import sys
+sys.path.insert(0, "export")
+import qkvfile, reference
+config, tensors, _ = qkvfile.read_model(sys.argv[1])
+tokens = [config["bos_id"]] + [int(i) for i in sys.argv[2].split()]
+quantized = reference.quantized_matrices(qkvfile.read_tensor_types(sys.argv[1]))
+print("%.6f" % reference.mean_nll(config, tensors, tokens, quantized=quantized))
+EOF
+)
+            if awk -v g="$got" -v w="$want" 'BEGIN { exit !(g != "" && w != "" && (g - w) ^ 2 < (1e-5 * w) ^ 2 + 1e-12) }'; then
+                ok "GPT-2 $d file -m ppl: $got nats/token, reference.py with quantized activations $want"
+            else fail "GPT-2 $d file -m ppl against reference.py" "engine '$got', reference.py '$want'"; fi
+        done
+    else skip "GPT-2 quantized files against reference.py" "$PY with numpy is missing"; fi
     cmp -s <($RUN "$tmp/q-f32.qkv" -m tokenize -i "naïve café 日本語") <($RUN $BPE -m tokenize -i "naïve café 日本語") &&
         ok "GPT-2 -m quantize keeps the BPE tokenizer (merges included)" || fail "GPT-2 quantize tokenizer" "ids differ"
 fi

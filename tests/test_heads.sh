@@ -38,6 +38,7 @@ json.load(open(sys.argv[1], encoding="utf-8")); m.parse(sys.argv[2]); m.parse(sy
     done
     if [ $bad = 0 ]; then ok "a model path with ]]>, &, a control byte or a non-UTF-8 byte: well-formed JSON and SVG"
     else fail "hostile model paths" "a JSON or SVG file does not parse"; fi
+else skip "hostile model paths" "no $PY to parse the JSON and SVG"
 fi
 
 # A llama2.c checkpoint of the same weights (and no tokenizer) gives the same scores.

@@ -77,6 +77,7 @@ if [ -f "$tmp/files/nan-norm-bench.qkv" ]; then
         if [ $rc = 1 ] && [ "$kept" = 3 ]; then ok "-m ${mode%% *} refused (NaN logits): the files already at its outputs kept"
         else fail "-m ${mode%% *} refused: outputs kept" "exit $rc, $kept of 3 files kept"; fi
     done
+else fail "refused runs keep their outputs" "make_hostile wrote no nan-norm-bench.qkv"
 fi
 
 # expect NAME EXPECT PATTERN ARGS...: one run_case as its own check
