@@ -58,10 +58,6 @@ int kv_window_start(const KVCache *kv, int pos);
  * kv_visible), in order of position; its slot is kv_slot of it. */
 int kv_view_position(const KVCache *kv, int pos, int i);
 
-/* cos and sin of pos * freq_i (rope_angles' float32 frequencies), the
- * product in double reduced mod 2π: exact enough at any position. */
-void rope_angles_exact(float *cos_out, float *sin_out, int head_size, long long pos, float theta);
-
 /* After the keys of pos (k: [n_kv_heads * head_size] floats, rotated at
  * pos) are stored in layer: keeps a sink's float32 copy, and once the
  * window is full turns every sink of the layer to its place before the
@@ -79,6 +75,8 @@ void kv_window_after_store(KVCache *kv, int layer, int pos, const float *k, floa
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "rope.h"
 
 const char *kv_window_check(int window, int sinks, int seq_len, char *buf, size_t cap) {
     if (window == 0 && sinks == 0) return NULL;
@@ -116,16 +114,6 @@ int kv_view_position(const KVCache *kv, int pos, int i) {
     return i < kv->sinks ? i : kv_window_start(kv, pos) + (i - kv->sinks);
 }
 
-void rope_angles_exact(float *cos_out, float *sin_out, int head_size, long long pos, float theta) {
-    const double two_pi = 6.283185307179586476925;
-    for (int i = 0; i < head_size; i += 2) {
-        float freq = 1.0f / powf(theta, (float)i / (float)head_size); /* rope_angles' */
-        double angle = fmod((double)freq * (double)pos, two_pi);
-        cos_out[i / 2] = (float)cos(angle);
-        sin_out[i / 2] = (float)sin(angle);
-    }
-}
-
 /* The float32 copy of sink i of one layer's kv head. */
 static float *sink_key(KVCache *kv, int layer, int kv_head, int i) {
     size_t row = ((size_t)layer * kv->n_kv_heads + kv_head) * kv->sinks + i;
@@ -143,12 +131,8 @@ void kv_window_after_store(KVCache *kv, int layer, int pos, const float *k, floa
     rope_angles_exact(cos_s, sin_s, hs, shift, theta);
     for (int h = 0; h < kv->n_kv_heads; h++)
         for (int i = 0; i < kv->sinks; i++) {
-            const float *v = sink_key(kv, layer, h, i);
-            for (int j = 0; j < hs; j += 2) {
-                float c = cos_s[j / 2], s = sin_s[j / 2];
-                turned[j] = v[j] * c - v[j + 1] * s;
-                turned[j + 1] = v[j] * s + v[j + 1] * c;
-            }
+            memcpy(turned, sink_key(kv, layer, h, i), (size_t)hs * sizeof(float));
+            rope_apply(turned, 1, hs, cos_s, sin_s);
             kv_store_row(kv, 1, layer, h, i, turned);
         }
 }

@@ -321,6 +321,7 @@ size_t weight_bytes_per_token(const Model *m);
 #define QKV_ATTENTION_IMPLEMENTATION
 #include "attention.h"
 #include "elementwise.h"
+#include "rope.h"
 #include "checkpoint.h"
 #include "gguf.h"
 
@@ -571,28 +572,6 @@ void matrix_row(float *out, const Matrix *w, int row) {
     }
     weight_row_to_float(w->type, (const unsigned char *)w->data + (size_t)row * weight_row_bytes(w->type, w->cols),
                         out, w->cols);
-}
-
-/* The turn of each pair at position pos: cos[i/2], sin[i/2] of pos *
- * theta^(-i/head_size), i = 0, 2, 4, ... (the same for every head and layer) */
-static void rope_angles(float *cos_out, float *sin_out, int head_size, int pos, float theta) {
-    for (int i = 0; i < head_size; i += 2) {
-        float freq = 1.0f / powf(theta, (float)i / (float)head_size);
-        float angle = pos * freq;
-        cos_out[i / 2] = cosf(angle);
-        sin_out[i / 2] = sinf(angle);
-    }
-}
-
-/* Turns the pairs of every head of vec[n_heads*head_size] by the angles. */
-static void rope_apply(float *vec, int n_heads, int head_size, const float *cos_in, const float *sin_in) {
-    for (int h = 0; h < n_heads; h++)
-        for (int i = 0; i < head_size; i += 2) {
-            float *v = vec + (size_t)h * head_size + i, c = cos_in[i / 2], s = sin_in[i / 2];
-            float a = v[0], b = v[1];
-            v[0] = a * c - b * s;
-            v[1] = a * s + b * c;
-        }
 }
 
 /* Rotary position embedding, in place on vec[n_heads*head_size]: within each
