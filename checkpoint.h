@@ -317,10 +317,7 @@ static int load_llama2c_v1(FileView *f, Model *m) {
 
 /* ---- qkv format: header, embedded tokenizer, table of named tensors ---- */
 
-#define QKV_HEADER_BYTES 256
-#define QKV_HEADER_USED_BYTES 116 /* the fields; the rest is reserved, zero */
-#define QKV_TENSOR_ENTRY_BYTES 96
-#define QKV_TENSOR_NAME_BYTES 64
+#include "qkv_format.h"
 
 /* A stretch of the file that one thing owns: the header, the tokenizer
  * section, the tensor table, each tensor. No two may share a byte. */
@@ -464,21 +461,23 @@ static int find_matrix(TensorTable *t, const char *name, int rows, int cols, Mat
     return 0;
 }
 
-typedef struct { const char *name; size_t field; int rows, cols; } TensorSpec;
+/* Layer tensor QKV_LAYER_TENSORS[tensor] (its bias if bias), where it goes
+ * in LayerWeights, its shape (cols 0: a float32 vector) */
+typedef struct { int tensor, bias; size_t field; int rows, cols; } TensorSpec;
 
 /* GPT-2's tensors beyond the shared ones: no w3, and a bias for every norm
  * and matrix (float32 vectors). */
 static int gpt2_layer_specs(const Config *c, TensorSpec *specs) {
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
     const TensorSpec gpt2[] = {
-        { "attention_norm.bias", LAYER_FIELD(attention_norm_bias), c->dim, 0 },
-        { "attention.wq.bias", LAYER_FIELD(bq), q_dim, 0 },
-        { "attention.wk.bias", LAYER_FIELD(bk), kv_dim, 0 },
-        { "attention.wv.bias", LAYER_FIELD(bv), kv_dim, 0 },
-        { "attention.wo.bias", LAYER_FIELD(bo), c->dim, 0 },
-        { "ffn_norm.bias", LAYER_FIELD(ffn_norm_bias), c->dim, 0 },
-        { "feed_forward.w1.bias", LAYER_FIELD(b1), c->hidden_dim, 0 },
-        { "feed_forward.w2.bias", LAYER_FIELD(b2), c->dim, 0 },
+        { 0, 1, LAYER_FIELD(attention_norm_bias), c->dim, 0 },
+        { 1, 1, LAYER_FIELD(bq), q_dim, 0 },
+        { 2, 1, LAYER_FIELD(bk), kv_dim, 0 },
+        { 3, 1, LAYER_FIELD(bv), kv_dim, 0 },
+        { 4, 1, LAYER_FIELD(bo), c->dim, 0 },
+        { 5, 1, LAYER_FIELD(ffn_norm_bias), c->dim, 0 },
+        { 6, 1, LAYER_FIELD(b1), c->hidden_dim, 0 },
+        { 7, 1, LAYER_FIELD(b2), c->dim, 0 },
     };
     memcpy(specs, gpt2, sizeof gpt2);
     return (int)(sizeof gpt2 / sizeof gpt2[0]);
@@ -488,21 +487,22 @@ static int find_layer_tensors(TensorTable *t, Model *m, int l) {
     const Config *c = &m->config;
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
     TensorSpec specs[17] = {
-        { "attention_norm", LAYER_FIELD(attention_norm), c->dim, 0 },
-        { "attention.wq", LAYER_FIELD(wq), q_dim, c->dim },
-        { "attention.wk", LAYER_FIELD(wk), kv_dim, c->dim },
-        { "attention.wv", LAYER_FIELD(wv), kv_dim, c->dim },
-        { "attention.wo", LAYER_FIELD(wo), c->dim, q_dim },
-        { "ffn_norm", LAYER_FIELD(ffn_norm), c->dim, 0 },
-        { "feed_forward.w1", LAYER_FIELD(w1), c->hidden_dim, c->dim },
-        { "feed_forward.w2", LAYER_FIELD(w2), c->dim, c->hidden_dim },
-        { "feed_forward.w3", LAYER_FIELD(w3), c->hidden_dim, c->dim },
+        { 0, 0, LAYER_FIELD(attention_norm), c->dim, 0 },
+        { 1, 0, LAYER_FIELD(wq), q_dim, c->dim },
+        { 2, 0, LAYER_FIELD(wk), kv_dim, c->dim },
+        { 3, 0, LAYER_FIELD(wv), kv_dim, c->dim },
+        { 4, 0, LAYER_FIELD(wo), c->dim, q_dim },
+        { 5, 0, LAYER_FIELD(ffn_norm), c->dim, 0 },
+        { 6, 0, LAYER_FIELD(w1), c->hidden_dim, c->dim },
+        { 7, 0, LAYER_FIELD(w2), c->dim, c->hidden_dim },
+        { 8, 0, LAYER_FIELD(w3), c->hidden_dim, c->dim },
     };
-    int n_specs = 9;
-    if (c->arch == ARCH_GPT2) n_specs = 8 + gpt2_layer_specs(c, specs + 8); /* w3 (the 9th) replaced */
+    int n_specs = QKV_PER_LAYER;
+    if (c->arch == ARCH_GPT2) /* w3 (the 9th) replaced by the biases */
+        n_specs = QKV_GPT2_PER_LAYER + gpt2_layer_specs(c, specs + QKV_GPT2_PER_LAYER);
     char name[QKV_TENSOR_NAME_BYTES];
     for (int i = 0; i < n_specs; i++) {
-        snprintf(name, sizeof name, "layers.%d.%s", l, specs[i].name);
+        snprintf(name, sizeof name, "layers.%d.%s%s", l, QKV_LAYER_TENSORS[specs[i].tensor], specs[i].bias ? QKV_BIAS : "");
         char *slot = (char *)&m->weights.layers[l] + specs[i].field;
         if (specs[i].cols > 0) {
             if (find_matrix(t, name, specs[i].rows, specs[i].cols, (Matrix *)slot)) return -1;
@@ -525,16 +525,16 @@ static void config_from_qkv(Config *c, const unsigned char *h) {
 
 static int find_all_tensors(TensorTable *t, Model *m) {
     const Config *c = &m->config;
-    if (find_matrix(t, "tok_embeddings", c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
+    if (find_matrix(t, QKV_EMBEDDING_TENSOR, c->vocab_size, c->dim, &m->weights.token_embedding)) return -1;
     for (int l = 0; l < c->n_layers; l++)
         if (find_layer_tensors(t, m, l)) return -1;
-    if (!(m->weights.final_norm = find_tensor(t, "norm", WEIGHT_F32, c->dim, 0))) return -1;
+    if (!(m->weights.final_norm = find_tensor(t, QKV_NORM_TENSOR, WEIGHT_F32, c->dim, 0))) return -1;
     if (c->arch == ARCH_GPT2 &&
-        (find_matrix(t, "pos_embeddings", c->seq_len, c->dim, &m->weights.position_embedding) ||
-         !(m->weights.final_norm_bias = find_tensor(t, "norm.bias", WEIGHT_F32, c->dim, 0))))
+        (find_matrix(t, QKV_POSITION_TENSOR, c->seq_len, c->dim, &m->weights.position_embedding) ||
+         !(m->weights.final_norm_bias = find_tensor(t, QKV_NORM_TENSOR QKV_BIAS, WEIGHT_F32, c->dim, 0))))
         return -1;
     if (c->shared_classifier) m->weights.classifier = m->weights.token_embedding;
-    else if (find_matrix(t, "output", c->vocab_size, c->dim, &m->weights.classifier)) return -1;
+    else if (find_matrix(t, QKV_OUTPUT_TENSOR, c->vocab_size, c->dim, &m->weights.classifier)) return -1;
     return 0;
 }
 

@@ -12,16 +12,14 @@
 #include "quantize.h"
 #include "output_file.h"
 #include "gguf_format.h"
+#include "qkv_format.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGNMENT 64
 #define GGUF_ALIGNMENT 32
-#define HEADER_BYTES 256
-#define ENTRY_BYTES 96
 
 /* One tensor to write: a matrix (converted to the target type) or a norm. */
 typedef struct {
@@ -62,33 +60,30 @@ static void add_vector(TensorOut *list, int *n, const char *name, const float *v
     t->rows = len;
 }
 
-/* Tensor names in qkv files: the embedding, the final norm, the
- * classifier, then a layer's tensors in LayerWeights' order; GGUF's
- * (gguf_format.h) come in the same order. */
-static const char *const QKV_TENSORS[3] = { "tok_embeddings", "norm", "output" };
-static const char *const QKV_LAYER_TENSORS[GGUF_PER_LAYER] = {
-    "attention_norm", "attention.wq", "attention.wk", "attention.wv", "attention.wo",
-    "ffn_norm", "feed_forward.w1", "feed_forward.w2", "feed_forward.w3",
-};
+/* Tensor names in qkv files (qkv_format.h) outside the layers, in the
+ * order of GGUF's (gguf_format.h) */
+static const char *const QKV_TENSORS[3] = { QKV_EMBEDDING_TENSOR, QKV_NORM_TENSOR, QKV_OUTPUT_TENSOR };
+_Static_assert(QKV_PER_LAYER == GGUF_PER_LAYER, "a layer's tensors are the same in both formats");
 
 /* A GPT-2 layer's tensors in the README's order (qkv files only). */
 static void list_gpt2_layer(const Model *m, int l, TensorOut *list, int *n) {
     const Config *c = &m->config;
     const LayerWeights *w = &m->weights.layers[l];
     int q_dim = c->n_heads * c->head_size, kv_dim = c->n_kv_heads * c->head_size;
-    const struct { const char *name; const Matrix *matrix; const float *vector; int len; } parts[16] = {
-        { "attention_norm", NULL, w->attention_norm, c->dim }, { "attention_norm.bias", NULL, w->attention_norm_bias, c->dim },
-        { "attention.wq", &w->wq, NULL, 0 }, { "attention.wq.bias", NULL, w->bq, q_dim },
-        { "attention.wk", &w->wk, NULL, 0 }, { "attention.wk.bias", NULL, w->bk, kv_dim },
-        { "attention.wv", &w->wv, NULL, 0 }, { "attention.wv.bias", NULL, w->bv, kv_dim },
-        { "attention.wo", &w->wo, NULL, 0 }, { "attention.wo.bias", NULL, w->bo, c->dim },
-        { "ffn_norm", NULL, w->ffn_norm, c->dim }, { "ffn_norm.bias", NULL, w->ffn_norm_bias, c->dim },
-        { "feed_forward.w1", &w->w1, NULL, 0 }, { "feed_forward.w1.bias", NULL, w->b1, c->hidden_dim },
-        { "feed_forward.w2", &w->w2, NULL, 0 }, { "feed_forward.w2.bias", NULL, w->b2, c->dim },
+    /* QKV_LAYER_TENSORS' first 8, each followed by its bias */
+    const struct { const Matrix *matrix; const float *vector; int len; } parts[2 * QKV_GPT2_PER_LAYER] = {
+        { NULL, w->attention_norm, c->dim }, { NULL, w->attention_norm_bias, c->dim },
+        { &w->wq, NULL, 0 }, { NULL, w->bq, q_dim },
+        { &w->wk, NULL, 0 }, { NULL, w->bk, kv_dim },
+        { &w->wv, NULL, 0 }, { NULL, w->bv, kv_dim },
+        { &w->wo, NULL, 0 }, { NULL, w->bo, c->dim },
+        { NULL, w->ffn_norm, c->dim }, { NULL, w->ffn_norm_bias, c->dim },
+        { &w->w1, NULL, 0 }, { NULL, w->b1, c->hidden_dim },
+        { &w->w2, NULL, 0 }, { NULL, w->b2, c->dim },
     };
     char name[64];
-    for (int i = 0; i < 16; i++) {
-        snprintf(name, sizeof name, "layers.%d.%s", l, parts[i].name);
+    for (int i = 0; i < 2 * QKV_GPT2_PER_LAYER; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s%s", l, QKV_LAYER_TENSORS[i / 2], i % 2 ? QKV_BIAS : "");
         if (parts[i].matrix) add_matrix(list, n, name, parts[i].matrix);
         else add_vector(list, n, name, parts[i].vector, parts[i].len);
     }
@@ -103,11 +98,11 @@ static int list_tensors(const Model *m, TensorOut *list, int gguf) {
     const char *const *global = gguf ? GGUF_GLOBAL_TENSORS : QKV_TENSORS;
     add_matrix(list, &n, global[0], &m->weights.token_embedding);
     if (c->arch == ARCH_GPT2) {
-        add_matrix(list, &n, "pos_embeddings", &m->weights.position_embedding);
+        add_matrix(list, &n, QKV_POSITION_TENSOR, &m->weights.position_embedding);
         for (int l = 0; l < c->n_layers; l++) list_gpt2_layer(m, l, list, &n);
-        add_vector(list, &n, "norm", m->weights.final_norm, c->dim);
-        add_vector(list, &n, "norm.bias", m->weights.final_norm_bias, c->dim);
-        if (!c->shared_classifier) add_matrix(list, &n, "output", &m->weights.classifier);
+        add_vector(list, &n, QKV_NORM_TENSOR, m->weights.final_norm, c->dim);
+        add_vector(list, &n, QKV_NORM_TENSOR QKV_BIAS, m->weights.final_norm_bias, c->dim);
+        if (!c->shared_classifier) add_matrix(list, &n, QKV_OUTPUT_TENSOR, &m->weights.classifier);
         return n;
     }
     for (int l = 0; l < c->n_layers; l++) {
@@ -154,7 +149,7 @@ static unsigned char *tokenizer_bytes(const Tokenizer *t, size_t *n) {
 
 static void write_header(unsigned char *h, const Config *c, WeightType type, int n_tensors, size_t tok_bytes,
                          size_t table_offset, size_t file_bytes) {
-    memset(h, 0, HEADER_BYTES);
+    memset(h, 0, QKV_HEADER_BYTES);
     memcpy(h, "QKVM", 4);
     put_u32(h + 4, 1);
     const int ints[] = { c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
@@ -167,8 +162,8 @@ static void write_header(unsigned char *h, const Config *c, WeightType type, int
     put_u32(h + 56, (uint32_t)c->bos_id);
     put_u32(h + 60, (uint32_t)c->eos_id);
     put_u32(h + 64, (uint32_t)n_tensors);
-    put_u32(h + 68, ALIGNMENT);
-    put_u64(h + 72, HEADER_BYTES);
+    put_u32(h + 68, QKV_ALIGNMENT);
+    put_u64(h + 72, QKV_HEADER_BYTES);
     put_u64(h + 80, tok_bytes);
     put_u64(h + 88, table_offset);
     put_u64(h + 96, file_bytes);
@@ -178,7 +173,7 @@ static void write_header(unsigned char *h, const Config *c, WeightType type, int
 }
 
 static void write_entry(unsigned char *e, const TensorOut *t) {
-    memset(e, 0, ENTRY_BYTES);
+    memset(e, 0, QKV_TENSOR_ENTRY_BYTES);
     memcpy(e, t->name, strlen(t->name));
     put_u32(e + 64, t->matrix ? (uint32_t)t->type : 0);
     put_u32(e + 68, t->matrix ? 2 : 1);
@@ -203,7 +198,7 @@ static int write_tensor(FILE *f, const TensorOut *t, float *row_f32, unsigned ch
 /* The tensors' data, the file being at offset at: zeros up to each one's
  * offset, and after the last up to file_bytes. */
 static int write_tensors(FILE *f, const Model *m, const TensorOut *list, int n, size_t at, size_t file_bytes) {
-    unsigned char zeros[ALIGNMENT] = { 0 };
+    unsigned char zeros[QKV_ALIGNMENT] = { 0 };
     int widest = 1; /* the longest row: wo's (n_heads x head_size) may pass dim and hidden_dim */
     for (int i = 0; i < n; i++)
         if (list[i].matrix && list[i].matrix->cols > widest) widest = list[i].matrix->cols;
@@ -223,14 +218,14 @@ static int write_tensors(FILE *f, const Model *m, const TensorOut *list, int n, 
 
 static int write_qkv(FILE *f, const Model *m, WeightType type, TensorOut *list, int n, const unsigned char *tok,
                      size_t tok_bytes, size_t table_offset, size_t file_bytes) {
-    unsigned char header[HEADER_BYTES], entry[ENTRY_BYTES];
+    unsigned char header[QKV_HEADER_BYTES], entry[QKV_TENSOR_ENTRY_BYTES];
     write_header(header, &m->config, type, n, tok_bytes, table_offset, file_bytes);
-    if (fwrite(header, 1, HEADER_BYTES, f) != HEADER_BYTES || fwrite(tok, 1, tok_bytes, f) != tok_bytes) return -1;
+    if (fwrite(header, 1, QKV_HEADER_BYTES, f) != QKV_HEADER_BYTES || fwrite(tok, 1, tok_bytes, f) != tok_bytes) return -1;
     for (int i = 0; i < n; i++) {
         write_entry(entry, &list[i]);
-        if (fwrite(entry, 1, ENTRY_BYTES, f) != ENTRY_BYTES) return -1;
+        if (fwrite(entry, 1, QKV_TENSOR_ENTRY_BYTES, f) != QKV_TENSOR_ENTRY_BYTES) return -1;
     }
-    return write_tensors(f, m, list, n, table_offset + (size_t)n * ENTRY_BYTES, file_bytes);
+    return write_tensors(f, m, list, n, table_offset + (size_t)n * QKV_TENSOR_ENTRY_BYTES, file_bytes);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -405,8 +400,9 @@ static int write_checkpoint(FILE *f, const Model *m, const Tokenizer *t, WeightT
     }
     size_t tok_bytes = 0;
     unsigned char *tok = tokenizer_bytes(t, &tok_bytes);
-    size_t table_offset = HEADER_BYTES + tok_bytes;
-    size_t end = lay_out(list, n, type, align_up(table_offset + (size_t)n * ENTRY_BYTES, ALIGNMENT), ALIGNMENT);
+    size_t table_offset = QKV_HEADER_BYTES + tok_bytes;
+    size_t table_end = table_offset + (size_t)n * QKV_TENSOR_ENTRY_BYTES;
+    size_t end = lay_out(list, n, type, align_up(table_end, QKV_ALIGNMENT), QKV_ALIGNMENT);
     int rc = tok ? write_qkv(f, m, type, list, n, tok, tok_bytes, table_offset, end) : -1;
     free(tok);
     return rc;
