@@ -140,6 +140,7 @@ static int standard_stream_of(const char *path) {
 }
 
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len) {
+    fflush(NULL); /* what the streams hold goes first, where a duplicate of theirs would overtake it */
     int stream = standard_stream_of(path), fd = stream < 0 ? -1 : dup(stream);
     FILE *f = stream < 0 ? fopen(path, "w") : fd < 0 ? NULL : fdopen(fd, "w");
     if (!f && fd >= 0) close(fd);

@@ -5,7 +5,6 @@
 # chart is well-formed XML. Timings themselves are never asserted: they
 # depend on the machine. Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why".
 . "$(dirname "$0")/lib.sh"
-RUN=./run
 MODEL=tests/data/gqa.qkv
 
 COLUMNS="position,total_ms,attention_ms,other_ms,attention_flops,other_flops,no_cache_ms,no_cache_attention_ms,ratio"
@@ -206,6 +205,17 @@ if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
     fi
 else
     skip "bench long context" "no numpy to make a checkpoint"
+fi
+
+# ---- --csv /dev/stdout with stdout sent to a file: the report, then the CSV
+# (its rows came in the middle of a report line, ahead of stdout's buffer)
+if [ -f "$MODEL" ]; then
+    $RUN "$MODEL" -m bench --ctx 8 --repeats 1 --csv /dev/stdout >"$tmp/both.txt" 2>/dev/null
+    at=$(grep -n "^$COLUMNS\$" "$tmp/both.txt" | cut -d: -f1)
+    if [ -n "$at" ] && [ "$at" -gt 1 ] && sed -n "$((at - 1))p" "$tmp/both.txt" | grep -q '^peak resident memory' &&
+        [ "$(tail -n +"$at" "$tmp/both.txt" | wc -l)" = 9 ]; then
+        ok "bench --csv /dev/stdout > FILE: the report whole, then the CSV's header and 8 rows"
+    else fail "bench --csv /dev/stdout > FILE" "the CSV's header at line '${at:-none}' of $(wc -l <"$tmp/both.txt")"; fi
 fi
 
 # ---- a bad output path fails at once, before measuring ----------------------
