@@ -651,8 +651,8 @@ static int map_file(FileView *f, Model *m, const char *path) {
 
 /* A layer's matrices, in the order its block uses them (GPT-2's w3 empty) */
 #define LAYER_MATRICES 7
-static void layer_matrices(const LayerWeights *w, const Matrix *out[LAYER_MATRICES]) {
-    const Matrix *mats[LAYER_MATRICES] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
+static void layer_matrices(LayerWeights *w, Matrix *out[LAYER_MATRICES]) {
+    Matrix *mats[LAYER_MATRICES] = { &w->wq, &w->wk, &w->wv, &w->wo, &w->w1, &w->w2, &w->w3 };
     memcpy(out, mats, sizeof mats);
 }
 
@@ -661,11 +661,11 @@ int model_matrices_of(const Model *m, WeightType type) {
     const Matrix *top[] = { &w->token_embedding, w->classifier.data != w->token_embedding.data ? &w->classifier : NULL,
                             &w->position_embedding };
     int n = 0;
-    for (size_t i = 0; i < 3; i++) n += top[i] && top[i]->rows > 0 && top[i]->type == type;
+    for (size_t i = 0; i < 3; i++) n += top[i] && top[i]->rows > 0 && (type == WEIGHT_TYPE_COUNT || top[i]->type == type);
     for (int l = 0; l < m->config.n_layers; l++) {
-        const Matrix *mats[LAYER_MATRICES];
-        layer_matrices(&w->layers[l], mats);
-        for (int i = 0; i < LAYER_MATRICES; i++) n += mats[i]->rows > 0 && mats[i]->type == type;
+        Matrix *mats[LAYER_MATRICES];
+        layer_matrices((LayerWeights *)&w->layers[l], mats); /* read only */
+        for (int i = 0; i < LAYER_MATRICES; i++) n += mats[i]->rows > 0 && (type == WEIGHT_TYPE_COUNT || mats[i]->type == type);
     }
     return n;
 }
@@ -682,9 +682,9 @@ static void pick_kernels(Model *m, Isa isa) {
     Matrix *top[] = { &m->weights.token_embedding, &m->weights.classifier, &m->weights.position_embedding };
     for (size_t i = 0; i < 3; i++) top[i]->kernel = kernel_for(top[i]->type, isa, from_memory);
     for (int l = 0; l < m->config.n_layers; l++) {
-        const Matrix *mats[LAYER_MATRICES];
+        Matrix *mats[LAYER_MATRICES];
         layer_matrices(&m->weights.layers[l], mats);
-        for (int i = 0; i < LAYER_MATRICES; i++) ((Matrix *)mats[i])->kernel = kernel_for(mats[i]->type, isa, from_memory);
+        for (int i = 0; i < LAYER_MATRICES; i++) mats[i]->kernel = kernel_for(mats[i]->type, isa, from_memory);
     }
 }
 
@@ -741,7 +741,7 @@ static void span_add(const Model *m, FileSpan *s, const unsigned char *start, co
 
 /* The matrices the forward multiplies by (the classifier and each layer's),
  * each regrouped into its kernels' panels (kernels.h: weight_pack), all in
- * one allocation (2 MiB pages: kernels.h's zalloc_written_whole); the
+ * one allocation (2 MiB pages: alloc.h's zalloc_written_whole); the
  * mapped pages the matrices were read from are released as they are
  * packed, so a mapped file's matrices are not held twice (a buffer's are:
  * the caller owns it). A tied embedding table is released too: a lookup
@@ -752,7 +752,7 @@ static int pack_matrices(Model *m) {
     Matrix **mats = malloc((size_t)n * sizeof *mats);
     if (!mats) return -1;
     mats[0] = &m->weights.classifier;
-    for (int l = 0; l < n_layers; l++) layer_matrices(&m->weights.layers[l], (const Matrix **)(mats + 1 + LAYER_MATRICES * l));
+    for (int l = 0; l < n_layers; l++) layer_matrices(&m->weights.layers[l], mats + 1 + LAYER_MATRICES * l);
     size_t total = 0;
     for (int i = 0; i < n; i++) total += packed_bytes_aligned(mats[i]);
     unsigned char *at = total ? zalloc_written_whole(total) : NULL;
@@ -844,7 +844,7 @@ static int load_view(FileView *f, Model *m, const char *name) {
     m->weight_bytes = count_norm_params(c) * sizeof(float) + matrix_bytes(&m->weights.token_embedding) +
                       matrix_bytes(&m->weights.position_embedding);
     for (int l = 0; l < c->n_layers; l++) {
-        const Matrix *mats[LAYER_MATRICES];
+        Matrix *mats[LAYER_MATRICES];
         layer_matrices(&m->weights.layers[l], mats);
         for (int i = 0; i < LAYER_MATRICES; i++) m->weight_bytes += matrix_bytes(mats[i]);
     }

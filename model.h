@@ -136,8 +136,8 @@ int gguf_load_memory(Model *m, const void *data, size_t size, char *err, size_t 
 void model_free(Model *m);
 const char *model_format_name(FileFormat f);
 /* How many of the model's matrices (embeddings, classifier, layers' ones)
- * have a weight type: a file quantized to blocks keeps in float16 those
- * whose rows are not whole blocks. */
+ * have a weight type (WEIGHT_TYPE_COUNT: any): a file quantized to blocks
+ * keeps in float16 those whose rows are not whole blocks. */
 int model_matrices_of(const Model *m, WeightType type);
 /* The name of the kernel the model's layer matrices use ("f32 avx512", ...). */
 const char *model_kernel_name(const Model *m);

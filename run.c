@@ -414,11 +414,18 @@ static void info(const Model *m, const char *path, int ctx) {
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms%s)\n", positions, biases,
                      biases_all_zero(m) ? "; all zero: trained without biases" : "");
     WeightType type = (WeightType)m->config.weight_type;
-    int kept = type == WEIGHT_F16 ? 0 : model_matrices_of(m, WEIGHT_F16);
-    printf("weight bytes      %zu (%s matrices", m->weight_bytes, weight_type_name(type));
-    if (kept) printf(", %d of %d kept in float16: rows not whole %s blocks;", kept, kept + model_matrices_of(m, type),
-                     weight_type_name(type));
-    printf("%s float32 norms)\n", kept ? "" : ",");
+    printf("weight bytes      %zu (", m->weight_bytes);
+    if (model_matrices_of(m, type) == model_matrices_of(m, WEIGHT_TYPE_COUNT)) {
+        printf("%s matrices, float32 norms)\n", weight_type_name(type));
+    } else { /* a file quantized to blocks keeps in float16 what is not whole blocks; a GGUF file may mix any */
+        const char *sep = "matrices: ";
+        for (int t = 0; t < WEIGHT_TYPE_COUNT; t++)
+            if (model_matrices_of(m, (WeightType)t)) {
+                printf("%s%d %s", sep, model_matrices_of(m, (WeightType)t), weight_type_name((WeightType)t));
+                sep = ", ";
+            }
+        printf("; float32 norms)\n");
+    }
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
     printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();

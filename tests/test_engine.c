@@ -611,7 +611,7 @@ static void test_weights_place(void) {
            "its weights' place (a 4 MiB cache: from memory; 64 MiB: cached)", "a kernel differs, or no model");
 }
 
-/* kernels.h's buffers, of each size class (calloc's, mapped, on large
+/* alloc.h's buffers, of each size class (calloc's, mapped, on large
  * pages; the panels' on large pages whatever their size): each starts on
  * a cache line, reads as zeros to its end, takes writes to its last byte
  * and is given back; a size that overflows is refused. */

@@ -53,6 +53,15 @@ for f in "$tmp"/good/*.gguf; do
     fi
 done
 
+# mixed-types.gguf (gguf_files.py): one layer's 7 matrices, the embedding and
+# the classifier of Q8_0, but token_embd F16, attn_q and output Q4_0 and
+# ffn_down F32: -m info counts them so (it said "q8_0 matrices, 1 of 6 kept
+# in float16: rows not whole q8_0 blocks", none of it true)
+if $RUN "$tmp/good/mixed-types.gguf" -m info 2>/dev/null |
+    grep -qF "(matrices: 1 float32, 1 float16, 5 q8_0, 2 q4_0; float32 norms)"; then
+    ok "GGUF mixed-types: -m info counts 1 float32, 1 float16, 5 q8_0 and 2 q4_0 matrices"
+else fail "GGUF mixed-types: -m info's counts" "$($RUN "$tmp/good/mixed-types.gguf" -m info 2>&1 | grep '^weight bytes')"; fi
+
 # traced, explored and benchmarked like any checkpoint
 g=$tmp/good/tiny-q4_0-2layers.gguf
 if $RUN "$g" -t 0 -n 8 -i "the cat" --trace --layer 1 --head 0 >"$tmp/trace" 2>&1 && grep -q "^layer 1 head 0" "$tmp/trace" &&

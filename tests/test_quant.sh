@@ -72,20 +72,27 @@ TYPES = {"q8": qkvfile.WEIGHT_Q8_0, "q4": qkvfile.WEIGHT_Q4_0}
 EDGE_TOOL_ROWS = [1, 10]
 
 
-def info_kept(path):
-    """-m info's "N of M kept in float16" of a quantized file: (N, M), or None without it"""
+def info_counts(path):
+    """-m info's matrices of each type: {"float16": N, ...} of "matrices: N type, ...", or the one
+    type's name of "TYPE matrices" (every matrix of the header's type)"""
     import re
     import subprocess
     line = [l for l in subprocess.run([os.environ["QKV_INFO_RUN"], path, "-m", "info"], capture_output=True,
                                       text=True).stdout.splitlines() if l.startswith("weight bytes")][0]
-    found = re.search(r"(\d+) of (\d+) kept in float16", line)
-    return (int(found.group(1)), int(found.group(2))) if found else None
+    mixed = re.search(r"\(matrices: ([^;]*);", line)
+    if mixed:
+        return {t: int(n) for n, t in (part.split() for part in mixed.group(1).split(", "))}
+    return re.search(r"\((\S+) matrices,", line).group(1)
 
 
-def kept_wanted(config, want16):
-    """what info_kept should say: (float16 matrices, all matrices), or None when none is kept"""
+def counts_wanted(config, want16, wtype):
+    """what info_counts should say of a file quantized to wtype with the matrices want16 kept in float16"""
+    name = qkvfile.WEIGHT_TYPES[wtype][0]
+    if not want16:
+        return name
     matrices = len([n for n, s in qkvfile.tensor_shapes(config) if len(s) == 2])
-    return (len(want16), matrices) if want16 else None
+    counts = {"float16": len(want16), name: matrices - len(want16)}
+    return {t: n for t, n in counts.items() if n}
 
 
 def ok(name):
@@ -147,9 +154,9 @@ for m in models:
         elif f16 != want16 or noted != want16:
             fail("qkvfile writes %s as the C quantizer" % name,
                  "float16 matrices %s, noted %s, expected %s" % (f16, noted, want16))
-        elif info_kept(c_path) != kept_wanted(config, want16):
-            fail("-m info counts %s's float16 matrices" % name,
-                 "%s, expected %s" % (info_kept(c_path), kept_wanted(config, want16)))
+        elif info_counts(c_path) != counts_wanted(config, want16, wtype):
+            fail("-m info counts %s's matrices of each type" % name,
+                 "%s, expected %s" % (info_counts(c_path), counts_wanted(config, want16, wtype)))
         else:
             same = "whole files equal" if A == B else \
                 "tensor data equal; the tensor table at %d vs %d" % (ha["tensor_table_offset"], hb["tensor_table_offset"])
