@@ -641,17 +641,18 @@ static long child_prefill_growth_kb(const ChildJob *job) {
     return growth;
 }
 
-/* The child's side of the first logits' check: the logit logits_check
- * finds at position 0 (-1: all finite), its index doubled plus one if NaN;
- * -2 out of memory */
+/* The child's side of the first logits' check, from the token a sequence
+ * starts from (a sampled one if the vocabulary has none) */
+enum { LOGITS_FINITE, LOGITS_NAN, LOGITS_INFINITE, LOGITS_NO_MEMORY };
 static long child_first_logits(const ChildJob *job) {
+    const Config *c = &job->m->config;
     RunState s;
-    int token = 0;
-    fill_tokens(&token, 1, job->m->config.vocab_size);
-    if (run_state_init_window(&s, &job->m->config, 1, (KVType)job->kv_type, 0, 0)) return -2;
+    int token = c->start_id;
+    if (token < 0) fill_tokens(&token, 1, c->vocab_size);
+    if (run_state_init_window(&s, c, 1, (KVType)job->kv_type, 0, 0)) return LOGITS_NO_MEMORY;
     const float *logits = forward(job->m, &s, token, 0, NULL);
-    int bad = logits_check(logits, job->m->config.vocab_size);
-    return bad < 0 ? -1 : 2L * bad + (isnan(logits[bad]) ? 1 : 0);
+    int bad = logits_check(logits, c->vocab_size);
+    return bad < 0 ? LOGITS_FINITE : isnan(logits[bad]) ? LOGITS_NAN : LOGITS_INFINITE;
 }
 
 /* job's task run in a child process, and its answer (-3 if none came).
@@ -760,9 +761,11 @@ static int write_outputs(const Bench *b, const Derived *d, char *err, size_t err
  * in_child). Returns 0, or -1 with err. */
 static int check_first_logits(const Model *m, int kv_type, char *err, size_t err_len) {
     long found = in_child(child_first_logits, &(ChildJob){ m, 1, kv_type, 0, 0, 0 });
-    if (found == -1) return 0;
-    if (found < -1) snprintf(err, err_len, "out of memory for the benchmark");
-    else snprintf(err, err_len, "the model produced %s logits at position 0", found % 2 ? "NaN" : "infinite");
+    if (found == LOGITS_FINITE) return 0;
+    if (found == LOGITS_NAN || found == LOGITS_INFINITE)
+        bad_logits_message(err, err_len, found == LOGITS_NAN, 0, (KVType)kv_type);
+    else if (found == LOGITS_NO_MEMORY) snprintf(err, err_len, "out of memory for the benchmark");
+    else snprintf(err, err_len, "the bench's first step gave no answer (the child process that runs it failed)");
     return -1;
 }
 

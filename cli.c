@@ -102,12 +102,9 @@ int *encode_text(const Tokenizer *t, int start, const char *text, const char *wh
 int report_bad_logits(const RunState *s, const float *logits, int n, int pos) {
     int bad = logits_check(logits, n);
     if (bad < 0) return 0;
-    /* float16 rows hold magnitudes up to 65504: a larger key or value is
-     * infinite in the cache (a finite model, a wrong answer the other
-     * types would not give), one cause among others (NaN weights) */
-    fprintf(stderr, "error: the model produced %s logits at position %d%s\n", isnan(logits[bad]) ? "NaN" : "infinite",
-            pos, s->kv_cache.type == KV_F16 ? " (with --kv-type f16 perhaps keys or values past float16's 65504, "
-                                              "infinite in that cache; f32 and q8 rows hold them)" : "");
+    char message[256];
+    bad_logits_message(message, sizeof message, isnan(logits[bad]), pos, s->kv_cache.type);
+    fprintf(stderr, "error: %s\n", message);
     return -1;
 }
 

@@ -43,6 +43,11 @@ Isa isa_available(void);
  * weights decoded as if cached, 23.5 MB as if from memory). */
 size_t last_level_cache_bytes(void);
 int weights_from_memory(size_t bytes_per_token);
+/* The values QKV_FAMILY and QKV_CACHE_BYTES may take, whole C integers
+ * (25, 0x19): a family 0..INT_MAX (else -1), a byte count 1..SIZE_MAX
+ * (else 0) */
+int family_parse(const char *value);
+size_t cache_bytes_parse(const char *value);
 
 #endif /* QKV_CPU_H */
 
@@ -51,6 +56,9 @@ int weights_from_memory(size_t bytes_per_token);
 #ifndef QKV_CPU_IMPLEMENTED
 #define QKV_CPU_IMPLEMENTED
 
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,9 +173,17 @@ Vendor cpu_vendor(void) {
     return vendor_of_cpu();
 }
 
+int family_parse(const char *value) {
+    char *end;
+    errno = 0;
+    long family = strtol(value, &end, 0);
+    return end == value || *end || errno || family < 0 || family > INT_MAX ? -1 : (int)family;
+}
+
 int cpu_family(void) {
     const char *name = getenv("QKV_FAMILY");
-    return name ? (int)strtol(name, NULL, 0) : family_of_cpu();
+    int family = name ? family_parse(name) : -1;
+    return family >= 0 ? family : family_of_cpu();
 }
 
 /* The largest cache sysfs lists for CPU 0 ("32768K"), or 0 */
@@ -189,9 +205,17 @@ static size_t sysfs_largest_cache(void) {
     return largest;
 }
 
+size_t cache_bytes_parse(const char *value) {
+    char *end;
+    errno = 0;
+    unsigned long long bytes = strtoull(value, &end, 0);
+    int negative = value[strspn(value, " \t")] == '-'; /* strtoull takes "-1" as 2^64 - 1 */
+    return end == value || *end || errno || negative || bytes > SIZE_MAX ? 0 : (size_t)bytes;
+}
+
 size_t last_level_cache_bytes(void) {
     const char *set = getenv("QKV_CACHE_BYTES");
-    if (set && strtoull(set, NULL, 0) > 0) return (size_t)strtoull(set, NULL, 0);
+    if (set && cache_bytes_parse(set)) return cache_bytes_parse(set);
     size_t bytes = sysfs_largest_cache();
     return bytes ? bytes : (size_t)32 << 20;
 }

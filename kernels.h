@@ -616,7 +616,7 @@ static int env_one_of(const char *value, const char *const *names, int n, char *
 
 const char *kernel_env_error(char *buf, size_t len) {
     const char *isas[ISA_COUNT], *vendors[VENDOR_COUNT], *fetches[] = { "none", "l1", "l2" }, *v;
-    char list[128], *end;
+    char list[128];
     for (int i = 0; i < ISA_COUNT; i++) isas[i] = isa_name((Isa)i);
     for (int i = 0; i < VENDOR_COUNT; i++) vendors[i] = vendor_name((Vendor)i);
     const struct { const char *var, *const *names; int n; } choices[] = {
@@ -627,11 +627,11 @@ const char *kernel_env_error(char *buf, size_t len) {
             snprintf(buf, len, "%s=%s: expected %s", choices[i].var, v, list);
             return buf;
         }
-    if ((v = getenv("QKV_FAMILY")) && (strtol(v, &end, 0) < 0 || end == v || *end)) {
+    if ((v = getenv("QKV_FAMILY")) && family_parse(v) < 0) {
         snprintf(buf, len, "QKV_FAMILY=%s: expected a CPU family number (25, or 0x19)", v);
         return buf;
     }
-    if ((v = getenv("QKV_CACHE_BYTES")) && (v[strspn(v, " ")] == '-' || strtoull(v, &end, 0) == 0 || end == v || *end)) {
+    if ((v = getenv("QKV_CACHE_BYTES")) && !cache_bytes_parse(v)) {
         snprintf(buf, len, "QKV_CACHE_BYTES=%s: expected a number of bytes, more than 0", v);
         return buf;
     }

@@ -267,6 +267,11 @@ float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObs
 float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
+/* The line that says the logits at pos are not finite (NaN if nan, else
+ * infinite), with a word on float16 rows when the KV cache holds them, into
+ * buf: what generate, ppl and the bench print */
+void bad_logits_message(char *buf, size_t len, int nan, int pos, KVType kv_type);
+
 /* The rows the next chunk at pos takes of the `remaining` tokens: at most
  * QKV_CHUNK, and not past the KV cache's capacity (beyond it a window
  * evicts a position a token, which the chunk's own earlier rows may still
@@ -878,6 +883,15 @@ static float *classify(const Model *m, RunState *s, int first, int n) {
 float *forward(const Model *m, RunState *s, int token, int pos, const ForwardObserver *observer) {
     forward_chunk(m, s, &token, 1, pos, observer);
     return classify(m, s, 0, 1);
+}
+
+void bad_logits_message(char *buf, size_t len, int nan, int pos, KVType kv_type) {
+    /* float16 rows hold magnitudes up to 65504: a larger key or value is
+     * infinite in the cache (a finite model, a wrong answer the other
+     * types would not give), one cause among others (NaN weights) */
+    snprintf(buf, len, "the model produced %s logits at position %d%s", nan ? "NaN" : "infinite", pos,
+             kv_type == KV_F16 ? " (with --kv-type f16 perhaps keys or values past float16's 65504, infinite in "
+                                 "that cache; f32 and q8 rows hold them)" : "");
 }
 
 int chunk_rows(const RunState *s, int pos, int remaining) {

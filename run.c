@@ -520,13 +520,15 @@ static int settle_threads(int forced) {
     int n = omp_get_max_threads(), procs = omp_get_num_procs();
     char asked[48];
     snprintf(asked, sizeof asked, forced > 0 ? "--threads %d" : "OMP_NUM_THREADS=%d", n);
+    const char *turns = "the threads take turns on them, and every step waits for the last";
     if (n > TEAM_MAX) {
-        fprintf(stderr, "warning: %s: qkv runs at most %d threads, and takes that many\n", asked, TEAM_MAX);
         omp_set_num_threads(n = TEAM_MAX);
+        fprintf(stderr, "warning: %s: qkv runs at most %d threads, and takes that many", asked, TEAM_MAX);
+        if (n > procs) fprintf(stderr, ", more than this machine's %d processors: %s", procs, turns);
+        fprintf(stderr, "\n");
+    } else if (n > procs) {
+        fprintf(stderr, "warning: %s is more than this machine's %d processors: %s\n", asked, procs, turns);
     }
-    if (n > procs)
-        fprintf(stderr, "warning: %s is more than this machine's %d processors: the threads take turns on them, "
-                        "and every step waits for the last\n", asked, procs);
     return n;
 #else
     return 1;

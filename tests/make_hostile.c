@@ -379,6 +379,8 @@ int main(int argc, char **argv) {
     poisoned("tests/data/gqa.qkv", "nan-norm-ppl.qkv", "nan-norm", "-m\tppl\t-f\ttests/data/grammar-sample.txt", "[0-9]+");
     poisoned("tests/data/gqa.qkv", "nan-norm-trace.qkv", "nan-norm", RUN_ARGS "\t--trace-prompt\t--trace-json\t/dev/null", "0");
     poisoned("tests/data/gqa.qkv", "nan-norm-bench.qkv", "nan-norm", "-m\tbench\t--ctx\t4\t--repeats\t1", "0");
+    poisoned("tests/data/f16.qkv", "inf-embedding-bench.f16.qkv", "inf-embedding", "-m\tbench\t--ctx\t4\t--repeats\t1", "0");
+    poisoned("tests/data/gqa.qkv", "huge-wv-bench.qkv", "huge-wv", "-m\tbench\t--ctx\t4\t--repeats\t1\t--kv-type\tf16", "0");
     poisoned("tests/data/gqa.qkv", "inf-wq.qkv", "inf-wq", RUN_ARGS, "[0-9]+");
     poisoned("tests/data/gqa.qkv", "huge-wv.qkv", "huge-wv", RUN_ARGS "\t--kv-type\tf16", "[0-9]+");
     poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS, "[0-9]+");
