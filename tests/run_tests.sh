@@ -77,8 +77,8 @@ for t in tests/test_*.sh; do
 done
 # ... and the order they start in: the longest first, so the last to start
 # are short and the two slots end close together.
-first=(build tests/test_train.sh tests/test_models.sh tests/test_gguf.sh tests/test_hostile.sh tests/test_gpt2.sh tests/test_trace.sh attention
-       tests/test_window.sh engine tests/test_cli.sh tests/test_quant.sh)
+first=(build tests/test_train.sh tests/test_gguf.sh tests/test_hostile.sh tests/test_cli.sh tests/test_trace.sh tests/test_gpt2.sh
+       tests/test_window.sh tests/test_quant.sh tests/test_models.sh attention tests/test_heads.sh tests/test_bench.sh engine)
 order=()
 for n in "${first[@]}"; do
     for i in "${!names[@]}"; do [ "${names[$i]}" = "$n" ] && order+=("$i"); done
