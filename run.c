@@ -382,6 +382,25 @@ static int biases_all_zero(const Model *m) {
     return all_zero(m->weights.final_norm_bias, c->dim);
 }
 
+/* The weights' bytes, and their matrices' type: the header's, or how many
+ * have each type where they differ (a file quantized to blocks keeps in
+ * float16 what is not whole blocks; a GGUF file may mix any) */
+static void print_weight_bytes(const Model *m) {
+    WeightType type = (WeightType)m->config.weight_type;
+    printf("weight bytes      %zu (", m->weight_bytes);
+    if (model_matrices_of(m, type) == model_matrices_of(m, WEIGHT_TYPE_COUNT)) {
+        printf("%s matrices, float32 norms)\n", weight_type_name(type));
+        return;
+    }
+    const char *sep = "matrices: ";
+    for (int t = 0; t < WEIGHT_TYPE_COUNT; t++)
+        if (model_matrices_of(m, (WeightType)t)) {
+            printf("%s%d %s", sep, model_matrices_of(m, (WeightType)t), weight_type_name((WeightType)t));
+            sep = ", ";
+        }
+    printf("; float32 norms)\n");
+}
+
 static void info(const Model *m, const char *path, int ctx) {
     const Config *c = &m->config;
     size_t embedding = (size_t)c->vocab_size * c->dim;
@@ -413,19 +432,7 @@ static void info(const Model *m, const char *path, int ctx) {
            c->shared_classifier ? " (tied to the embedding)" : "");
     if (gpt2) printf("  positions       %zu\n  biases          %zu (linear layers and LayerNorms%s)\n", positions, biases,
                      biases_all_zero(m) ? "; all zero: trained without biases" : "");
-    WeightType type = (WeightType)m->config.weight_type;
-    printf("weight bytes      %zu (", m->weight_bytes);
-    if (model_matrices_of(m, type) == model_matrices_of(m, WEIGHT_TYPE_COUNT)) {
-        printf("%s matrices, float32 norms)\n", weight_type_name(type));
-    } else { /* a file quantized to blocks keeps in float16 what is not whole blocks; a GGUF file may mix any */
-        const char *sep = "matrices: ";
-        for (int t = 0; t < WEIGHT_TYPE_COUNT; t++)
-            if (model_matrices_of(m, (WeightType)t)) {
-                printf("%s%d %s", sep, model_matrices_of(m, (WeightType)t), weight_type_name((WeightType)t));
-                sep = ", ";
-            }
-        printf("; float32 norms)\n");
-    }
+    print_weight_bytes(m);
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
     printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();
