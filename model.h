@@ -287,18 +287,8 @@ int chunk_rows(const RunState *s, int pos, int remaining);
 float *forward_logits(const Model *m, RunState *s, const int *tokens, int n, int pos,
                       const ForwardObserver *observer);
 
-/* Arithmetic of one decode step, counting a multiply-add as 2 FLOPs. */
-double flops_weights_per_token(const Config *c);
-int mlp_matrices(const Config *c);
-/* Parameters in one layer's matrices: attention's (wq, wk, wv, wo) and the MLP's */
-size_t attention_matrix_params(const Config *c);
-size_t mlp_matrix_params(const Config *c);
-double flops_attention_per_token(const Config *c, int n_visible);
-size_t kv_cache_bytes_per_token(const Config *c); /* float32 */
-/* Bytes of weights a decode step reads: every matrix and norm, but of the
- * token embedding only one row, unless it is also the classifier, and of
- * GPT-2's position embedding one row. */
-size_t weight_bytes_per_token(const Model *m);
+/* What a step costs: cost.h (its FLOPs and bytes, for info and the bench) */
+#include "cost.h"
 
 #endif /* QKV_MODEL_H */
 
@@ -926,40 +916,8 @@ float *forward_tokens(const Model *m, RunState *s, const int *tokens, int n, int
     return classify(m, s, len - 1, 1);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Cost model                                                                */
-
-/* The MLP's matrices: w1, w2, w3 (SwiGLU) or c_fc, c_proj (GPT-2). */
-int mlp_matrices(const Config *c) { return c->arch == ARCH_GPT2 ? 2 : 3; }
-
-size_t attention_matrix_params(const Config *c) {
-    size_t q_dim = (size_t)c->n_heads * c->head_size, kv_dim = (size_t)c->n_kv_heads * c->head_size;
-    return (size_t)c->dim * (2 * q_dim + 2 * kv_dim);
-}
-
-size_t mlp_matrix_params(const Config *c) { return (size_t)mlp_matrices(c) * c->dim * c->hidden_dim; }
-
-double flops_weights_per_token(const Config *c) {
-    double per_layer = (double)attention_matrix_params(c) + (double)mlp_matrix_params(c);
-    return 2.0 * (per_layer * c->n_layers + (double)c->vocab_size * c->dim);
-}
-
-/* scores (q·k) and the weighted sum of values: 2 multiply-adds per visible
- * position per head dimension, for every query head and layer */
-double flops_attention_per_token(const Config *c, int n_visible) {
-    return 4.0 * (double)c->n_layers * c->n_heads * c->head_size * n_visible;
-}
-
-size_t weight_bytes_per_token(const Model *m) {
-    const Matrix *e = &m->weights.token_embedding, *p = &m->weights.position_embedding;
-    size_t positions = p->rows ? matrix_bytes(p) - weight_row_bytes(p->type, p->cols) : 0; /* GPT-2: one row read */
-    if (m->config.shared_classifier) return m->weight_bytes - positions;
-    return m->weight_bytes - positions - matrix_bytes(e) + weight_row_bytes(e->type, e->cols);
-}
-
-size_t kv_cache_bytes_per_token(const Config *c) {
-    return kv_bytes_per_position(KV_F32, c->n_layers, c->n_kv_heads, c->head_size);
-}
+#define QKV_COST_IMPLEMENTATION
+#include "cost.h"
 
 #endif /* QKV_MODEL_IMPLEMENTED */
 #endif /* QKV_MODEL_IMPLEMENTATION */
