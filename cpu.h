@@ -48,6 +48,11 @@ int weights_from_memory(size_t bytes_per_token);
  * (else 0) */
 int family_parse(const char *value);
 size_t cache_bytes_parse(const char *value);
+/* The names QKV_ISA and QKV_VENDOR take, in Isa's and Vendor's order, and
+ * the index of value among n names (-1: none): how each choice is read and
+ * checked (kernel_env_error) */
+extern const char *const ISA_NAMES[ISA_COUNT], *const VENDOR_NAMES[VENDOR_COUNT];
+int name_index(const char *value, const char *const *names, int n);
 
 #endif /* QKV_CPU_H */
 
@@ -146,31 +151,30 @@ static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
 static Vendor vendor_of_cpu(void) { return (Vendor)((cpu_of_this_machine() >> 8) & 0xff); }
 static int family_of_cpu(void) { return cpu_of_this_machine() >> 16; }
 
-const char *isa_name(Isa isa) {
-    static const char *const names[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
-    return isa >= 0 && isa < ISA_COUNT ? names[isa] : "?";
+const char *const ISA_NAMES[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
+const char *const VENDOR_NAMES[VENDOR_COUNT] = { "any", "intel", "amd" };
+
+int name_index(const char *value, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(value, names[i]) == 0) return i;
+    return -1;
 }
+
+const char *isa_name(Isa isa) { return isa >= 0 && isa < ISA_COUNT ? ISA_NAMES[isa] : "?"; }
 
 Isa isa_available(void) {
     Isa isa = isa_of_cpu();
     const char *cap = getenv("QKV_ISA");
-    if (cap)
-        for (int i = 0; i < ISA_COUNT; i++)
-            if (strcmp(cap, isa_name((Isa)i)) == 0 && (Isa)i < isa) isa = (Isa)i;
-    return isa;
+    int asked = cap ? name_index(cap, ISA_NAMES, ISA_COUNT) : -1;
+    return asked >= 0 && (Isa)asked < isa ? (Isa)asked : isa;
 }
 
-const char *vendor_name(Vendor vendor) {
-    static const char *const names[VENDOR_COUNT] = { "any", "intel", "amd" };
-    return vendor >= 0 && vendor < VENDOR_COUNT ? names[vendor] : "?";
-}
+const char *vendor_name(Vendor vendor) { return vendor >= 0 && vendor < VENDOR_COUNT ? VENDOR_NAMES[vendor] : "?"; }
 
 Vendor cpu_vendor(void) {
     const char *name = getenv("QKV_VENDOR");
-    if (name)
-        for (int i = 0; i < VENDOR_COUNT; i++)
-            if (strcmp(name, vendor_name((Vendor)i)) == 0) return (Vendor)i;
-    return vendor_of_cpu();
+    int asked = name ? name_index(name, VENDOR_NAMES, VENDOR_COUNT) : -1;
+    return asked >= 0 ? (Vendor)asked : vendor_of_cpu();
 }
 
 int family_parse(const char *value) {

@@ -563,11 +563,13 @@ const KernelEntry *kernel_best(WeightType type) { return kernel_for(type, isa_av
  * requests take the load slots the conversions need), int8 slower, and
  * float32 with the AVX2 kernels slower too (the 15M shape at 16,384
  * positions, two rounds: 7.5-7.8 -> 7.8-9.1 ms). */
+/* QKV_KV_FETCH's names, in Fetch's order */
+static const char *const FETCH_NAMES[3] = { "none", "l1", "l2" };
+
 Fetch kv_fetch_ahead(int elem_bytes, Isa isa) {
-    const char *asked = getenv("QKV_KV_FETCH"); /* none, l1 or l2: to measure another choice */
-    if (asked && strcmp(asked, "none") == 0) return FETCH_NONE;
-    if (asked && strcmp(asked, "l1") == 0) return FETCH_L1;
-    if (asked && strcmp(asked, "l2") == 0) return FETCH_L2;
+    const char *name = getenv("QKV_KV_FETCH"); /* to measure another choice */
+    int asked = name ? name_index(name, FETCH_NAMES, 3) : -1;
+    if (asked >= 0) return (Fetch)asked;
     if (cpu_vendor() != VENDOR_AMD) return FETCH_L1;
     /* family 25 with AVX-512: a Zen 4 (a Zen 3 has AVX2 only) */
     if (cpu_family() == 25) return elem_bytes == 4 && isa >= ISA_AVX512 ? FETCH_L2 : FETCH_NONE;
@@ -602,28 +604,25 @@ const KernelEntry *kernel_for(WeightType type, Isa isa, int from_memory) {
 }
 
 
-/* Whether value is one of names[0..n-1]; their list, "a, b or c", into list */
-static int env_one_of(const char *value, const char *const *names, int n, char *list, size_t len) {
-    int found = 0;
+/* names[0..n-1] as "a, b or c", into list */
+static void names_list(const char *const *names, int n, char *list, size_t len) {
     size_t at = 0;
-    for (int i = 0; i < n; i++) {
-        found |= strcmp(value, names[i]) == 0;
+    for (int i = 0; i < n; i++)
         at += (size_t)snprintf(list + at, at < len ? len - at : 0, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
                                names[i]);
-    }
-    return found;
 }
 
 const char *kernel_env_error(char *buf, size_t len) {
-    const char *isas[ISA_COUNT], *vendors[VENDOR_COUNT], *fetches[] = { "none", "l1", "l2" }, *v;
-    char list[128];
-    for (int i = 0; i < ISA_COUNT; i++) isas[i] = isa_name((Isa)i);
-    for (int i = 0; i < VENDOR_COUNT; i++) vendors[i] = vendor_name((Vendor)i);
     const struct { const char *var, *const *names; int n; } choices[] = {
-        { "QKV_ISA", isas, ISA_COUNT }, { "QKV_VENDOR", vendors, VENDOR_COUNT }, { "QKV_KV_FETCH", fetches, 3 },
+        { "QKV_ISA", ISA_NAMES, ISA_COUNT },
+        { "QKV_VENDOR", VENDOR_NAMES, VENDOR_COUNT },
+        { "QKV_KV_FETCH", FETCH_NAMES, 3 },
     };
+    const char *v;
+    char list[128];
     for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++)
-        if ((v = getenv(choices[i].var)) && !env_one_of(v, choices[i].names, choices[i].n, list, sizeof list)) {
+        if ((v = getenv(choices[i].var)) && name_index(v, choices[i].names, choices[i].n) < 0) {
+            names_list(choices[i].names, choices[i].n, list, sizeof list);
             snprintf(buf, len, "%s=%s: expected %s", choices[i].var, v, list);
             return buf;
         }
