@@ -433,3 +433,18 @@ missing=""
 for w in "${want[@]}"; do grep -qF "$w" <<<"$out" || missing="$missing [$w]"; done
 if [ -z "$missing" ]; then ok "info mode: parameters, bytes, KV cache and FLOPs equal their closed forms for gqa.qkv"
 else fail "info" "missing:$missing"; fi
+
+# The README's layout section names every source file at the top level, and
+# the Makefile's HEADERS lists every header (its objects are rebuilt when one
+# changes): a file added without either would go unseen.
+layout=$(sed -n '/^## Layout/,/^## /p' README.md)
+headers=" $(sed -n 's/^HEADERS = //p' Makefile) "
+unnamed=""; untracked=""
+for f in *.c *.h; do
+    grep -qE "^\| [^|]*\`$f\`" <<<"$layout" || unnamed="$unnamed $f" # in a row's first cell
+    case $f in *.h) [[ "$headers" == *" $f "* ]] || untracked="$untracked $f" ;; esac
+done
+if [ -z "$unnamed" ]; then ok "README's layout names every top-level .c and .h file"
+else fail "README layout" "not named:$unnamed"; fi
+if [ -z "$untracked" ]; then ok "the Makefile's HEADERS lists every top-level header"
+else fail "Makefile HEADERS" "not listed:$untracked"; fi
