@@ -422,13 +422,21 @@ static int same_file(const char *a, const char *b) {
 }
 
 /* A page or checkpoint written whole (output_file.h) cannot go where a
- * directory, FIFO or device is: said now, as a usage error, before the
- * model loads (the writer would refuse it too, later) */
+ * directory, FIFO or device is (said now, as a usage error, before the
+ * model loads: the writer would refuse it too, later), nor over the file
+ * stdout or stderr goes to */
 static void check_whole_output(const char *flag, const char *path) {
     const char *refused = path ? whole_file_refusal(path) : NULL;
-    if (!refused) return;
-    char msg[PATH_MAX + 96];
-    snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, refused);
+    char msg[PATH_MAX + 160];
+    if (refused) {
+        snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, refused);
+        usage(msg);
+    }
+    int stream = path ? output_standard_stream(path) : -1;
+    if (stream < 0) return;
+    snprintf(msg, sizeof msg, "%s %s is the file %s goes to: written whole and renamed over it, it would replace "
+             "what %s writes: give another path", flag, path, stream == 1 ? "stdout" : "stderr",
+             stream == 1 ? "stdout" : "stderr");
     usage(msg);
 }
 

@@ -126,12 +126,11 @@ void whole_file_abandon(WholeFile *w) {
     memset(w, 0, sizeof *w);
 }
 
-/* The descriptor (1 or 2) of the standard stream whose regular file path
- * names (/dev/stdout, or the file itself, with stdout sent to a file), or
- * -1. Opened anew, that file would be cut to nothing and written from its
- * start, over the stream's own text; through a duplicate of the stream's
- * descriptor the writes go where the stream's go, as through a pipe. */
-static int standard_stream_of(const char *path) {
+/* (output_file.h) Opened anew, the stream's file would be cut to nothing
+ * and written from its start, over the stream's own text; through a
+ * duplicate of the stream's descriptor the writes go where the stream's go,
+ * as through a pipe (output_open). */
+int output_standard_stream(const char *path) {
     struct stat p, s;
     if (stat(path, &p) != 0 || !S_ISREG(p.st_mode)) return -1;
     for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
@@ -141,7 +140,7 @@ static int standard_stream_of(const char *path) {
 
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len) {
     fflush(NULL); /* what the streams hold goes first, where a duplicate of theirs would overtake it */
-    int stream = standard_stream_of(path), fd = stream < 0 ? -1 : dup(stream);
+    int stream = output_standard_stream(path), fd = stream < 0 ? -1 : dup(stream);
     FILE *f = stream < 0 ? fopen(path, "w") : fd < 0 ? NULL : fdopen(fd, "w");
     if (!f && fd >= 0) close(fd);
     if (!f) snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));

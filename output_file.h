@@ -58,6 +58,13 @@ const char *output_target(const char *path, char *out);
  * -1 with err (what names the file in it). */
 int output_check(const char *path, int whole, const char *what, char *err, size_t err_len);
 
+/* The descriptor (1 or 2) of the standard stream whose regular file path
+ * names (/dev/stdout, or the file itself, with stdout sent to a file), or
+ * -1: a streamed output there is written through the stream (output_open);
+ * one written whole is refused (renamed over it, it would replace what the
+ * stream wrote: check_paths). */
+int output_standard_stream(const char *path);
+
 /* Opens path to write as the run goes (a regular file that is stdout's or
  * stderr's, as /dev/stdout is when stdout goes to a file, is written
  * through that stream's descriptor, not cut and overwritten). Returns the

@@ -234,6 +234,13 @@ typedef struct {
     int n_prompt, started, steps;
 } Generation;
 
+/* The seed of --samples' text k: seed + k, within -s's range 1..2^63 - 1
+ * (after its last comes 1), so each printed seed can be given back to -s */
+static unsigned long long sample_seed(unsigned long long seed, int k) {
+    const unsigned long long last = 9223372036854775807ull;
+    return (seed - 1 + (unsigned long long)k) % last + 1;
+}
+
 /* One text from seed: the prompt, then decoding, the speed line. Returns
  * the exit status: 0, or 1 after one error line (bad logits, a trace that
  * cannot be written). */
@@ -309,10 +316,10 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     for (int k = 0; k < o->samples && rc == 0; k++) {
         if (o->probe && k > 0) { /* each sample's probe from its own seed, as a run with that seed makes it */
             free(prompt);
-            g.prompt = prompt = probe_prompt(c, seed + (unsigned long long)k, &n_prompt);
+            g.prompt = prompt = probe_prompt(c, sample_seed(seed, k), &n_prompt);
             g.n_prompt = n_prompt;
         }
-        rc = generate_sample(&g, seed + (unsigned long long)k);
+        rc = generate_sample(&g, sample_seed(seed, k));
     }
     free(prompt);
     run_state_free(&s);
@@ -542,10 +549,22 @@ static int settle_threads(int forced) {
 #endif
 }
 
-int main(int argc, char **argv) {
-    /* A closed stdout would lend its descriptor to the next file opened (a
-     * trace, say), and the text would land there */
+/* A closed standard descriptor would be lent to the next file opened (a
+ * trace, a checkpoint being written), and what goes to the stream would
+ * land in that file. A closed stdin or stderr is given /dev/null (nothing
+ * to read; the messages were not wanted); a closed stdout is refused (the
+ * output is the point). */
+static void check_standard_streams(void) {
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+        if (fd == STDOUT_FILENO || fcntl(fd, F_GETFD) >= 0) continue;
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || (null != fd && (dup2(null, fd) < 0 || close(null) < 0))) exit(1);
+    }
     if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("stdout is closed: give the output somewhere to go");
+}
+
+int main(int argc, char **argv) {
+    check_standard_streams();
     Options o;
     parse_options(&o, argc, argv);
     char env_error[192];

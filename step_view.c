@@ -33,38 +33,39 @@ static const char *escape_start(const char *begin, const char *at) {
 }
 
 /* "  text: …" the run's text up to the step's input, escaped, its end as
- * much as fits the width (the story so far, where stdout may be elsewhere) */
+ * much as fits the width (the story so far, where stdout may be elsewhere).
+ * The pieces' bytes are joined before they are escaped: a character made
+ * of several tokens' bytes (byte-level BPE's, llama2.c's <0xXX> tokens) is
+ * that character, not its bytes' \xNN escapes. */
 static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step *st) {
-    char text[4096], piece[256];
-    size_t start = sizeof text - 1; /* text[start..] holds the end of the text, built backwards */
-    text[start] = '\0';
-    int i = (int)(st - tr->run.steps), room = width - (int)sizeof "  text: …", chars = 0;
-    for (; i >= 0 && chars < room; i--) { /* piece by piece back from the step's input, as far as fits */
+    char raw[4096], text[6 * sizeof raw + 1]; /* an escape is at most 6 bytes a byte (\u0080) */
+    int i = (int)(st - tr->run.steps), room = width - (int)sizeof "  text: …";
+    size_t start = sizeof raw, need = 4 * (size_t)(room > 0 ? room : 0) + 4; /* a column is at most 4 bytes */
+    for (; i >= 0 && sizeof raw - start < need; i--) { /* raw[start..] holds the text's last bytes */
         int len, prev = i ? tr->run.steps[i - 1].token : -1, token = tr->run.steps[i].token;
         if (tr->tok->kind == TOKENIZER_LLAMA && (token == tr->tok->bos_id || token == tr->tok->eos_id)) continue;
         const char *p = tokenizer_decode(tr->tok, prev, token, &len);
-        piece_escape(piece, sizeof piece, p, len, 0);
-        size_t n = strlen(piece);
-        if (n > start) break;
-        start -= n;
-        memcpy(text + start, piece, n);
-        chars += display_width(piece);
+        if ((size_t)len > start) break;
+        start -= (size_t)len;
+        memcpy(raw + start, p, (size_t)len);
     }
+    while (i >= 0 && tr->tok->kind == TOKENIZER_LLAMA && tr->run.steps[i].token == tr->tok->bos_id) i--;
+    int cut = i >= 0; /* text before what was gathered: a character may be cut at its front */
+    while (cut && start < sizeof raw && ((unsigned char)raw[start] & 0xC0) == 0x80) start++;
+    piece_escape(text, sizeof text, raw + start, (int)(sizeof raw - start), 0);
     /* as many whole characters from the end as fit the room's columns, and
      * no escape (piece_escape's \n, \xNN, \u00NN) cut at its front */
-    const char *tail = text + sizeof text - 1;
-    for (chars = 0; tail > text + start;) {
+    const char *tail = text + strlen(text);
+    for (int chars = 0; tail > text;) {
         const char *lead = tail;
-        do lead--; while (lead > text + start && ((unsigned char)*lead & 0xC0) == 0x80); /* back to a lead byte */
+        do lead--; while (lead > text && ((unsigned char)*lead & 0xC0) == 0x80); /* back to a lead byte */
         int n, columns = utf8_columns(lead, &n);
         if (chars + columns > room) break;
         chars += columns;
         tail = lead;
     }
-    tail = escape_start(text + start, tail);
-    while (i >= 0 && tr->tok->kind == TOKENIZER_LLAMA && tr->run.steps[i].token == tr->tok->bos_id) i--;
-    int more = tail > text + start || i >= 0; /* text before what is shown */
-    fprintf(out, "  text: %s%s\n", more ? "…" : "", tail);
+    tail = escape_start(text, tail);
+    fprintf(out, "  text: %s%s\n", cut || tail > text ? "…" : "", tail);
 }
 
 /* A part of the view drawn in memory first, so its rows on the screen can
@@ -202,6 +203,7 @@ int tracer_pause(Tracer *tr) {
         case KEY_NEXT: return 0;
         case KEY_CONTINUE: tr->run_to_end = 1; return 0;
         case KEY_QUIT: return 1;
+        case KEY_NOT_KEYS: tr->not_keys = 1; return 1;
         case KEY_HEAD_NEXT: tr->focus_head = wrap_index(tr->focus_head, 1, c->n_heads); break;
         case KEY_HEAD_PREV: tr->focus_head = wrap_index(tr->focus_head, -1, c->n_heads); break;
         case KEY_LAYER_NEXT: tr->focus_layer = wrap_index(tr->focus_layer, 1, c->n_layers); break;

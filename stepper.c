@@ -119,8 +119,9 @@ static int byte_soon(void) {
 
 StepKey keys_read(int raw) {
     if (!raw) { /* a line a key: its first character (the rest of a long line is dropped, not more keys) */
-        int first = getchar(), c = first;
-        while (c != '\n' && c != EOF) c = getchar();
+        int first = getchar(), c = first, length = 0;
+        while (c != '\n' && c != EOF && length++ < STEP_LINE_MAX) c = getchar();
+        if (c != '\n' && c != EOF) return KEY_NOT_KEYS;
         return first == EOF ? KEY_QUIT : key_of_char((unsigned char)first); /* end of input: nobody to ask */
     }
     unsigned char c;

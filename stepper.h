@@ -13,8 +13,11 @@ typedef enum {
     KEY_LAYER_PREV, /* k, up arrow */
     KEY_LAYER_WEIGHTS, /* a: the chosen layer's heads side by side, or back to one head */
     KEY_HELP,       /* ? */
-    KEY_OTHER
+    KEY_OTHER,
+    KEY_NOT_KEYS    /* a line of STEP_LINE_MAX bytes or more from a pipe: not keys (/dev/zero, a binary file) */
 } StepKey;
+
+#define STEP_LINE_MAX 4096
 
 /* What the keys do, for ? and --help (several lines, each ending in \n). */
 extern const char STEP_KEYS_HELP[], STEP_KEYS_HELP_NARROW[]; /* 80 and 40 columns */
@@ -28,7 +31,9 @@ int keys_raw_mode(void);
 void keys_restore(void);
 
 /* The next key: one keypress in raw mode, else the first character of a line
- * (an empty line is Enter). KEY_QUIT at the end of input. */
+ * (an empty line is Enter). KEY_QUIT at the end of input; KEY_NOT_KEYS for
+ * a line that does not end within STEP_LINE_MAX bytes (else an endless
+ * stream without a newline would be read for ever). */
 StepKey keys_read(int raw);
 
 #endif

@@ -372,6 +372,10 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
         rc = -1;
     }
     if (rc == 0 && tr->html.f) rc = finish_html(tr, err, err_len);
+    if (rc == 0 && tr->not_keys) { /* the outputs are whole: the run stopped as if q had been pressed */
+        snprintf(err, err_len, "stdin: a line of more than %d bytes: step mode reads one key a line", STEP_LINE_MAX);
+        rc = -1;
+    }
     /* the streamed files' close tells whether every write went */
     if (tr->json) rc = output_close(tr->json, tr->opt.json_path, rc, err, err_len);
     if (tr->text && tr->text != stderr) rc = output_close(tr->text, tr->opt.out_path, rc, err, err_len);

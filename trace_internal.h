@@ -65,6 +65,7 @@ struct Tracer {
     TraceLevel level;  /* text trace: tables, or each head's top keys */
     int width;         /* characters per line of the text trace */
     int run_to_end;    /* step mode: the user pressed c, stop pausing */
+    int not_keys;      /* step mode: stdin gave a line too long to be keys (tracer_close reports it) */
     int raw_keys;      /* step mode: the terminal gives one key at a time */
     int focus_layer, focus_head; /* step mode: the head whose table is shown */
     int layer_weights; /* step mode: the chosen layer's heads side by side (a) */

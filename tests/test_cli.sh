@@ -104,6 +104,14 @@ expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN 
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
 expect_error "usage: --samples 2 with a trace" 2 "--samples writes texts only" -- $RUN $MODEL --samples 2 --trace
 expect_error "usage: --samples 0" 2 "--samples 0: expected an integer in \[1, 100000\]" -- $RUN $MODEL --samples 0
+# --samples past the last seed -s takes (2^63 - 1) go on from 1: each printed
+# seed is one -s accepts, and gives that text (the next one was 2^63, refused)
+$RUN $MODEL -t 1 -s 9223372036854775807 --samples 2 -n 8 >"$tmp/wrap.txt" 2>"$tmp/wrap.err"
+seeds=$(grep -o 'seed [0-9]*' "$tmp/wrap.err" | cut -d' ' -f2 | tr '\n' ' ')
+one=$($RUN $MODEL -t 1 -s 1 -n 8 2>/dev/null)
+if [ "$seeds" = "9223372036854775807 1 " ] && [ "$(sed -n 2p "$tmp/wrap.txt")" = "$one" ]; then
+    ok "--samples after seed 2^63 - 1: the next is 1, and its text is -s 1's"
+else fail "--samples seed wrap" "seeds [$seeds]; [$(sed -n 2p "$tmp/wrap.txt")] vs [$one]"; fi
 for flag in "--trace" "--trace-prompt" "--trace-level full" "--pos 3"; do
     expect_error "usage: $flag with --step alone does nothing" 2 "${flag%% *} does nothing with --step alone" -- \
         $RUN $MODEL --step $flag
@@ -336,6 +344,30 @@ if [ $rc -eq 1 ] && tail -n 1 "$tmp/err" | grep -q "^error: cannot write the out
     ok "stdout on a full disk: generate's speed line, then the error, exit 1"
 else fail "generate to a full disk" "exit $rc: $(tail -n 1 "$tmp/err")"; fi
 expect_error "stdout closed" 1 "stdout is closed" -- sh -c "$RUN $MODEL -n 4 >&-"
+# a file written whole and renamed may not be the file stdout or stderr goes
+# to: renamed over it, it replaced the text written there (--html
+# /dev/stdout > FILE kept the page, lost the story)
+expect_error "--html onto stdout's file" 2 "--html $tmp/out is the file stdout goes to: .*give another path" -- \
+    $RUN $MODEL -n 3 --html "$tmp/out"
+expect_error "-o onto stderr's file" 2 "-o $tmp/err is the file stderr goes to" -- \
+    $RUN $MODEL -m quantize --dtype q8 -o "$tmp/err"
+expect_error "--html /dev/stdout with stdout to a file" 2 "--html /dev/stdout is the file stdout goes to" -- \
+    $RUN $MODEL -n 3 --html /dev/stdout
+# a closed stderr (or stdin) is not lent to the files a run writes: quantize's
+# notes went into the checkpoint it wrote (in place, over the input), the
+# text trace into the JSON trace
+$RUN $MODEL -m quantize -o "$tmp/open.qkv" --dtype q8 2>/dev/null
+cp $MODEL "$tmp/inplace.qkv"
+$RUN $MODEL -m quantize -o "$tmp/closed.qkv" --dtype q8 2>&-; rc1=$?
+$RUN "$tmp/inplace.qkv" -m quantize -o "$tmp/inplace.qkv" --dtype q8 2>&-; rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/open.qkv" "$tmp/closed.qkv" && cmp -s "$tmp/open.qkv" "$tmp/inplace.qkv"; then
+    ok "-m quantize with stderr closed: the checkpoint's bytes as with stderr open (in place too)"
+else fail "quantize, stderr closed" "exit $rc1/$rc2, $(head -c 40 "$tmp/closed.qkv" | tr -c '[:print:]' .)"; fi
+$RUN $MODEL -n 4 -t 0 --trace --trace-json "$tmp/closed.json" 2>&- >/dev/null; rc=$?
+$RUN $MODEL -n 4 -t 0 --trace-json "$tmp/open.json" 2>/dev/null >/dev/null
+if [ $rc -eq 0 ] && cmp -s "$tmp/open.json" "$tmp/closed.json"; then
+    ok "--trace with stderr closed: the JSON trace holds only JSON (as without --trace)"
+else fail "trace, stderr closed" "exit $rc, $(grep -c '== pos' "$tmp/closed.json") text lines in the JSON"; fi
 
 # ---- behaviour -------------------------------------------------------------
 a=$($RUN $MODEL -n 0 -t 0 2>"$tmp/err"); b=$($RUN $MODEL -n 32 -t 0 2>/dev/null)

@@ -240,6 +240,26 @@ printf 'l%70s\nq\n' "" | $RUN models/grammar.bin -t 0 -n 12 -i "the cat sat" --s
 if [ "$(grep -c "^== pos" "$tmp/step.txt")" -eq 2 ] && grep -q "1 generated, stopped by quit" "$tmp/step.txt"; then
     ok "--step through a pipe: a long line is one key (l, then q: two views, one token)"
 else fail "step mode long line" "$(grep -c "^== pos" "$tmp/step.txt") views; $(tail -n 1 "$tmp/step.txt")"; fi
+# the text line joins the tokens' bytes before escaping: characters made of
+# several byte tokens (llama2.c's <0xXX>, GPT-2's byte-level BPE) are shown
+# as themselves, not as \xNN (README: \xNN only for bytes not UTF-8)
+printf 'q\n' | $RUN models/stories.bin -i "The café ☕ 日本" -t 0 -n 20 --step 2>&1 >/dev/null | grep '^  text:' >"$tmp/utf8.txt"
+printf 'q\n' | $RUN tests/data/gpt2-bpe.qkv -i "日本語のテキスト and café ☕ tabs" -t 0 -n 40 --step 2>&1 >/dev/null |
+    grep '^  text:' >>"$tmp/utf8.txt"
+if [ "$(cat "$tmp/utf8.txt")" = "$(printf '  text: The café ☕ 日本\n  text: 日本語のテキスト and café ☕ tabs')" ]; then
+    ok "--step's text line: characters split across byte tokens shown whole (llama2.c BPE, GPT-2 BPE)"
+else fail "step text line, multi-token characters" "$(cat "$tmp/utf8.txt")"; fi
+# a line that never ends (NUL bytes, no newline) is not keys: one error
+# line, exit 1, the --html page still written whole (it was read for ever)
+head -c 100000 /dev/zero | $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step --html "$tmp/zero.html" >/dev/null 2>"$tmp/step.txt"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(grep -c '^error' "$tmp/step.txt")" -eq 1 ] && grep -q "^error: stdin: a line of more than 4096 bytes" "$tmp/step.txt" &&
+    grep -q '</html>' "$tmp/zero.html"; then
+    ok "--step with stdin a stream without newlines: one error line, exit 1, the page whole"
+else fail "step mode stream without newlines" "rc $rc: $(grep '^error' "$tmp/step.txt")"; fi
+timeout 30 $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step </dev/zero >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 1 ]; then ok "--step </dev/zero stops (exit 1), not read for ever"; else fail "step mode /dev/zero" "rc $rc (124: a hang)"; fi
 # an empty prompt: the first view's text line is empty (it printed whatever
 # its buffer held: the text was never written when every token was BOS)
 printf 'q\n' | $RUN models/grammar.bin -i "" --step -n 3 -s 1 >/dev/null 2>"$tmp/step.txt"
