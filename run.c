@@ -138,12 +138,13 @@ static int steps_for_compare(const Tracer *tr, int steps) {
  * step was timed, and the rate is "-", not 0. */
 static void report_speed(int generated, double computing, const char *stopped_by, int n_prompt,
                          double prompt_seconds, unsigned long long seed, int stepped, double waited) {
-    char rate[32] = "-";
+    char rate[32] = "-", line[320], waits[96] = "";
     if (generated > 1) snprintf(rate, sizeof rate, "%.2f", (generated - 1) / computing);
-    fprintf(stderr, "achieved tok/s: %s (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu",
-            rate, generated, stopped_by, n_prompt, n_prompt == 1 ? "" : "s", n_prompt / (prompt_seconds + 1e-9), seed);
-    if (stepped) fprintf(stderr, "; computing only, %.1f s waiting for keys left out", waited);
-    fprintf(stderr, ")\n");
+    if (stepped) snprintf(waits, sizeof waits, "; computing only, %.1f s waiting for keys left out", waited);
+    snprintf(line, sizeof line, "achieved tok/s: %s (%d generated, stopped by %s; prompt: %d token%s at %.2f tok/s; seed %llu%s)",
+             rate, generated, stopped_by, n_prompt, n_prompt == 1 ? "" : "s", n_prompt / (prompt_seconds + 1e-9), seed,
+             waits);
+    print_line_for_reader(stderr, line);
 }
 
 /* The next token from logits. The sampler works on a copy (probs), so the

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The step view's heads, one line each (> marks the chosen one): every
  * head, or (one_layer) the chosen layer's, with a line saying so. */
@@ -153,14 +154,19 @@ static int view_draw(View *v, int level, int width, int rows, Tracer *tr, const 
                             one_block);
 }
 
+/* The terminal the view is sized for: stderr's, else the one the keys come
+ * from (stderr piped, to tee or cat, while a person reads the view live and
+ * presses keys); a view read from a file or a pipe alone keeps its width */
+static FILE *view_terminal(const Tracer *tr) { return !isatty(STDERR_FILENO) && tr->raw_keys ? stdin : stderr; }
+
 /* The step view: the step, the text so far, the heads, the chosen head's
  * table (or its layer's weights), what the mask did, the next tokens and
- * how the next was chosen; as wide as stderr's terminal is now (it may have
+ * how the next was chosen; as wide as its terminal is now (it may have
  * been resized), and at the first level that fits its rows with the keys'
  * prompt line below (the step and the heads would scroll away above). */
 static int print_step_view(Tracer *tr, const Step *st) {
     FILE *out = stderr;
-    int width = output_width(out), rows = output_rows(out), colour = wants_colour(out);
+    int width = output_width(view_terminal(tr)), rows = output_rows(view_terminal(tr)), colour = wants_colour(out);
     Labels lb;
     View v = { 0 };
     int rc = labels_make(&lb, tr, st, st->n_visible);
@@ -190,7 +196,7 @@ int tracer_pause(Tracer *tr) {
     int redraw = 1;
     for (;;) {
         if (redraw && st->attention && print_step_view(tr, st)) return 1;
-        int width = output_width(stderr);
+        int width = output_width(view_terminal(tr));
         fputs(width >= 64   ? "-- [Enter] next token, [c] run to the end, [q] quit, [?] keys: "
               : width >= 54 ? "-- [Enter] next, [c] to the end, [q] quit, [?] keys: "
                             : "-- [q] quit, [?] keys: ",

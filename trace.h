@@ -92,4 +92,10 @@ typedef struct {
  * at any context length. */
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour);
 
+/* A line for the reader on f (generate's speed line): on a terminal its
+ * words wrapped to the width (the terminal's own wrap cut numbers in two),
+ * later lines indented by two; to a file or a pipe one line, as scripts
+ * read it. */
+void print_line_for_reader(FILE *f, const char *text);
+
 #endif

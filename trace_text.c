@@ -271,6 +271,11 @@ void print_wrapped(FILE *out, int width, const char *text) { print_wrapped_lines
 /* A title or a statement: text, later lines indented by two */
 static void print_hanging(FILE *out, int width, const char *text) { print_wrapped_lines(out, width, "", 2, text); }
 
+void print_line_for_reader(FILE *f, const char *text) {
+    if (isatty(fileno(f))) print_hanging(f, output_width(f), text);
+    else fprintf(f, "%s\n", text);
+}
+
 /* The indices of the k largest weights, largest first (k <= n). */
 static void most_attended(const float *weights, int n, int *best, int k) {
     for (int i = 0; i < k; i++) {
@@ -571,7 +576,8 @@ void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
         n = snprintf(text, sizeof text, "sampled %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
     else if (in->method == SAMPLE_TEMPERATURE)
         n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
-                                        "it in the cumulative distribution; p@T = %.4f",
+                                        "it in the cumulative distribution, the tokens\nin id order (as llama2.c "
+                                        "adds them up); p@T = %.4f",
                      piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
     else { /* top-k, top-p or both */
         n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
