@@ -353,6 +353,7 @@ void parse_options(Options *o, int argc, char **argv) {
     /* -s 0 is the clock's seed in every mode (and printed); no -s is the
      * mode's default: the clock's when generating, 1 for -m heads' probes */
     if (given[find_flag("-s") - FLAGS] && o->seed == 0) o->seed = clock_seed();
+    o->steps_given = given[find_flag("-n") - FLAGS];
     if (o->help) print_help();
     for (int m = 0; m < N_MODES; m++)
         if (!strcmp(o->mode_name, MODE_NAMES[m])) o->mode = 1 << m;

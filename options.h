@@ -30,6 +30,7 @@ typedef struct {
     int window, sinks;       /* --window W --sinks S (kv_window.h); window 0: off; sinks -1: not given */
     float temperature, topp;
     int topk, steps, threads, help;
+    int steps_given;  /* -n was given: the default 256 is clamped to a shorter context without a word */
     unsigned long long seed;
     int samples;             /* --samples N: texts one after another, seeds seed, seed + 1, ... */
     TraceOptions trace;

@@ -112,7 +112,7 @@ static int steps_for(const Config *c, const Options *o, int n_prompt) {
     }
     int steps = o->steps ? o->steps : c->seq_len; /* -n 0: the whole context, as in llama2.c */
     if (steps > c->seq_len && !o->window) { /* a window runs on past the context */
-        fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
+        if (o->steps_given) fprintf(stderr, "warning: -n %d is beyond the context; clamped to %d\n", steps, c->seq_len);
         steps = c->seq_len;
     }
     if (steps < n_prompt) {

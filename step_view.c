@@ -33,6 +33,15 @@ static const char *escape_start(const char *begin, const char *at) {
     return p;
 }
 
+/* Whether step i's token is not the text's (generate prints neither):
+ * llama2.c's BOS and EOS, or the start token GPT-2's text began from (a
+ * character model's "\n" is its text, as nanoGPT prints it) */
+static int not_text(const Tracer *tr, int i) {
+    int token = tr->run.steps[i].token;
+    if (tr->tok->kind == TOKENIZER_LLAMA) return token == tr->tok->bos_id || token == tr->tok->eos_id;
+    return tr->tok->kind == TOKENIZER_GPT2_BPE && i == 0 && token == tr->model->config.start_id;
+}
+
 /* "  text: …" the run's text up to the step's input, escaped, its end as
  * much as fits the width (the story so far, where stdout may be elsewhere).
  * The pieces' bytes are joined before they are escaped: a character made
@@ -44,13 +53,13 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
     size_t start = sizeof raw, need = 4 * (size_t)(room > 0 ? room : 0) + 4; /* a column is at most 4 bytes */
     for (; i >= 0 && sizeof raw - start < need; i--) { /* raw[start..] holds the text's last bytes */
         int len, prev = i ? tr->run.steps[i - 1].token : -1, token = tr->run.steps[i].token;
-        if (tr->tok->kind == TOKENIZER_LLAMA && (token == tr->tok->bos_id || token == tr->tok->eos_id)) continue;
+        if (not_text(tr, i)) continue;
         const char *p = tokenizer_decode(tr->tok, prev, token, &len);
         if ((size_t)len > start) break;
         start -= (size_t)len;
         memcpy(raw + start, p, (size_t)len);
     }
-    while (i >= 0 && tr->tok->kind == TOKENIZER_LLAMA && tr->run.steps[i].token == tr->tok->bos_id) i--;
+    while (i >= 0 && not_text(tr, i)) i--;
     int cut = i >= 0; /* text before what was gathered: a character may be cut at its front */
     while (cut && start < sizeof raw && ((unsigned char)raw[start] & 0xC0) == 0x80) start++;
     piece_escape(text, sizeof text, raw + start, (int)(sizeof raw - start), 0);

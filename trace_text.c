@@ -455,13 +455,18 @@ static int most_weighted_columns(const float *const *rows, int n_rows, int n, in
     return k;
 }
 
-/* The line under a table of chosen keys: how many of how many, and the sum
- * of all their weights (the summary's line, which the heads' list repeats) */
+/* The line under a table of chosen keys: how many of how many, the weight
+ * the shown keys hold, and the sum of all the weights (the summary's line,
+ * which the heads' list repeats) */
 static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, const char *which) {
-    double sum = 0;
+    double sum = 0, held = 0;
     for (int t = 0; t < row->n_visible; t++) sum += row->weights ? row->weights[t] : 0;
-    char note[160], total[48] = "";
-    if (row->weights) snprintf(total, sizeof total, "; weights sum to %.6f", sum);
+    for (int i = 0; i < shown && row->shown && row->weights; i++)
+        if (row->shown[i] < row->n_visible) held += row->weights[row->shown[i]];
+    char note[200], total[80] = "";
+    if (row->weights && shown < row->n_visible)
+        snprintf(total, sizeof total, ": weight %.3f of %.6f", held, sum); /* of all the keys' sum */
+    else if (row->weights) snprintf(total, sizeof total, "; weights sum to %.6f", sum);
     if (shown < row->n_visible)
         snprintf(note, sizeof note, "(%d of %d keys shown, %s%s)", shown, row->n_visible, which, total);
     else snprintf(note, sizeof note, "(all %d keys%s)", shown, total);
@@ -519,20 +524,28 @@ void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
 
 /* The top next tokens on as few lines as fit, with their probabilities:
  * at the temperature the sampler drew from (p@T) when it is not 1 (or 0),
- * the sampled token marked with a *. */
+ * the sampled token marked with a *. On one line cut short, the sampled
+ * token (when among them) still ends it: " … *piece p". */
 void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, int one_line) {
-    char piece[256], item[300];
-    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
+    char piece[256], item[300], last[300] = " …";
+    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f, sampled = -1;
+    for (int i = 0; with_t && i < st->n_top; i++)
+        if (st->top[i].id == st->next) {
+            sampled = i;
+            quoted_piece(piece, sizeof piece, tr->tok, st->next);
+            snprintf(last, sizeof last, " … *%s %.3f", piece, st->top[i].prob_t);
+        }
     Wrap wr = { out, width, 8, 0 };
     snprintf(item, sizeof item, with_t ? "  next (p@T, T = %g):" : "  next:", tr->temperature);
     wrap_put(&wr, item);
     for (int i = 0; i < st->n_top; i++) {
         const Candidate *cand = &st->top[i];
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
-        snprintf(item, sizeof item, " %s%s %.3f%s", with_t && cand->id == st->next ? "*" : "", piece,
-                 with_t ? cand->prob_t : cand->prob, i + 1 < st->n_top ? "," : "");
-        if (one_line && i > 0 && wr.column + display_width(item) + 2 > width) { /* room for " …" */
-            wrap_put(&wr, " …"); /* more than the line holds */
+        snprintf(item, sizeof item, " %s%s %.3f%s", i == sampled ? "*" : "", piece, with_t ? cand->prob_t : cand->prob,
+                 i + 1 < st->n_top ? "," : "");
+        int reserve = display_width(sampled > i ? last : " …"); /* what a cut after this item would print */
+        if (one_line && i > 0 && wr.column + display_width(item) + reserve > width) {
+            wrap_put(&wr, sampled >= i ? last : " …"); /* more than the line holds */
             break;
         }
         wrap_put(&wr, item);

@@ -422,6 +422,12 @@ else echo "skip default model beside the executable: models/stories.bin is missi
 $RUN $MODEL -n 1000 -t 0 >"$tmp/out" 2>"$tmp/err"
 if [ $? -eq 0 ] && grep -q "clamped to 32" "$tmp/err"; then ok "-n beyond the context is clamped with a warning"
 else fail "-n beyond the context" "$(head -n 1 "$tmp/err")"; fi
+# the default -n (256) is clamped to a shorter context without a word, as
+# llama2.c does (the warning named a flag nobody gave, on every such run)
+$RUN $MODEL -t 0 >"$tmp/out2" 2>"$tmp/err"
+if [ $? -eq 0 ] && cmp -s "$tmp/out" "$tmp/out2" && [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "^achieved tok/s" "$tmp/err"; then
+    ok "the default -n on a context shorter than 256: the same text, the speed line alone on stderr"
+else fail "default -n past the context" "$(head -n 1 "$tmp/err")"; fi
 
 a=$($RUN $MODEL -t 0.9 -s 42 -n 30 2>/dev/null); b=$($RUN $MODEL -t 0.9 -s 42 -n 30 2>/dev/null)
 c=$($RUN $MODEL -t 0.9 -s 43 -n 30 2>/dev/null); d=$($RUN $MODEL -t 0.9 -s 44 -n 30 2>/dev/null)

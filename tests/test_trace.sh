@@ -265,6 +265,11 @@ if [ $rc -eq 1 ]; then ok "--step </dev/zero stops (exit 1), not read for ever";
 printf 'q\n' | $RUN models/grammar.bin -i "" --step -n 3 -s 1 >/dev/null 2>"$tmp/step.txt"
 if [ "$(grep '^  text:' "$tmp/step.txt")" = "  text: " ]; then ok "--step with an empty prompt: an empty text line"
 else fail "step text line, empty prompt" "$(grep '^  text:' "$tmp/step.txt" | od -c | head -n 2)"; fi
+# GPT-2 starts an empty prompt from <|endoftext|>, which generate does not
+# print: nor does the text line (it showed "<|endoftext|>")
+printf 'q\n' | $RUN tests/data/gpt2-bpe.qkv -i "" --step -n 3 -s 1 >/dev/null 2>"$tmp/step.txt"
+if [ "$(grep '^  text:' "$tmp/step.txt")" = "  text: " ]; then ok "--step, GPT-2, an empty prompt: its start token is not in the text line"
+else fail "step text line, GPT-2's start token" "$(grep '^  text:' "$tmp/step.txt")"; fi
 
 # the step that ends the text is shown too (it was never paused on), and each
 # view carries the text so far
@@ -323,12 +328,12 @@ else
         done
         return 1
     }
-    # start COMMAND: in a new 80x50 terminal; then whether the terminal is
+    # start COMMAND [ROWS]: in a new 80x50 (80xROWS) terminal; then whether the terminal is
     # canonical again. The shell ignores SIGINT, so Ctrl-C stops only ./run.
     start() {
         tm kill-server 2>/dev/null
         n_session=$((n_session + 1))
-        tm new-session -d -s t -x 80 -y 50 \
+        tm new-session -d -s t -x 80 -y "${2:-50}" \
             "trap '' INT; cd '$PWD' && $1; echo; stty -a | grep -o -- '-\?icanon'; echo DONE; sleep 30"
     }
     start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat sat' --step"
@@ -348,6 +353,31 @@ else
             ok "step mode with stderr piped, keys from the terminal: the view fits the terminal's 80 columns"
         else fail "step mode piped at 80 columns" "[$wide]"; fi
     else fail "step mode piped in tmux" "$(tail -n 3 "$tmp/pane")"; fi
+    # a next line cut short to fit 80 x 24 still ends with the sampled token
+    # (its * was cut off with the rest); every * is the token sampled
+    start "yes '' | head -c 80 | $RUN models/grammar.bin -i 'the cat sat on the' -t 0.9 -s 5 -n 200 --window 16 --sinks 4 --step >/dev/null" 24
+    if wait_for "^DONE"; then
+        stars=$($PY -c '
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
+cut = wrong = 0
+for i, line in enumerate(lines):
+    if not line.startswith("  next (p@T"):
+        continue
+    listed = line
+    for after in lines[i + 1:]:
+        if after.startswith("sampled "):
+            chosen = re.match(r"sampled (\".*?\")", after).group(1)
+            star = re.search(r"\*(\".*?\")", listed)
+            cut += "… *" in listed
+            wrong += bool(star) and star.group(1) != chosen
+            break
+        listed += after
+print(cut, wrong)' "$tmp/pane")
+        if [ "${stars%% *}" -gt 0 ] && [ "${stars##* }" -eq 0 ]; then
+            ok "step mode's one-line next tokens: cut short, they end with the sampled token (${stars%% *} views); each * is the sampled one"
+        else fail "step mode next line, sampled token" "[$stars]: cut lines ending with it, lines whose * is another token"; fi
+    else fail "step mode next line in tmux" "$(tail -n 3 "$tmp/pane")"; fi
     start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat sat' --step"
     if wait_for "\[q\] quit" && tm send-keys -t t C-c && wait_for "^DONE" && grep -qx "icanon" "$tmp/pane"; then
         ok "step mode: Ctrl-C restores the terminal"

@@ -438,7 +438,7 @@ def cmd_step_fit(trace_path, argv):
     views = [lines[a + 1:b + 1] for a, b in zip([-1] + ends, ends)]
     tall = [screen_rows(v, 80) for v in views if screen_rows(v, 80) > 24]
     head_view = views[-2] if len(views) >= 2 else []
-    note = [l for l in head_view if re.match(r"^  \(8 of \d+ keys shown, the most attended; weights sum to 1\.0000", l)]
+    note = [l for l in head_view if re.match(r"^  \(8 of \d+ keys shown, the most attended: weight [01]\.\d{3} of 1\.0000", l)]
     pos = [int(m.group(1)) for l in head_view for m in [re.match(r"^== pos (\d+):", l)] if m]
     shown, full = {}, {}
     if note and pos:
@@ -447,11 +447,15 @@ def cmd_step_fit(trace_path, argv):
         block = text[text.index(next(l for l in text if l.startswith("== pos %d:" % pos[0]))):]
         full = table_weights(block, next(l for l in block if l.startswith("layer 0 head 0 ")))
     largest = sorted(full, key=lambda p: -full[p])[:8]
+    held = float(re.search(r"attended: weight ([01]\.\d{3}) of", note[0]).group(1)) if note else -1
     check(len(views) == 16 and not tall and note and len(full) == pos[0] + 1 and sorted(shown) == sorted(largest)
+          and abs(held - sum(shown.values())) <= 0.0005 * (len(shown) + 1)
           and all(abs(shown[p] - full[p]) < 6e-4 for p in shown) and any("sees every cached key" in l for l in head_view),
           "step view at 80 x 24 on the stories model: every view fits its rows; a table too tall for them shows "
-          "the 8 most attended keys, as the full table in the trace file has them; the mask in words",
-          "%d views, rows over 24: %s, note %s, shown %s, file's 8 largest %s" % (len(views), tall, note, shown, largest))
+          "the 8 most attended keys, as the full table in the trace file has them, and the weight they hold (their "
+          "sum); the mask in words",
+          "%d views, rows over 24: %s, note %s (the shown keys' weight %.3f), shown %s, file's 8 largest %s"
+          % (len(views), tall, note, sum(shown.values()), shown, largest))
     grid = views[-1]
     rows = [l for l in grid if re.match(r"^  [ >] H\d ", l)]
     check(any(l.startswith("layer 0: every head's weights") for l in grid) and len(rows) == 6
