@@ -158,6 +158,7 @@ static int view_draw(View *v, int level, int width, int rows, Tracer *tr, const 
     print_next_summary(v->bottom.f, width, tr, st, level >= VIEW_ONE_BLOCK);
     print_sampling(v->bottom.f, width, tr, st);
     int one_block = level >= VIEW_ONE_BLOCK;
+    if (tr->matrix_view) return print_head_matrix(v->table.f, width, tr, st, lb, colour, one_block);
     if (tr->layer_weights) return print_layer_weights(v->table.f, width, tr, st, lb, colour, one_block);
     return print_head_table(v->table.f, width, tr, st, tr->focus_layer, tr->focus_head, st->n_visible, lb, colour,
                             one_block);
@@ -223,7 +224,8 @@ int tracer_pause(Tracer *tr) {
         case KEY_HEAD_PREV: tr->focus_head = wrap_index(tr->focus_head, -1, c->n_heads); break;
         case KEY_LAYER_NEXT: tr->focus_layer = wrap_index(tr->focus_layer, 1, c->n_layers); break;
         case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
-        case KEY_LAYER_WEIGHTS: tr->layer_weights = !tr->layer_weights; break;
+        case KEY_LAYER_WEIGHTS: tr->layer_weights = !tr->layer_weights, tr->matrix_view = 0; break;
+        case KEY_MATRIX: tr->matrix_view = !tr->matrix_view, tr->layer_weights = 0; break;
         case KEY_HELP: fputs(width >= 77 ? STEP_KEYS_HELP : STEP_KEYS_HELP_NARROW, stderr); redraw = 0; break;
         case KEY_OTHER: fputs("  (not a key of step mode: ? lists them)\n", stderr); redraw = 0; break;
         }

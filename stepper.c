@@ -15,6 +15,7 @@ const char STEP_KEYS_HELP[] =
     "  l / h, right/left next / previous head\n"
     "  j / k, down/up    next / previous layer\n"
     "  a                 the layer's heads side by side, or back to one head\n"
+    "  m                 the head's last queries as rows of a matrix: the mask\n"
     "  (heads and layers wrap around; Ctrl-C quits too. A head's line: > marks\n"
     "  the chosen one; tok@pos w: a key's token, its position, its weight.\n"
     "  A table shows the keys the terminal's rows hold; --trace-out FILE keeps\n"
@@ -29,6 +30,8 @@ const char STEP_KEYS_HELP_NARROW[] =
     "  j / k, down/up  next/previous layer\n"
     "  a  the layer's heads side by side,\n"
     "     or back to one head\n"
+    "  m  the head's last queries as rows:\n"
+    "     the causal mask\n"
     "  (heads and layers wrap around;\n"
     "  Ctrl-C quits too)\n";
 
@@ -103,6 +106,7 @@ static StepKey key_of_char(int c) {
     case 'j': return KEY_LAYER_NEXT;
     case 'k': return KEY_LAYER_PREV;
     case 'a': return KEY_LAYER_WEIGHTS;
+    case 'm': return KEY_MATRIX;
     case '?': return KEY_HELP;
     default: return KEY_OTHER;
     }

@@ -77,6 +77,11 @@ const float *step_weights(const Step *st, const Capture *cap, int layer, int hea
 
 int step_key_position(const Step *st, int i) { return i < st->sinks ? i : st->window_start + i - st->sinks; }
 
+int step_key_index(const Step *st, int pos) {
+    int i = pos < st->sinks ? pos : pos < st->window_start ? -1 : pos - st->window_start + st->sinks;
+    return i >= 0 && i < st->n_visible ? i : -1;
+}
+
 double step_sink_share(const Step *st, const Capture *cap, int layer, int head) {
     const float *w = step_weights(st, cap, layer, head);
     double share = 0;
@@ -330,11 +335,12 @@ int tracer_wants_prompt(const Tracer *tr) { return tr && records(tr); }
 
 /* Drops the attention of steps no output will read again: all of them
  * unless the HTML page is coming, except prompt rows still waiting for
- * their text block. Their tokens stay, as key labels. */
+ * their text block and step mode's last STEP_MATRIX_ROWS (m's matrix).
+ * Their tokens stay, as key labels. */
 static void release_written(Tracer *tr) {
     if (tr->html.f) return;
     int done = tr->text ? tr->n_text_done : tr->run.n;
-    if (tr->opt.step && done > tr->run.n - 1) done = tr->run.n - 1; /* the step view's */
+    if (tr->opt.step && done > tr->run.n - STEP_MATRIX_ROWS) done = tr->run.n - STEP_MATRIX_ROWS; /* the step view's */
     for (; tr->n_released < done; tr->n_released++) step_release(&tr->run.steps[tr->n_released]);
 }
 

@@ -69,6 +69,7 @@ struct Tracer {
     int raw_keys;      /* step mode: the terminal gives one key at a time */
     int focus_layer, focus_head; /* step mode: the head whose table is shown */
     int layer_weights; /* step mode: the chosen layer's heads side by side (a) */
+    int matrix_view;   /* step mode: the chosen head's last queries as a matrix's rows (m) */
     int out_of_memory; /* a step could not be recorded: reported at close */
     float *probs;      /* [vocab_size] scratch */
 };
@@ -82,6 +83,9 @@ const float *step_weights(const Step *st, const Capture *cap, int layer, int hea
 /* The position of a step's key i (kv_view_position's; i >= n_visible: the
  * later positions of a prompt, masked). */
 int step_key_position(const Step *st, int i);
+/* The key index of position pos in st's keys, or -1 if st does not hold it
+ * (later than its query, or evicted from its window) */
+int step_key_index(const Step *st, int pos);
 /* The share of a head's weight on the sinks (0 without any). */
 double step_sink_share(const Step *st, const Capture *cap, int layer, int head);
 Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const float *logits, int vocab,
@@ -117,6 +121,13 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
                      const Labels *lb, int colour, int one_block);
 void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, const Labels *lb,
                         int mark);
+/* Step mode keeps the attention of this many of the last steps: the rows
+ * of m's matrix */
+#define STEP_MATRIX_ROWS 12
+/* Step mode's m: the chosen head's weights in the last steps' rows (few:
+ * half as many), the latest keys in columns, the causal mask's cells
+ * marked. 0, or -1 out of memory */
+int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour, int few);
 int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
                         int one_block);
 /* "  (note)" wrapped to width: its own line breaks where they fit */

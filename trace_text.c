@@ -181,7 +181,16 @@ static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int
 
 static int row_position(const AttentionRow *row, int t) { return row->positions ? row->positions[t] : t; }
 
-/* Lines key pos, key (and cache, with a window) of shown columns first..last-1 */
+/* With a window, what column t is in the cache: a sink, the first recent
+ * key after an eviction (window>), or NULL. The marked columns come first. */
+static const char *cache_mark(const AttentionRow *row, int t) {
+    int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
+    int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
+    return t < row->sinks ? "sink" : window_start ? "window>" : NULL;
+}
+
+/* Lines key pos, key (and cache, with a window, where a shown column is
+ * marked) of shown columns first..last-1 */
 static void print_key_lines(FILE *out, const AttentionRow *row, int first, int last) {
     char cell[32];
     put_row_label(out, "key pos");
@@ -193,16 +202,10 @@ static void print_key_lines(FILE *out, const AttentionRow *row, int first, int l
     put_row_label(out, "key");
     for (int i = first; i < last; i++) put_cell(out, row->labels[row_column(row, i)], CELL_WIDTH);
     fputc('\n', out);
-    if (!row->positions) return;
-    /* with a window: the sinks, and the first recent key after an eviction */
+    if (!row->positions || first >= last || !cache_mark(row, row_column(row, first))) return;
     put_row_label(out, "cache");
-    for (int i = first; i < last; i++) {
-        int t = row_column(row, i);
-        int after_gap = t > 0 && t == row->sinks && row_position(row, t) > row_position(row, t - 1) + 1;
-        int window_start = after_gap || (t == 0 && row_position(row, 0) > 0);
-        if (t >= row->sinks && !window_start) break; /* nothing more to mark on this line */
-        put_cell(out, t < row->sinks ? "sink" : "window>", CELL_WIDTH);
-    }
+    for (int i = first; i < last && cache_mark(row, row_column(row, i)); i++)
+        put_cell(out, cache_mark(row, row_column(row, i)), CELL_WIDTH);
     fputc('\n', out);
 }
 
@@ -648,6 +651,53 @@ int write_pending_text(Tracer *tr, int at_close) {
     return 0;
 }
 
+
+/* Step mode's m: the chosen head's weights as rows of a matrix, one a
+ * query, the last STEP_MATRIX_ROWS steps (few: half as many) up to st's,
+ * over st's latest keys that fit the width: a key after a row's query is
+ * the causal mask's (·: it did not exist yet). The seeds' masked matrix,
+ * as the KV cache makes it row by row. (With a window, an earlier row's
+ * window held every later key st holds: none of these is evicted there.) */
+int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour, int few) {
+    const Config *c = &tr->model->config;
+    int n = st->n_visible, keys = keys_per_block(width), last = (int)(st - tr->run.steps), first = last;
+    int cols = n < keys ? n : keys < MAX_CHOSEN ? keys : MAX_CHOSEN, shown[MAX_CHOSEN];
+    while (first > 0 && last - first + 1 < (few ? STEP_MATRIX_ROWS / 2 : STEP_MATRIX_ROWS) &&
+           tr->run.steps[first - 1].attention)
+        first--;
+    for (int i = 0; i < cols; i++) shown[i] = n - cols + i;
+    AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, tr->opt.window > 0 ? lb->positions : NULL,
+                             tr->opt.window > 0 ? st->sinks : 0, shown, cols };
+    char title[200], label[32], cell[32];
+    snprintf(title, sizeof title, "layer %d head %d: the weights of the last %d queries, a row each, over the "
+             "latest keys; · a key after the query: the causal mask (m: back to the table)", tr->focus_layer,
+             tr->focus_head, last - first + 1);
+    print_hanging(out, width, title);
+    print_key_lines(out, &columns, 0, cols);
+    for (int r = first; r <= last; r++) {
+        const Step *row = &tr->run.steps[r];
+        const float *w = step_weights(row, &tr->capture, tr->focus_layer, tr->focus_head);
+        snprintf(label, sizeof label, "%sq@%d", r == last ? ">" : " ", row->pos);
+        put_row_label(out, label);
+        for (int i = 0; i < cols; i++) {
+            int key = row_position(&columns, shown[i]), at = step_key_index(row, key);
+            if (at < 0) { /* key > row->pos */
+                put_cell(out, "·", CELL_WIDTH);
+                continue;
+            }
+            snprintf(cell, sizeof cell, "%.3f", w[at]);
+            if (colour) put_heat_cell(out, cell, w[at]);
+            else put_cell(out, cell, CELL_WIDTH);
+        }
+        fputc('\n', out);
+    }
+    if (cols < n) {
+        snprintf(title, sizeof title, "(keys at positions %d..%d of 0..%d shown; each row's weights sum to 1 over all "
+                 "its keys)", row_position(&columns, shown[0]), st->pos, st->pos);
+        print_wrapped(out, width, title);
+    }
+    return 0;
+}
 
 /* Step mode's a: the chosen layer's heads side by side, a weights row each
  * (> marks the chosen head), in blocks of the keys that fit: how the

@@ -249,6 +249,39 @@ printf 'q\n' | $RUN tests/data/gpt2-bpe.qkv -i "日本語のテキスト and caf
 if [ "$(cat "$tmp/utf8.txt")" = "$(printf '  text: The café ☕ 日本\n  text: 日本語のテキスト and café ☕ tabs')" ]; then
     ok "--step's text line: characters split across byte tokens shown whole (llama2.c BPE, GPT-2 BPE)"
 else fail "step text line, multi-token characters" "$(cat "$tmp/utf8.txt")"; fi
+# m: the chosen head's last queries as a matrix's rows, the causal mask's
+# cells (a key after the query) marked ·, every other cell the weight the
+# JSON trace holds for that query and key (rounded to 3 places); m again
+# goes back to the table, l moves the head in the matrix too
+printf 'm\nl\nm\nq\n' | $RUN models/grammar.bin -i "the cat sat on the mat and the dog" -t 0 -n 14 --step \
+    --trace-json "$tmp/m.json" >/dev/null 2>"$tmp/m.txt"
+check=$($PY - "$tmp/m.txt" "$tmp/m.json" <<'QKVEND'
+import json, re, sys
+views = open(sys.argv[1], encoding="utf-8").read().split("-- [Enter]")
+steps = [json.loads(line) for line in open(sys.argv[2])]
+def matrix(view, head):
+    title = re.search(r"layer 0 head %d: the weights of the last (\d+) queries" % head, view)
+    keys = [int(k) for k in re.search(r"^  key pos +([\d ]+)$", view, re.M).group(1).split()] if title else []
+    rows = re.findall(r"^  [ >]q@(\d+) +(.*)$", view, re.M)
+    return title and int(title.group(1)), keys, [(int(p), cells.split()) for p, cells in rows]
+bad = []
+for n_view, head in ((1, 0), (2, 1)):
+    n, keys, rows = matrix(views[n_view], head)
+    if n != 10 or keys != list(range(10)) or [p for p, _ in rows] != list(range(10)):
+        bad.append("view %d: %s rows, keys %s" % (n_view, n, keys))
+        continue
+    for pos, cells in rows:
+        w = steps[pos]["layers"][0]["heads"][head]["weights"]
+        for key, cell in zip(keys, cells):
+            want = "·" if key > pos else "%.3f" % w[key]
+            if cell != want: bad.append("head %d q@%d key %d: %s, JSON %s" % (head, pos, key, cell, want))
+if "the weights of the last" in views[3] or not re.search(r"^  weight ", views[3], re.M):
+    bad.append("m did not go back to the table")
+print("; ".join(bad[:4]) or "ok")
+QKVEND
+)
+if [ "$check" = ok ]; then ok "--step m: the head's last 10 queries as rows, · above the diagonal (the causal mask), weights as the JSON trace's; l moves it; m back"
+else fail "step mode matrix" "$check"; fi
 # a line that never ends (NUL bytes, no newline) is not keys: one error
 # line, exit 1, the --html page still written whole (it was read for ever)
 head -c 100000 /dev/zero | $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step --html "$tmp/zero.html" >/dev/null 2>"$tmp/step.txt"

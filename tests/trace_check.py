@@ -468,16 +468,17 @@ def cmd_step_fit(trace_path, argv):
 
 def cmd_step_rows(argv):
     """Every view of a run fits 80 x 24 with its prompt line (Enter 8 times,
-    then a, j): the view gives up, level by level, what does not fit."""
-    keys = [b"\n"] * 8 + [b"a", b"j", b"q"]
+    then a, j, m, Enter): the view gives up, level by level, what does not fit."""
+    keys = [b"\n"] * 8 + [b"a", b"j", b"m", b"\n", b"q"]
     out = run_in_pty(argv, keys, {**os.environ, "NO_COLOR": "1"}, size=(80, 24), timeout=30)
     lines = out.replace("\r", "").split("\n")
     ends = [i for i, l in enumerate(lines) if l.startswith(PROMPT_LINE)]
     views = [lines[a + 1:b + 1] for a, b in zip([-1] + ends, ends)]
     rows = [screen_rows(v, 80) for v in views]
-    check(len(views) == 11 and max(rows) <= 24 and all(any(l.startswith("== pos") for l in v) for v in views),
+    matrices = sum(any("the weights of the last" in l for l in v) for v in views)
+    check(len(views) == 13 and matrices == 2 and max(rows) <= 24 and all(any(l.startswith("== pos") for l in v) for v in views),
           "step view at 80 x 24 of %s: all %d views within the rows, each with its step's line"
-          % (os.path.basename(argv[1]), len(views)), "rows %s" % rows)
+          % (os.path.basename(argv[1]), len(views)), "rows %s, %d matrix views (m)" % (rows, matrices))
 
 
 def columns(line):
