@@ -282,6 +282,15 @@ QKVEND
 )
 if [ "$check" = ok ]; then ok "--step m: the head's last 10 queries as rows, · above the diagonal (the causal mask), weights as the JSON trace's; l moves it; m back"
 else fail "step mode matrix" "$check"; fi
+# with a window: the matrix's latest keys past the sinks have no cache row
+# (no key of them is marked), and every cache row printed marks a key (a
+# table of keys past the sinks printed an empty one)
+printf 'm\nm\nq\n' | $RUN models/grammar.bin -i "the cat sat on the mat and the dog saw a bird in the tree . the big dog ran" \
+    -t 0 -n 30 --window 16 --sinks 2 --step >/dev/null 2>"$tmp/mw.txt"
+if grep -q "the weights of the last 12 queries" "$tmp/mw.txt" && [ "$(grep -c '^  cache ' "$tmp/mw.txt")" -eq 2 ] &&
+    ! grep -E '^  cache' "$tmp/mw.txt" | grep -qvE 'sink|window>'; then
+    ok "--step m with a window: no cache row over the latest keys; each cache row printed marks its sinks"
+else fail "step mode matrix with a window" "$(grep -E '^  cache|the weights of the last' "$tmp/mw.txt")"; fi
 # a line that never ends (NUL bytes, no newline) is not keys: one error
 # line, exit 1, the --html page still written whole (it was read for ever)
 head -c 100000 /dev/zero | $RUN models/grammar.bin -t 0 -n 12 -i "the cat" --step --html "$tmp/zero.html" >/dev/null 2>"$tmp/step.txt"
