@@ -226,6 +226,7 @@ int tracer_pause(Tracer *tr) {
         case KEY_LAYER_PREV: tr->focus_layer = wrap_index(tr->focus_layer, -1, c->n_layers); break;
         case KEY_LAYER_WEIGHTS: tr->layer_weights = !tr->layer_weights, tr->matrix_view = 0; break;
         case KEY_MATRIX: tr->matrix_view = !tr->matrix_view, tr->layer_weights = 0; break;
+        case KEY_REDRAW: break;
         case KEY_HELP: fputs(width >= 77 ? STEP_KEYS_HELP : STEP_KEYS_HELP_NARROW, stderr); redraw = 0; break;
         case KEY_OTHER: fputs("  (not a key of step mode: ? lists them)\n", stderr); redraw = 0; break;
         }

@@ -16,6 +16,7 @@ const char STEP_KEYS_HELP[] =
     "  j / k, down/up    next / previous layer\n"
     "  a                 the layer's heads side by side, or back to one head\n"
     "  m                 the head's last queries as rows of a matrix: the mask\n"
+    "  Ctrl-L            the view again (after ?, a resize, Ctrl-Z and fg)\n"
     "  (heads and layers wrap around; Ctrl-C quits too. A head's line: > marks\n"
     "  the chosen one; tok@pos w: a key's token, its position, its weight.\n"
     "  A table shows the keys the terminal's rows hold; --trace-out FILE keeps\n"
@@ -32,6 +33,7 @@ const char STEP_KEYS_HELP_NARROW[] =
     "     or back to one head\n"
     "  m  the head's last queries as rows:\n"
     "     the causal mask\n"
+    "  Ctrl-L  the view again\n"
     "  (heads and layers wrap around;\n"
     "  Ctrl-C quits too)\n";
 
@@ -108,6 +110,7 @@ static StepKey key_of_char(int c) {
     case 'a': return KEY_LAYER_WEIGHTS;
     case 'm': return KEY_MATRIX;
     case '?': return KEY_HELP;
+    case 12: return KEY_REDRAW; /* Ctrl-L */
     default: return KEY_OTHER;
     }
 }

@@ -14,6 +14,7 @@ typedef enum {
     KEY_LAYER_WEIGHTS, /* a: the chosen layer's heads side by side, or back to one head */
     KEY_MATRIX,     /* m: the chosen head's last query rows as a matrix (the causal mask), or back */
     KEY_HELP,       /* ? */
+    KEY_REDRAW,     /* Ctrl-L: the view again (after ?, a resize, Ctrl-Z and fg) */
     KEY_OTHER,
     KEY_NOT_KEYS    /* a line of STEP_LINE_MAX bytes or more from a pipe: not keys (/dev/zero, a binary file) */
 } StepKey;

@@ -385,6 +385,14 @@ else
             ok "step mode on a terminal: l and Down act at once, q quits, the terminal is restored"
         else fail "step mode in tmux" "$(grep -E "achieved|icanon" "$tmp/pane")"; fi
     else fail "step mode in tmux" "$(tail -n 5 "$tmp/pane")"; fi
+    # Ctrl-L draws the view again (after ?'s list pushed it up)
+    start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat' --step" 24
+    if wait_for "\[q\] quit" && tm send-keys -t t '?' && wait_for "Ctrl-L" && tm send-keys -t t C-l &&
+        sleep 0.5 && tm capture-pane -p -t t >"$tmp/screen" && tm send-keys -t t q && wait_for "^DONE"; then
+        if [ "$(grep -c '^== pos 2:' "$tmp/pane")" -eq 2 ] && grep -v '^$' "$tmp/screen" | tail -n 2 | head -n 1 | grep -q '^sampled'; then
+            ok "step mode: Ctrl-L draws the view again, after the keys' list"
+        else fail "step mode Ctrl-L" "$(grep -c '^== pos 2:' "$tmp/pane") views; $(grep -v '^$' "$tmp/screen" | tail -n 2)"; fi
+    else fail "step mode Ctrl-L in tmux" "$(tail -n 3 "$tmp/pane")"; fi
     # stderr piped (to cat, as to tee) while the keys come from the terminal:
     # the view is the terminal's width (it was drawn 106 wide); the speed line
     # through a pipe stays one line, for scripts
