@@ -268,7 +268,28 @@ static double page_weights(const Tracer *tr, const Config *c, int positions) {
     return (w * (w + 1) / 2 + (n - w) * w) * page_heads(tr, c);
 }
 
-static int records(const Tracer *tr) { return tr->text || tr->json || tr->html.f || tr->opt.step; }
+static int records(const Tracer *tr) { return tr->wants_text || tr->opt.json_path || tr->html.f || tr->opt.step; }
+
+/* The streamed outputs, --trace-out and --trace-json, opened at the first
+ * step, so a run refused before it (NaN logits at position 0, an empty
+ * text) leaves a file already there as it was (every path was checked at
+ * the start: options.c); then the text trace's form, which depends on
+ * where it goes. -1 with stream_error if one cannot be opened. */
+static int open_streams(Tracer *tr) {
+    if (tr->streams_opened) return tr->stream_error[0] ? -1 : 0;
+    tr->streams_opened = 1;
+    const TraceOptions *o = &tr->opt;
+    char *err = tr->stream_error;
+    size_t len = sizeof tr->stream_error;
+    if (tr->wants_text && o->out_path && !(tr->text = output_open(o->out_path, "trace output", err, len))) return -1;
+    if (o->json_path && !(tr->json = output_open(o->json_path, "trace JSON", err, len))) return -1;
+    int one_head = o->layer >= 0 && o->head >= 0;
+    tr->colour = tr->text && wants_colour(tr->text);
+    tr->width = output_width(tr->text ? tr->text : stderr);
+    tr->level = o->level_name ? (TraceLevel)trace_level_parse(o->level_name)
+                : tr->text && isatty(fileno(tr->text)) && !one_head ? TRACE_SUMMARY : TRACE_FULL;
+    return 0;
+}
 
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
                     float temperature, float topp, int topk, char *err, size_t err_len) {
@@ -293,9 +314,8 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     /* step mode shows its own view on stderr: a text trace goes to a file */
     if (o->step && !o->out_path) text = 0;
     int failed = check_run(tr, err, err_len) != 0;
-    if (!failed && text) tr->text = o->out_path ? output_open(o->out_path, "trace output", err, err_len) : stderr;
-    failed |= !failed && text && !tr->text;
-    if (!failed && o->json_path) failed |= !(tr->json = output_open(o->json_path, "trace JSON", err, err_len));
+    tr->wants_text = text;
+    if (text && !o->out_path) tr->text = stderr;
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     int page_positions = tracer_max_positions(tr, o->positions);
     double weights = page_weights(tr, c, page_positions);
@@ -304,11 +324,6 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
                         "(about %.0f MB) and draws pictures of %d x %d cells, slow to open (-n fewer)\n",
                 page_positions, page_heads(tr, c), weights * 1e-6, weights * 20e-6, page_positions, page_positions);
     if (!failed && records(tr)) {
-        tr->colour = tr->text && wants_colour(tr->text);
-        tr->width = output_width(tr->text ? tr->text : stderr);
-        int one_head = o->layer >= 0 && o->head >= 0;
-        tr->level = o->level_name ? (TraceLevel)trace_level_parse(o->level_name)
-                    : tr->text && isatty(fileno(tr->text)) && !one_head ? TRACE_SUMMARY : TRACE_FULL;
         tr->probs = malloc((size_t)c->vocab_size * sizeof(float));
         if (!tr->probs || capture_init(&tr->capture, c)) {
             snprintf(err, err_len, "out of memory for the tracer");
@@ -339,7 +354,7 @@ int tracer_wants_prompt(const Tracer *tr) { return tr && records(tr); }
  * Their tokens stay, as key labels. */
 static void release_written(Tracer *tr) {
     if (tr->html.f) return;
-    int done = tr->text ? tr->n_text_done : tr->run.n;
+    int done = tr->wants_text ? tr->n_text_done : tr->run.n;
     if (tr->opt.step && done > tr->run.n - STEP_MATRIX_ROWS) done = tr->run.n - STEP_MATRIX_ROWS; /* the step view's */
     for (; tr->n_released < done; tr->n_released++) step_release(&tr->run.steps[tr->n_released]);
 }
@@ -356,6 +371,7 @@ void tracer_step(Tracer *tr, int pos, int token, const float *logits, int next, 
     st->next = next;
     st->forced = info == NULL;
     if (info) st->info = *info;
+    if (open_streams(tr)) return; /* reported at close; the steps wait */
     if (tr->json && pos_selected(tr, pos)) write_json_line(tr, st);
     if (tr->text && write_pending_text(tr, 0)) tr->out_of_memory = 1;
     release_written(tr);
@@ -371,6 +387,10 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
     int rc = 0;
     if (tr->out_of_memory) {
         snprintf(err, err_len, "out of memory while tracing at position %d", tr->run.n);
+        rc = -1;
+    }
+    if (rc == 0 && open_streams(tr)) { /* opened here if no step came */
+        snprintf(err, err_len, "%s", tr->stream_error);
         rc = -1;
     }
     if (rc == 0 && tr->text && tr->run.n > 0 && write_pending_text(tr, 1)) {

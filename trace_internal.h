@@ -51,9 +51,12 @@ struct Tracer {
     const Tokenizer *tok;
     float temperature, topp;
     int topk;
-    FILE *text;        /* text trace (stderr or --trace-out), or NULL */
+    int wants_text;    /* a text trace: to stderr, or to --trace-out */
+    FILE *text;        /* the text trace (stderr, or --trace-out once opened), or NULL */
     int colour;        /* ANSI heat colours in the text trace */
-    FILE *json;        /* --trace-json, or NULL */
+    FILE *json;        /* --trace-json once opened, or NULL */
+    int streams_opened; /* --trace-out and --trace-json are opened at the first step (open_streams) */
+    char stream_error[320]; /* why one of them could not be opened: reported at close */
     WholeFile html;    /* --html, opened early so a bad path fails early; renamed when complete */
     Model compare;     /* --compare, loaded early for the same reason */
     int has_compare;

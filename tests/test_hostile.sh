@@ -77,6 +77,13 @@ if [ -f "$tmp/files/nan-norm-bench.qkv" ]; then
         if [ $rc = 1 ] && [ "$kept" = 3 ]; then ok "-m ${mode%% *} refused (NaN logits): the files already at its outputs kept"
         else fail "-m ${mode%% *} refused: outputs kept" "exit $rc, $kept of 3 files kept"; fi
     done
+    # generate's streamed traces open at the first step (they were cut at the start)
+    for f in keep.txt keep.json; do echo kept >"$tmp/$f"; done
+    $RUN "$tmp/files/nan-norm-bench.qkv" -n 5 -i "the cat" --trace-out "$tmp/keep.txt" --trace-json "$tmp/keep.json" >/dev/null 2>&1
+    rc=$?
+    kept=$(cat "$tmp/keep.txt" "$tmp/keep.json" | grep -c '^kept$')
+    if [ $rc = 1 ] && [ "$kept" = 2 ]; then ok "generate refused (NaN logits): the files already at --trace-out and --trace-json kept"
+    else fail "generate refused: trace outputs kept" "exit $rc, $kept of 2 files kept"; fi
 else fail "refused runs keep their outputs" "make_hostile wrote no nan-norm-bench.qkv"
 fi
 
