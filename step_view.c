@@ -78,6 +78,19 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
     fprintf(out, "  text: %s%s\n", cut || tail > text ? "…" : "", tail);
 }
 
+/* "(the last step: ...)" when no step follows this one: the sampled token
+ * ends the text (generate prints neither BOS nor EOS), or the run's last
+ * position (-n, or the context) is reached */
+static void print_last_step_note(FILE *out, int width, const Tracer *tr, const Step *st) {
+    int end_of_text = !st->forced && (st->next == tr->tok->bos_id || st->next == tr->tok->eos_id);
+    char note[128];
+    if (end_of_text) snprintf(note, sizeof note, "(the last step: the sampled token ends the text)");
+    else if (tr->opt.positions > 0 && st->pos + 1 >= tr->opt.positions)
+        snprintf(note, sizeof note, "(the last step: position %d is the run's last, -n or the context)", st->pos);
+    else return;
+    print_wrapped(out, width, note);
+}
+
 /* A part of the view drawn in memory first, so its rows on the screen can
  * be counted before the table's form is chosen */
 typedef struct {
@@ -150,6 +163,7 @@ static int view_draw(View *v, int level, int width, int rows, Tracer *tr, const 
     if (part_open(&v->top) || part_open(&v->heads) || part_open(&v->table) || part_open(&v->bottom)) return -1;
     print_step_header(v->top.f, width, tr, st);
     print_text_so_far(v->top.f, width, tr, st);
+    print_last_step_note(v->top.f, width, tr, st);
     /* the layer's weights show what its heads' lines would */
     int one_layer = level >= VIEW_ONE_LAYER || (rows > 0 && 2 * c->n_layers * c->n_heads > rows);
     if (level < VIEW_NO_HEADS && !(level >= VIEW_ONE_BLOCK && tr->layer_weights))

@@ -319,9 +319,16 @@ yes '' 2>/dev/null | head -n 300 | $RUN models/stories.bin -i "Once upon a time"
 last=$(grep "^== pos" "$tmp/end.txt" | tail -n 1)
 if grep -q -- '-> next "<s>" (id 1)' <<<"$last" && grep -q "stopped by end of text" "$tmp/end.txt" \
     && [ "$(grep -c "^  text: " "$tmp/end.txt")" -eq "$(grep -c "^== pos" "$tmp/end.txt")" ] \
-    && grep -q "^  text: Once upon a time$" "$tmp/end.txt"; then
-    ok "step mode pauses on the step that ends the text; every view shows the text so far"
-else fail "step mode at end of text" "last [$last]; $(tail -n 1 "$tmp/end.txt")"; fi
+    && grep -q "^  text: Once upon a time$" "$tmp/end.txt" \
+    && [ "$(grep -c "^  (the last step" "$tmp/end.txt")" -eq 1 ] \
+    && [ "$(grep -A2 "^$last" "$tmp/end.txt" | tail -n 1)" = "  (the last step: the sampled token ends the text)" ]; then
+    ok "step mode pauses on the step that ends the text, and says it is the last; every view shows the text so far"
+else fail "step mode at end of text" "last [$last]; $(grep "^  (the last step" "$tmp/end.txt"); $(tail -n 1 "$tmp/end.txt")"; fi
+yes '' 2>/dev/null | head -n 30 | $RUN models/grammar.bin -i "the cat" -t 0 -n 8 --step >/dev/null 2>"$tmp/last.txt"
+if [ "$(grep -c "^  (the last step" "$tmp/last.txt")" -eq 1 ] &&
+    [ "$(grep -A2 "^== pos 7:" "$tmp/last.txt" | tail -n 1)" = "  (the last step: position 7 is the run's last, -n or the context)" ]; then
+    ok "step mode at -n's last position says so, once"
+else fail "step mode's last position" "$(grep "^  (the last step" "$tmp/last.txt")"; fi
 # Three keys half a second apart: at least the last second is waiting (the
 # first half overlaps the program's start), and left out of the rate
 # (counted in, three tokens over it would be under 4 tok/s).
