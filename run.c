@@ -459,11 +459,12 @@ static void info(const Model *m, const char *path, int ctx) {
 /* The prompt: -i TEXT, -i - (stdin) or --prompt-file FILE (- is stdin too).
  * One final newline of a file is dropped: editors add it, and a prompt
  * rarely means it. The caller frees *owned. */
-static const char *read_prompt(const Options *o, char **owned) {
+static const char *read_prompt(const Options *o, int stdin_closed, char **owned) {
     *owned = NULL;
     const char *path = o->prompt_file;
     if (o->prompt && !strcmp(o->prompt, "-")) path = "-";
     if (!path) return o->prompt ? o->prompt : "";
+    if (stdin_closed && !strcmp(path, "-")) die("cannot read stdin: it is closed");
     size_t n;
     *owned = strcmp(path, "-") ? read_text_file(path, &n) : read_stream(stdin, "stdin", &n);
     if (n > 0 && (*owned)[n - 1] == '\n') { /* one final newline, "\n" or "\r\n"; a bare "\r" is text */
@@ -552,20 +553,23 @@ static int settle_threads(int forced) {
 
 /* A closed standard descriptor would be lent to the next file opened (a
  * trace, a checkpoint being written), and what goes to the stream would
- * land in that file. A closed stdin or stderr is given /dev/null (nothing
- * to read; the messages were not wanted); a closed stdout is refused (the
- * output is the point). */
-static void check_standard_streams(void) {
+ * land in that file. A closed stdin or stderr is given /dev/null (the
+ * messages were not wanted; step mode's keys end at once); a closed stdout
+ * is refused (the output is the point). Returns whether stdin was closed:
+ * a prompt asked of it is refused (read_prompt), not taken as empty. */
+static int check_standard_streams(void) {
+    int stdin_closed = fcntl(STDIN_FILENO, F_GETFD) < 0;
     for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
         if (fd == STDOUT_FILENO || fcntl(fd, F_GETFD) >= 0) continue;
         int null = open("/dev/null", O_RDWR);
         if (null < 0 || (null != fd && (dup2(null, fd) < 0 || close(null) < 0))) exit(1);
     }
     if (fcntl(STDOUT_FILENO, F_GETFD) < 0) die("stdout is closed: give the output somewhere to go");
+    return stdin_closed;
 }
 
 int main(int argc, char **argv) {
-    check_standard_streams();
+    int stdin_closed = check_standard_streams();
     Options o;
     parse_options(&o, argc, argv);
     char env_error[192];
@@ -577,7 +581,7 @@ int main(int argc, char **argv) {
     o.trace.window = o.window; /* the trace marks the sinks and the window */
     o.trace.sinks = o.sinks;
     char *owned_prompt = NULL;
-    if (o.mode & (GENERATE | TOKENIZE)) o.prompt = read_prompt(&o, &owned_prompt);
+    if (o.mode & (GENERATE | TOKENIZE)) o.prompt = read_prompt(&o, stdin_closed, &owned_prompt);
     Tokenizer t;
     if (o.mode == TOKENIZE && !o.checkpoint && o.tokenizer) {
         load_tokenizer(&t, &o, NULL);

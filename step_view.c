@@ -48,10 +48,11 @@ static int not_text(const Tracer *tr, int i) {
  * of several tokens' bytes (byte-level BPE's, llama2.c's <0xXX> tokens) is
  * that character, not its bytes' \xNN escapes. */
 static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step *st) {
-    char raw[4096], text[6 * sizeof raw + 1]; /* an escape is at most 6 bytes a byte (\u0080) */
+    char raw[4096 + 1], text[6 * sizeof raw + 1]; /* an escape is at most 6 bytes a byte (\u0080) */
     int i = (int)(st - tr->run.steps), room = width - (int)sizeof "  text: …";
-    size_t start = sizeof raw, need = 4 * (size_t)(room > 0 ? room : 0) + 4; /* a column is at most 4 bytes */
-    for (; i >= 0 && sizeof raw - start < need; i--) { /* raw[start..] holds the text's last bytes */
+    size_t end = sizeof raw - 1, start = end, need = 4 * (size_t)(room > 0 ? room : 0) + 4; /* a column: 4 bytes at most */
+    raw[end] = '\0'; /* piece_escape reads a character's bytes up to a NUL */
+    for (; i >= 0 && end - start < need; i--) { /* raw[start..end) holds the text's last bytes */
         int len, prev = i ? tr->run.steps[i - 1].token : -1, token = tr->run.steps[i].token;
         if (not_text(tr, i)) continue;
         const char *p = tokenizer_decode(tr->tok, prev, token, &len);
@@ -61,8 +62,8 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
     }
     while (i >= 0 && not_text(tr, i)) i--;
     int cut = i >= 0; /* text before what was gathered: a character may be cut at its front */
-    while (cut && start < sizeof raw && ((unsigned char)raw[start] & 0xC0) == 0x80) start++;
-    piece_escape(text, sizeof text, raw + start, (int)(sizeof raw - start), 0);
+    while (cut && start < end && ((unsigned char)raw[start] & 0xC0) == 0x80) start++;
+    piece_escape(text, sizeof text, raw + start, (int)(end - start), 0);
     /* as many whole characters from the end as fit the room's columns, and
      * no escape (piece_escape's \n, \xNN, \u00NN) cut at its front */
     const char *tail = text + strlen(text);

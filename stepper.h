@@ -16,7 +16,7 @@ typedef enum {
     KEY_HELP,       /* ? */
     KEY_REDRAW,     /* Ctrl-L: the view again (after ?, a resize, Ctrl-Z and fg) */
     KEY_OTHER,
-    KEY_NOT_KEYS    /* a line of STEP_LINE_MAX bytes or more from a pipe: not keys (/dev/zero, a binary file) */
+    KEY_NOT_KEYS    /* a line of more than STEP_LINE_MAX bytes from a pipe: not keys (/dev/zero, a binary file) */
 } StepKey;
 
 #define STEP_LINE_MAX 4096

@@ -129,7 +129,7 @@ void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
 #define STEP_MATRIX_ROWS 12
 /* Step mode's m: the chosen head's weights in the last steps' rows (few:
  * half as many), the latest keys in columns, the causal mask's cells
- * marked. 0, or -1 out of memory */
+ * marked. Returns 0 (as the other tables, which can run out of memory) */
 int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour, int few);
 int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
                         int one_block);

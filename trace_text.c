@@ -526,17 +526,19 @@ void print_head_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
 }
 
 /* The top next tokens on as few lines as fit, with their probabilities:
- * at the temperature the sampler drew from (p@T) when it is not 1 (or 0),
- * the sampled token marked with a *. On one line cut short, the sampled
- * token (when among them) still ends it: " … *piece p". */
+ * at the temperature the sampler drew from (p@T) when it is not 1 (or 0);
+ * a sampled token (not greedy's) marked with a *. On one line cut short,
+ * the sampled token (when among them) still ends it: " … *piece p". */
 void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, int one_line) {
-    char piece[256], item[300], last[300] = " …";
+    char piece[256], item[300], marked[300] = "", last[320] = " …";
     int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f, sampled = -1;
-    for (int i = 0; with_t && i < st->n_top; i++)
+    int drawn = !st->forced && st->info.method != SAMPLE_GREEDY;
+    for (int i = 0; drawn && i < st->n_top; i++)
         if (st->top[i].id == st->next) {
             sampled = i;
             quoted_piece(piece, sizeof piece, tr->tok, st->next);
-            snprintf(last, sizeof last, " … *%s %.3f", piece, st->top[i].prob_t);
+            snprintf(marked, sizeof marked, " *%s %.3f", piece, with_t ? st->top[i].prob_t : st->top[i].prob);
+            snprintf(last, sizeof last, " …%s", marked);
         }
     Wrap wr = { out, width, 8, 0 };
     snprintf(item, sizeof item, with_t ? "  next (p@T, T = %g):" : "  next:", tr->temperature);
@@ -547,8 +549,11 @@ void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
         snprintf(item, sizeof item, " %s%s %.3f%s", i == sampled ? "*" : "", piece, with_t ? cand->prob_t : cand->prob,
                  i + 1 < st->n_top ? "," : "");
         int reserve = display_width(sampled > i ? last : " …"); /* what a cut after this item would print */
-        if (one_line && i > 0 && wr.column + display_width(item) + reserve > width) {
-            wrap_put(&wr, sampled >= i ? last : " …"); /* more than the line holds */
+        if (one_line && i > 0 && wr.column + display_width(item) + reserve > width) { /* more than the line holds */
+            if (i == sampled) { /* the room kept for " … *piece p" holds "*piece p …" */
+                wrap_put(&wr, marked);
+                wrap_put(&wr, " …");
+            } else wrap_put(&wr, sampled > i ? last : " …");
             break;
         }
         wrap_put(&wr, item);
@@ -662,12 +667,14 @@ int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, co
     const Config *c = &tr->model->config;
     int n = st->n_visible, keys = keys_per_block(width), last = (int)(st - tr->run.steps), first = last;
     int cols = n < keys ? n : keys < MAX_CHOSEN ? keys : MAX_CHOSEN, shown[MAX_CHOSEN];
-    while (first > 0 && last - first + 1 < (few ? STEP_MATRIX_ROWS / 2 : STEP_MATRIX_ROWS) &&
-           tr->run.steps[first - 1].attention)
-        first--;
     for (int i = 0; i < cols; i++) shown[i] = n - cols + i;
     AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, tr->opt.window > 0 ? lb->positions : NULL,
                              tr->opt.window > 0 ? st->sinks : 0, shown, cols };
+    /* the rows: recorded steps back from st, none whose query comes before
+     * every shown key (a row of nothing but the mask) */
+    while (first > 0 && last - first + 1 < (few ? STEP_MATRIX_ROWS / 2 : STEP_MATRIX_ROWS) &&
+           tr->run.steps[first - 1].attention && tr->run.steps[first - 1].pos >= row_position(&columns, shown[0]))
+        first--;
     char title[200], label[32], cell[32];
     snprintf(title, sizeof title, "layer %d head %d: the weights of the last %d queries, a row each, over the "
              "latest keys; · a key after the query: the causal mask (m: back to the table)", tr->focus_layer,
@@ -678,6 +685,8 @@ int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, co
         const Step *row = &tr->run.steps[r];
         const float *w = step_weights(row, &tr->capture, tr->focus_layer, tr->focus_head);
         snprintf(label, sizeof label, "%sq@%d", r == last ? ">" : " ", row->pos);
+        if (display_width(label) > ROW_LABEL_WIDTH - 2) /* positions past 99,999 (a window) */
+            snprintf(label, sizeof label, "%s%d", r == last ? ">" : " ", row->pos);
         put_row_label(out, label);
         for (int i = 0; i < cols; i++) {
             int key = row_position(&columns, shown[i]), at = step_key_index(row, key);
@@ -691,11 +700,12 @@ int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, co
         }
         fputc('\n', out);
     }
-    if (cols < n) {
-        snprintf(title, sizeof title, "(keys at positions %d..%d of 0..%d shown; each row's weights sum to 1 over all "
-                 "its keys)", row_position(&columns, shown[0]), st->pos, st->pos);
-        print_wrapped(out, width, title);
-    }
+    /* where a row's keys are not all shown, its weights shown do not sum to 1 */
+    if (cols < n)
+        snprintf(title, sizeof title, "(the latest %d of the %d keys pos %d sees; each row's weights sum to 1 over all "
+                 "the keys it saw)", cols, n, st->pos);
+    else snprintf(title, sizeof title, "(each row's weights sum to 1 over all the keys it saw, some since evicted)");
+    if (cols < n || tr->opt.window > 0) print_wrapped(out, width, title);
     return 0;
 }
 

@@ -344,6 +344,10 @@ if [ $rc -eq 1 ] && tail -n 1 "$tmp/err" | grep -q "^error: cannot write the out
     ok "stdout on a full disk: generate's speed line, then the error, exit 1"
 else fail "generate to a full disk" "exit $rc: $(tail -n 1 "$tmp/err")"; fi
 expect_error "stdout closed" 1 "stdout is closed" -- sh -c "$RUN $MODEL -n 4 >&-"
+# a prompt asked of a closed stdin is refused (stdin is given /dev/null, which
+# would have read as an empty prompt)
+expect_error "-i - with stdin closed" 1 "cannot read stdin: it is closed" -- sh -c "$RUN $MODEL -i - -n 4 <&-"
+expect_error "--prompt-file - with stdin closed" 1 "cannot read stdin: it is closed" -- sh -c "$RUN $MODEL --prompt-file - -n 4 <&-"
 # a file written whole and renamed may not be the file stdout or stderr goes
 # to: renamed over it, it replaced the text written there (--html
 # /dev/stdout > FILE kept the page, lost the story)
