@@ -86,7 +86,7 @@ typedef struct {
     int n_shown;
 } AttentionRow;
 
-/* Prints key positions, key tokens, q·k, q·k/√d, the mask, the weights (with
+/* Prints key positions, key tokens, q·k, q·k/√d_k, the mask, the weights (with
  * ANSI 256-colour heat if colour) and the most attended keys, wrapped into
  * blocks of as many key columns as fit in row->width, so rows stay readable
  * at any context length. */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define CELL_WIDTH 8         /* characters per key column */
-#define ROW_LABEL_WIDTH 10   /* "  q·k/√d  " */
+#define ROW_LABEL_WIDTH 10   /* "  q·k/√d_k" (the seeds' d_k: the head size) */
 #define FILE_WIDTH (ROW_LABEL_WIDTH + 12 * CELL_WIDTH) /* a file: 12 keys a block, 106 columns */
 #define MIN_KEYS_PER_BLOCK 1 /* a terminal narrower than 42 columns: fewer keys, not wider lines */
 #define LABEL_CHARS 7        /* a key's token text is cut to this many columns */
@@ -162,7 +162,7 @@ typedef enum { ROW_SCORES, ROW_SCALED, ROW_MASK, ROW_WEIGHTS } RowKind;
 /* One line of the block for shown columns first..last-1. Masked columns (keys
  * after the query) show "·" for scores: forward() never computes them. */
 static void print_row_line(FILE *out, const AttentionRow *row, RowKind kind, int first, int last, int colour) {
-    static const char *const names[] = { "q·k", "q·k/√d", "mask", "weight" };
+    static const char *const names[] = { "q·k", "q·k/√d_k", "mask", "weight" };
     float scale = 1.0f / sqrtf((float)row->head_size); /* as attention_layer() scales */
     char cell[32];
     put_row_label(out, names[kind]);
@@ -483,7 +483,7 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
                      const Labels *lb, int colour, int one_block) {
     const Config *c = &tr->model->config;
     char title[160];
-    snprintf(title, sizeof title, "layer %d head %d (kv head %d), d = %d, scale 1/√%d = %.4f", l, h,
+    snprintf(title, sizeof title, "layer %d head %d (kv head %d), d_k = %d, scale 1/√%d = %.4f", l, h,
              h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
     print_hanging(out, width, title);
     int window = tr->opt.window > 0; /* marks the sinks and the window */

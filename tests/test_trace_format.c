@@ -107,7 +107,7 @@ static const RowExample WORKED_EXAMPLE = {
     N_TOKENS, 4,
     { { "key", { "The", "river", "bank", "flooded" }, "trace row: key tokens" },
       { "q·k", { "0.00", "4.00", "0.00", "4.00" }, "worked example: bank's raw scores [0, 4, 0, 4]" },
-      { "q·k/√d", { "0.00", "2.83", "0.00", "2.83" }, "worked example: scaled by sqrt(2) [0, 2.83, 0, 2.83]" },
+      { "q·k/√d_k", { "0.00", "2.83", "0.00", "2.83" }, "worked example: scaled by sqrt(2) [0, 2.83, 0, 2.83]" },
       { "weight", { "0.028", "0.472", "0.028", "0.472" },
         "worked example: softmax weights [0.028, 0.472, 0.028, 0.472]" } },
     { "sum 1.000000", "river (pos 1) 0.472" }, "worked example: row sum and most attended key",
