@@ -188,6 +188,10 @@ static void print_roofline(const Bench *b) {
            weight_bytes_per_token(b->model));
     printf("  decode's fastest step of those %d (the probe's figure is its fastest pass): %.1f GB/s = %.0f%%\n",
            small * b->repeats, f.fastest_gbps, 100 * f.fastest_gbps / r->read_gbps);
+    if (model_matrices_of(b->model, WEIGHT_F16) > 0 && r->f16_gbps > 0) /* the arithmetic's own ceiling */
+        printf("  float16's conversions alone (each weight converted and multiply-added, from L1, as its kernels do):"
+               " %.1f GB/s; decode streams at %.0f%% of the lesser of it and the read\n", r->f16_gbps,
+               100 * f.decode_gbps / (r->f16_gbps < r->read_gbps ? r->f16_gbps : r->read_gbps));
     print_paired(&b->paired[0], "decode", "weights");
     printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak; the weights' products (all but"
            " attention) %.1f GFLOP/s = %.0f%%\n", f.prompt, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,

@@ -81,6 +81,29 @@ SUM_PROBE(sum_avx512, "avx512f", __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm
 
 FMA_PROBE(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_storeu_ps, 8)
 FMA_PROBE(fma_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_storeu_ps, 16)
+
+/* passes over n float16 weights (in L1), each converted and multiply-added
+ * into one of 8 chains: a float16 decode tile's work without the reads */
+#define F16_PROBE(NAME, TARGET, VEC, HALF, LOADH, CVT, SET1, FMADD, STORE, LANES)          \
+    __attribute__((target(TARGET))) static float NAME(const uint16_t *h, size_t n, long passes) { \
+        VEC acc[8], x = SET1(1e-3f);                                                     \
+        for (int c = 0; c < 8; c++) acc[c] = SET1(0.0f);                                 \
+        for (long p = 0; p < passes; p++)                                                \
+            for (size_t i = 0; i < n; i += 8 * LANES)                                    \
+                for (int c = 0; c < 8; c++)                                              \
+                    acc[c] = FMADD(CVT(LOADH((const HALF *)(h + i + (size_t)c * LANES))), x, acc[c]); \
+        float out[LANES], s = 0;                                                         \
+        for (int c = 0; c < 8; c++) {                                                    \
+            STORE(out, acc[c]);                                                          \
+            for (int l = 0; l < LANES; l++) s += out[l];                                 \
+        }                                                                                \
+        return s;                                                                        \
+    }
+
+F16_PROBE(f16_avx2, "avx2,fma,f16c", __m256, __m128i, _mm_loadu_si128, _mm256_cvtph_ps, _mm256_set1_ps,
+          _mm256_fmadd_ps, _mm256_storeu_ps, 8)
+F16_PROBE(f16_avx512, "avx512f", __m512, __m256i, _mm256_loadu_si256, _mm512_cvtph_ps, _mm512_set1_ps,
+          _mm512_fmadd_ps, _mm512_storeu_ps, 16)
 #endif
 
 /* floats summed / multiply-added per call, by instruction set */
@@ -229,6 +252,39 @@ static double measure_fma(Isa isa, int threads) {
     return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
 }
 
+/* GB/s of float16 converted and multiply-added on threads threads, each over
+ * its own 16 KiB in L1: the float16 kernels' arithmetic alone, the ceiling
+ * a float16 decode meets when its weights arrive faster than it converts
+ * them (0 where this path has no vector conversion) */
+#define F16_PROBE_HALVES 8192
+static double measure_f16(Isa isa, int threads) {
+#ifdef PROBE_X86
+    if (isa < ISA_AVX2) return 0;
+    const long passes = 4000;
+    volatile float sink = 0;
+    double best = 1e30;
+    for (int pass = 0; pass < 3; pass++) {
+        double start = now_seconds();
+        float total = 0;
+        int t;
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+        for (t = 0; t < threads; t++) {
+            uint16_t h[F16_PROBE_HALVES];
+            for (int i = 0; i < F16_PROBE_HALVES; i++) h[i] = (uint16_t)(0x3C00 + (i & 1023)); /* 1 to 2 */
+            total += isa >= ISA_AVX512 ? f16_avx512(h, F16_PROBE_HALVES, passes) : f16_avx2(h, F16_PROBE_HALVES, passes);
+        }
+        sink += total;
+        double seconds = now_seconds() - start;
+        if (seconds < best) best = seconds;
+    }
+    (void)sink;
+    return 2.0 * F16_PROBE_HALVES * (double)passes * threads / best * 1e-9;
+#else
+    (void)isa, (void)threads;
+    return 0;
+#endif
+}
+
 unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
     uint64_t sum = 0;
     size_t at = 0;
@@ -320,6 +376,7 @@ void roofline_measure_after(Roofline *r, size_t bytes, size_t other_bytes, int t
     free_aligned(buffer);
     free_aligned(other);
     r->fma_gflops = measure_fma(isa, threads);
+    r->f16_gbps = measure_f16(isa, threads);
 }
 
 void roofline_measure(Roofline *r, size_t bytes, int threads) {

@@ -1,5 +1,6 @@
-/* roofline.h — what this machine can do at most, measured by two small
- * probes, so the bench can say how close a kernel comes to it. */
+/* roofline.h — what this machine can do at most, measured by small probes
+ * (reads, multiply-adds, float16 conversions), so the bench can say how
+ * close a kernel comes to it. */
 #ifndef QKV_ROOFLINE_H
 #define QKV_ROOFLINE_H
 
@@ -12,6 +13,8 @@ typedef struct {
     size_t probe_bytes;  /* the working set the bandwidth was read over */
     double read_gbps;    /* GB/s (1e9 bytes) of reading probe_bytes, summing them */
     double fma_gflops;   /* float32 GFLOP/s of independent fused multiply-adds in registers */
+    double f16_gbps;     /* GB/s of float16 weights converted to float32 and multiply-added, from L1, as the
+                            float16 kernels do (0: no vector conversion on this path) */
     const char *isa;     /* the vector instructions the probes used */
 } Roofline;
 
