@@ -229,27 +229,36 @@ static double measure_bandwidth(Isa isa, const float *a, size_t n, const float *
     return (double)n * sizeof(float) / best * 1e-9;
 }
 
-static double measure_fma(Isa isa, int threads) {
-    const long iterations = 2000000;
+/* The fastest of three passes of run(isa, ctx) on threads threads at once,
+ * in seconds (each thread's result summed, so none is optimised away) */
+static double fastest_on_threads(Isa isa, int threads, float (*run)(Isa isa, void *ctx), void *ctx) {
     volatile float sink = 0;
     double best = 1e30;
-    int lanes = 1;
     for (int pass = 0; pass < 3; pass++) {
         double start = now_seconds();
         float total = 0;
         int t;
 #pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
-        for (t = 0; t < threads; t++) {
-            int l;
-            total += probe_fma(isa, iterations, &l);
-            if (t == 0) lanes = l;
-        }
+        for (t = 0; t < threads; t++) total += run(isa, ctx);
         sink += total;
         double seconds = now_seconds() - start;
         if (seconds < best) best = seconds;
     }
     (void)sink;
-    return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / best * 1e-9;
+    return best;
+}
+
+static float run_fma(Isa isa, void *iterations) {
+    int lanes;
+    return probe_fma(isa, *(const long *)iterations, &lanes);
+}
+
+static double measure_fma(Isa isa, int threads) {
+    long iterations = 2000000;
+    int lanes;
+    probe_fma(isa, 0, &lanes);
+    return 2.0 * FMA_CHAINS * lanes * (double)iterations * threads / fastest_on_threads(isa, threads, run_fma, &iterations) *
+           1e-9;
 }
 
 /* GB/s of float16 converted and multiply-added on threads threads, each over
@@ -257,32 +266,24 @@ static double measure_fma(Isa isa, int threads) {
  * a float16 decode meets when its weights arrive faster than it converts
  * them (0 where this path has no vector conversion) */
 #define F16_PROBE_HALVES 8192
+#ifdef PROBE_X86
+static float run_f16(Isa isa, void *passes) {
+    uint16_t h[F16_PROBE_HALVES];
+    for (int i = 0; i < F16_PROBE_HALVES; i++) h[i] = (uint16_t)(0x3C00 + (i & 1023)); /* 1 to 2 */
+    long n = *(const long *)passes;
+    return isa >= ISA_AVX512 ? f16_avx512(h, F16_PROBE_HALVES, n) : f16_avx2(h, F16_PROBE_HALVES, n);
+}
+#endif
+
 static double measure_f16(Isa isa, int threads) {
 #ifdef PROBE_X86
-    if (isa < ISA_AVX2) return 0;
-    const long passes = 4000;
-    volatile float sink = 0;
-    double best = 1e30;
-    for (int pass = 0; pass < 3; pass++) {
-        double start = now_seconds();
-        float total = 0;
-        int t;
-#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
-        for (t = 0; t < threads; t++) {
-            uint16_t h[F16_PROBE_HALVES];
-            for (int i = 0; i < F16_PROBE_HALVES; i++) h[i] = (uint16_t)(0x3C00 + (i & 1023)); /* 1 to 2 */
-            total += isa >= ISA_AVX512 ? f16_avx512(h, F16_PROBE_HALVES, passes) : f16_avx2(h, F16_PROBE_HALVES, passes);
-        }
-        sink += total;
-        double seconds = now_seconds() - start;
-        if (seconds < best) best = seconds;
-    }
-    (void)sink;
-    return 2.0 * F16_PROBE_HALVES * (double)passes * threads / best * 1e-9;
-#else
+    long passes = 4000;
+    if (isa >= ISA_AVX2)
+        return 2.0 * F16_PROBE_HALVES * (double)passes * threads / fastest_on_threads(isa, threads, run_f16, &passes) *
+               1e-9;
+#endif
     (void)isa, (void)threads;
     return 0;
-#endif
 }
 
 unsigned long long roofline_read_share(Isa isa, const ReadPhase *phase, size_t begin, size_t end) {
