@@ -202,7 +202,7 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
             break;
         }
         tracer_step(tr, pos, token, logits, next, &info);
-        int end = next == t->bos_id || next == t->eos_id;
+        int end = tokenizer_ends_text(t, next);
         if (!end) {
             print_token(out, t, token, next);
             d->generated++;

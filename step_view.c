@@ -38,7 +38,7 @@ static const char *escape_start(const char *begin, const char *at) {
  * character model's "\n" is its text, as nanoGPT prints it) */
 static int not_text(const Tracer *tr, int i) {
     int token = tr->run.steps[i].token;
-    if (tr->tok->kind == TOKENIZER_LLAMA) return token == tr->tok->bos_id || token == tr->tok->eos_id;
+    if (tr->tok->kind == TOKENIZER_LLAMA) return tokenizer_ends_text(tr->tok, token);
     return tr->tok->kind == TOKENIZER_GPT2_BPE && i == 0 && token == tr->model->config.start_id;
 }
 
@@ -83,9 +83,8 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
  * ends the text (generate prints neither BOS nor EOS), or the run's last
  * position (-n, or the context) is reached */
 static void print_last_step_note(FILE *out, int width, const Tracer *tr, const Step *st) {
-    int end_of_text = !st->forced && (st->next == tr->tok->bos_id || st->next == tr->tok->eos_id);
     char note[128];
-    if (end_of_text) snprintf(note, sizeof note, "(the last step: the sampled token ends the text)");
+    if (step_ends_text(tr, st)) snprintf(note, sizeof note, "(the last step: the sampled token ends the text)");
     else if (tr->opt.positions > 0 && st->pos + 1 >= tr->opt.positions)
         snprintf(note, sizeof note, "(the last step: position %d is the run's last, -n or the context)", st->pos);
     else return;

@@ -91,6 +91,10 @@ int tokenizer_encode(const Tokenizer *t, const char *text, int bos, int eos, int
  * kinds' pieces are their bytes. *len receives its length in bytes. */
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, int *len);
 
+/* Whether a sampled id ends the text: BOS or EOS (generate stops there and
+ * prints neither) */
+static inline int tokenizer_ends_text(const Tokenizer *t, int id) { return id == t->bos_id || id == t->eos_id; }
+
 /* A piece of any bytes as printable text, for the trace and -m tokenize:
  * \n \t \r \\ (and \" when quoted), \xNN for other control bytes, DEL and
  * each byte that is not part of valid UTF-8, \u0080..\u009F for the C1

@@ -77,6 +77,8 @@ const float *step_weights(const Step *st, const Capture *cap, int layer, int hea
 
 int step_key_position(const Step *st, int i) { return i < st->sinks ? i : st->window_start + i - st->sinks; }
 
+int step_ends_text(const Tracer *tr, const Step *st) { return !st->forced && tokenizer_ends_text(tr->tok, st->next); }
+
 int step_key_index(const Step *st, int pos) {
     int i = pos < st->sinks ? pos : pos < st->window_start ? -1 : pos - st->window_start + st->sinks;
     return i >= 0 && i < st->n_visible ? i : -1;

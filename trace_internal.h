@@ -86,6 +86,8 @@ const float *step_weights(const Step *st, const Capture *cap, int layer, int hea
 /* The position of a step's key i (kv_view_position's; i >= n_visible: the
  * later positions of a prompt, masked). */
 int step_key_position(const Step *st, int i);
+/* Whether the step's sampled next token ended the text (not a prompt step's) */
+int step_ends_text(const Tracer *tr, const Step *st);
 /* The key index of position pos in st's keys, or -1 if st does not hold it
  * (later than its query, or evicted from its window) */
 int step_key_index(const Step *st, int pos);

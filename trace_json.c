@@ -217,8 +217,7 @@ static void html_data(FILE *f, const Tracer *tr, const Recording *compare, const
         fputc('}', f);
     }
     const Step *last = &run->steps[run->n - 1];
-    int ended = !last->forced && (last->next == tr->tok->bos_id || last->next == tr->tok->eos_id);
-    fprintf(f, "],\"end_of_text\":%s,", ended ? "true" : "false"); /* the last token ended the text: not generated */
+    fprintf(f, "],\"end_of_text\":%s,", step_ends_text(tr, last) ? "true" : "false"); /* the last token ended the text: not generated */
     if (tr->opt.window) fprintf(f, "\"window\":{\"size\":%d,\"sinks\":%d},", tr->opt.window, tr->opt.sinks);
     fputs("\"runs\":[\n", f);
     html_run(&j, tr, tr->opt.model_path ? tr->opt.model_path : "model", run, &tr->capture, tr->model);
