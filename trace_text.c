@@ -476,6 +476,14 @@ static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, con
     print_wrapped(out, row->width, note);
 }
 
+/* A step's keys as an AttentionRow's n_cols columns, without its numbers:
+ * their labels, and with a window their positions and the sinks (marked) */
+static AttentionRow step_columns(const Tracer *tr, const Step *st, const Labels *lb, int width, int n_cols) {
+    int window = tr->opt.window > 0;
+    return (AttentionRow){ NULL, NULL, st->n_visible, n_cols, tr->model->config.head_size, lb->ptrs, width,
+                           window ? lb->positions : NULL, window ? st->sinks : 0, NULL, 0 };
+}
+
 /* One head's table: every key, or (one_block, for a step view short of
  * rows) the keys of one block with the most weight and a line for the
  * summary's two. 0, or -1 out of memory. */
@@ -486,10 +494,9 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
     snprintf(title, sizeof title, "layer %d head %d (kv head %d), d_k = %d, scale 1/√%d = %.4f", l, h,
              h / (c->n_heads / c->n_kv_heads), c->head_size, c->head_size, 1.0 / sqrt((double)c->head_size));
     print_hanging(out, width, title);
-    int window = tr->opt.window > 0; /* marks the sinks and the window */
-    AttentionRow row = { step_scores(st, &tr->capture, l, h), step_weights(st, &tr->capture, l, h),
-                         st->n_visible, n_cols, c->head_size, lb->ptrs, width,
-                         window ? lb->positions : NULL, window ? st->sinks : 0, NULL, 0 };
+    AttentionRow row = step_columns(tr, st, lb, width, n_cols);
+    row.scores = step_scores(st, &tr->capture, l, h);
+    row.weights = step_weights(st, &tr->capture, l, h);
     int shown[MAX_CHOSEN];
     if (one_block && n_cols > keys_per_block(width)) {
         row.n_shown = most_weighted_columns(&row.weights, 1, st->n_visible, width, shown);
@@ -664,12 +671,11 @@ int write_pending_text(Tracer *tr, int at_close) {
  * as the KV cache makes it row by row. (With a window, an earlier row's
  * window held every later key st holds: none of these is evicted there.) */
 int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour, int few) {
-    const Config *c = &tr->model->config;
     int n = st->n_visible, keys = keys_per_block(width), last = (int)(st - tr->run.steps), first = last;
     int cols = n < keys ? n : keys < MAX_CHOSEN ? keys : MAX_CHOSEN, shown[MAX_CHOSEN];
     for (int i = 0; i < cols; i++) shown[i] = n - cols + i;
-    AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, tr->opt.window > 0 ? lb->positions : NULL,
-                             tr->opt.window > 0 ? st->sinks : 0, shown, cols };
+    AttentionRow columns = step_columns(tr, st, lb, width, n);
+    columns.shown = shown, columns.n_shown = cols;
     /* the rows: recorded steps back from st, none whose query comes before
      * every shown key (a row of nothing but the mask) */
     while (first > 0 && last - first + 1 < (few ? STEP_MATRIX_ROWS / 2 : STEP_MATRIX_ROWS) &&
@@ -716,9 +722,8 @@ int print_head_matrix(FILE *out, int width, const Tracer *tr, const Step *st, co
 int print_layer_weights(FILE *out, int width, const Tracer *tr, const Step *st, const Labels *lb, int colour,
                         int one_block) {
     const Config *c = &tr->model->config;
-    int n = st->n_visible, keys = keys_per_block(width), window = tr->opt.window > 0, shown[MAX_CHOSEN];
-    AttentionRow columns = { NULL, NULL, n, n, c->head_size, lb->ptrs, width, window ? lb->positions : NULL,
-                             window ? st->sinks : 0, NULL, 0 };
+    int n = st->n_visible, keys = keys_per_block(width), shown[MAX_CHOSEN];
+    AttentionRow columns = step_columns(tr, st, lb, width, n);
     const float **heads = malloc((size_t)c->n_heads * sizeof *heads);
     if (!heads) return -1;
     for (int h = 0; h < c->n_heads; h++) heads[h] = step_weights(st, &tr->capture, tr->focus_layer, h);
