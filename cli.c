@@ -25,12 +25,15 @@ void die(const char *fmt, ...) {
 }
 
 /* The exit status once what was printed has reached stdout's file: a full
- * disk or a closed pipe end is an error line, not a silent loss. */
+ * disk or a closed pipe end is an error line, not a silent loss (one line
+ * a run: a run that failed already said why, as --trace-out /dev/stdout
+ * onto a full disk did). */
 int output_status(int status) {
     int failed = fflush(stdout) != 0 ? errno : 0;
     if (!failed && !ferror(stdout)) return status;
-    fprintf(stderr, "error: cannot write the output to stdout: %s\n", failed ? strerror(failed) : "a write failed");
-    return 1;
+    if (status == 0)
+        fprintf(stderr, "error: cannot write the output to stdout: %s\n", failed ? strerror(failed) : "a write failed");
+    return status ? status : 1;
 }
 
 char *read_stream(FILE *f, const char *path, size_t *n) {

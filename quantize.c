@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strcasecmp */
 
 #define GGUF_ALIGNMENT 32
 
@@ -408,9 +409,10 @@ static int write_checkpoint(FILE *f, const Model *m, const Tokenizer *t, WeightT
     return rc;
 }
 
+/* Whether s ends with suffix in any case (x.GGUF is a GGUF file too) */
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
 int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, const char *out_path, char *err,

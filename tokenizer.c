@@ -218,6 +218,14 @@ static int read_pieces(Tokenizer *t, Reader *r, char *err, size_t err_len) {
         int32_t len;
         if (read_bytes(r, &t->scores[i], 4) || read_bytes(r, &len, 4))
             return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
+        /* an empty piece: two of them joined make it again, so a text the
+         * vocabulary cannot spell (every character <unk>, if <unk> is "")
+         * merged into one token, silently */
+        if (len == 0) {
+            snprintf(err, err_len, "tokenizer: piece %d is empty (a piece has 1 byte or more)", i);
+            tokenizer_free(t);
+            return -1;
+        }
         if (len < 0 || len > max_len) {
             snprintf(err, err_len, len < 0 ? "tokenizer: piece %d has a negative length (%d)"
                                            : "tokenizer: piece %d has %d bytes, more than max_token_length",
@@ -307,6 +315,14 @@ int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *er
     int rc = tokenizer_load_bytes(t, data, size, vocab_size, err, err_len);
     free(data);
     return rc;
+}
+
+int tokenizer_first_difference(const Tokenizer *a, const Tokenizer *b) {
+    int n = a->vocab_size < b->vocab_size ? a->vocab_size : b->vocab_size;
+    for (int i = 0; i < n; i++)
+        if (a->piece_lengths[i] != b->piece_lengths[i] || memcmp(a->vocab[i], b->vocab[i], (size_t)a->piece_lengths[i]))
+            return i;
+    return a->vocab_size == b->vocab_size ? -1 : n;
 }
 
 void tokenizer_free(Tokenizer *t) {

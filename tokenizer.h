@@ -63,6 +63,11 @@ int tokenizer_load_kind(Tokenizer *t, const unsigned char *data, size_t n, int v
                         char *err, size_t err_len);
 void tokenizer_free(Tokenizer *t);
 
+/* The first token id whose piece differs between a and b (bytes, or absent
+ * from one), or -1 when they are the same vocabulary: one model's token
+ * ids then mean the other's. */
+int tokenizer_first_difference(const Tokenizer *a, const Tokenizer *b);
+
 /* Checks that text is well-formed UTF-8; returns 0 if so, else the 1-based
  * byte offset of the first bad byte. */
 size_t utf8_invalid_at(const char *text);

@@ -192,7 +192,35 @@ static int check_selection(const char *flag, int value, int count, const char *n
     return -1;
 }
 
-/* The compare model must read the same token ids: same vocabulary size. */
+/* A compare model with a tokenizer inside must have the model's: the same
+ * kind, pieces and start and end tokens (the compare model is given the
+ * model's token ids). 0, or -1 with why in err. */
+static int check_compare_tokenizer(const Tracer *tr, char *err, size_t err_len) {
+    const Config *c = &tr->compare.config;
+    Tokenizer other;
+    char why[256], mine[40], theirs[40];
+    if (!tr->compare.tokenizer_data) return 0; /* a llama2.c file: the run's tokenizer is its own */
+    if (tokenizer_load_kind(&other, tr->compare.tokenizer_data, tr->compare.tokenizer_bytes, c->vocab_size,
+                            c->tokenizer_kind, why, sizeof why)) {
+        snprintf(err, err_len, "--compare %s: %s", tr->opt.compare_path, why);
+        return -1;
+    }
+    int differs = other.kind != tr->tok->kind ? 0 : tokenizer_first_difference(&other, tr->tok);
+    if (differs >= 0) {
+        piece_escape(mine, sizeof mine, tr->tok->vocab[differs], tr->tok->piece_lengths[differs], 1);
+        piece_escape(theirs, sizeof theirs, other.vocab[differs], other.piece_lengths[differs], 1);
+        snprintf(err, err_len, "--compare %s: its tokenizer is not the model's (token %d is \"%s\" there, \"%s\" here); "
+                 "they must share a tokenizer", tr->opt.compare_path, differs, theirs, mine);
+    } else if (c->bos_id != tr->model->config.bos_id || c->eos_id != tr->model->config.eos_id)
+        snprintf(err, err_len, "--compare %s: its start and end tokens are %d and %d, the model's %d and %d; "
+                 "they must share a tokenizer", tr->opt.compare_path, c->bos_id, c->eos_id,
+                 tr->model->config.bos_id, tr->model->config.eos_id);
+    tokenizer_free(&other);
+    return err[0] ? -1 : 0;
+}
+
+/* The compare model must read the same token ids: same vocabulary size,
+ * and the same tokenizer where it has one inside. */
 static int load_compare(Tracer *tr, char *err, size_t err_len) {
     char why[256];
     if (model_load(&tr->compare, tr->opt.compare_path, why, sizeof why)) {
@@ -205,7 +233,7 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
                  tr->opt.compare_path, tr->compare.config.vocab_size, tr->model->config.vocab_size);
         return -1;
     }
-    return 0;
+    return check_compare_tokenizer(tr, err, err_len);
 }
 
 static void tracer_free(Tracer *tr) {
@@ -407,6 +435,11 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
     /* the streamed files' close tells whether every write went */
     if (tr->json) rc = output_close(tr->json, tr->opt.json_path, rc, err, err_len);
     if (tr->text && tr->text != stderr) rc = output_close(tr->text, tr->opt.out_path, rc, err, err_len);
+    int on_stderr = tr->text == stderr || tr->opt.step; /* the text trace, or step mode's view */
+    if (on_stderr && (fflush(stderr) || ferror(stderr)) && rc == 0) { /* a full disk: no line can say so */
+        snprintf(err, err_len, "cannot write the trace to stderr: a write failed");
+        rc = -1;
+    }
     tr->json = tr->text = NULL;
     tracer_free(tr);
     return rc;

@@ -344,6 +344,18 @@ if [ $rc -eq 1 ] && tail -n 1 "$tmp/err" | grep -q "^error: cannot write the out
     ok "stdout on a full disk: generate's speed line, then the error, exit 1"
 else fail "generate to a full disk" "exit $rc: $(tail -n 1 "$tmp/err")"; fi
 expect_error "stdout closed" 1 "stdout is closed" -- sh -c "$RUN $MODEL -n 4 >&-"
+# one failed write, one error line: --trace-out /dev/stdout onto a full disk
+# said so, then stdout's check said it again
+expect_error "--trace-out /dev/stdout on a full disk: one error line" 1 "cannot write /dev/stdout" -- \
+    sh -c "$RUN $MODEL -n 4 -t 0 --trace-out /dev/stdout >/dev/full"
+# the text trace and step mode's view on a stderr whose writes fail: no line
+# can say so, but the exit status does (it was 0, the trace lost)
+for args in "--trace" "--trace-prompt" "--step"; do
+    echo c | $RUN $MODEL -n 4 -t 0 $args >/dev/null 2>/dev/full; rc=$?
+    echo c | $RUN $MODEL -n 4 -t 0 $args >/dev/null 2>/dev/null; rc_null=$?
+    [ $rc -eq 1 ] && [ $rc_null -eq 0 ] && ok "$args onto a stderr that cannot be written: exit 1 (0 onto /dev/null)" \
+        || fail "$args onto /dev/full" "exit $rc (onto /dev/null $rc_null)"
+done
 # a prompt asked of a closed stdin is refused (stdin is given /dev/null, which
 # would have read as an empty prompt)
 expect_error "-i - with stdin closed" 1 "cannot read stdin: it is closed" -- sh -c "$RUN $MODEL -i - -n 4 <&-"

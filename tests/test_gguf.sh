@@ -167,6 +167,10 @@ done
 $RUN "$tmp/untied-q8_0.gguf" -m quantize -o "$tmp/again.gguf" --dtype q8 2>/dev/null
 if cmp -s "$tmp/again.gguf" "$tmp/untied-q8_0.gguf"; then ok "a GGUF read and written again (-m quantize -o X.gguf --dtype q8): the same bytes"
 else fail "GGUF read and written again" "the bytes differ"; fi
+# the name's case does not matter: x.GGUF is GGUF too (it was written as qkv)
+$RUN "$tmp/untied-q8_0.gguf" -m quantize -o "$tmp/AGAIN.GGUF" --dtype q8 2>/dev/null
+if cmp -s "$tmp/AGAIN.GGUF" "$tmp/untied-q8_0.gguf"; then ok "-m quantize -o X.GGUF (upper case): GGUF, the same bytes"
+else fail "-m quantize -o X.GGUF" "not the GGUF bytes ($(head -c 4 "$tmp/AGAIN.GGUF"))"; fi
 
 # -m quantize from a GGUF: the embedded tokenizer and the weights make it through
 $RUN "$tmp/untied-f32.gguf" -m quantize -o "$tmp/from-gguf.qkv" --dtype f32 2>/dev/null

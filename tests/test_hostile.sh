@@ -112,6 +112,10 @@ expect "ppl of an empty file" 1 "is empty" models/grammar.bin -m ppl -f "$tmp/em
 # ---- messages ------------------------------------------------------------------
 expect "-z a directory says why" 1 "tokenizer /tmp is not a regular file" tests/data/gqa.legacy.bin -z /tmp -n 4
 expect "-z /dev/zero is refused" 1 "not a regular file" -m tokenize -z /dev/zero -i a
+# a vocabulary of empty pieces: two joined made one again, so a text it could
+# not spell (every character <unk>, whose piece was "") became one token
+{ printf '\001\000\000\000'; for i in 1 2 3; do printf '\000\000\000\000\000\000\000\000'; done; } >"$tmp/empty-pieces.bin"
+expect "-z a tokenizer of empty pieces is refused" 1 "tokenizer: piece 0 is empty" -m tokenize -z "$tmp/empty-pieces.bin" -i "the cat"
 
 # ---- a damaged tokenizer section is refused in every mode --------------------
 for f in tests/data/bad/tokenizer-*.qkv; do

@@ -175,6 +175,16 @@ if [ $have_python = 1 ] && $CHECK small-vocab-model $MODEL "$tmp/small.qkv"; the
     expect_error "--compare with another vocabulary" "vocabulary of 280 tokens, the model has 300" \
         $RUN $MODEL -n 4 --html "$tmp/x.html" --compare "$tmp/small.qkv"
 fi
+# the same vocabulary size, another tokenizer: its side of the page was made
+# from token ids that mean other text there
+if [ $have_python = 1 ] && $CHECK swapped-pieces-model $MODEL "$tmp/swapped.qkv"; then
+    expect_error "--compare with the same size of vocabulary, another tokenizer" \
+        "--compare .*swapped.qkv: its tokenizer is not the model's \(token 298 is" \
+        $RUN $MODEL -n 4 --html "$tmp/x.html" --compare "$tmp/swapped.qkv"
+    cp $MODEL "$tmp/same.qkv"
+    $RUN $MODEL -n 4 -t 0 --html "$tmp/x.html" --compare "$tmp/same.qkv" >/dev/null 2>&1 \
+        && ok "--compare with the same tokenizer: accepted" || fail "--compare with the same tokenizer" "refused"
+fi
 
 # ---- narrowing the trace ----------------------------------------------------
 $RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace --pos 7-8 --trace-json "$tmp/pos.jsonl" >/dev/null 2>"$tmp/pos.txt"

@@ -9,6 +9,7 @@ float64 forward pass, run over exactly the tokens the engine's run used.
     trace_check.py text-vs-json TEXT JSONL           text trace numbers = JSON numbers
     trace_check.py weird-model SRC DST               copy SRC with hostile byte-token pieces
     trace_check.py small-vocab-model SRC DST         copy SRC cut to a smaller vocabulary
+    trace_check.py swapped-pieces-model SRC DST      copy SRC with two pieces' ids swapped
     trace_check.py escapes MODEL JSONL TEXT HTML OUT every byte escaped as documented
     trace_check.py html FILE MODEL [COMPARE]         the page's data, against the reference
     trace_check.py step RUN...                       step mode in a pseudo-terminal
@@ -234,6 +235,18 @@ def cmd_small_vocab_model(src, dst):
     if "output" in tensors:
         tensors["output"] = tensors["output"][:280]
     qkvfile.write_qkv(dst, config, tensors, qkvfile.Tokenizer(tok.pieces[:280], tok.max_token_length))
+
+
+def cmd_swapped_pieces_model(src, dst):
+    """SRC with the pieces of two token ids swapped: the same vocabulary size
+    and the same pieces, but the ids mean other text."""
+    import qkvfile
+    config, tensors, tok = qkvfile.read_model(src)
+    pieces = list(tok.pieces)
+    a, b = len(pieces) - 1, len(pieces) - 2
+    pieces[a], pieces[b] = pieces[b], pieces[a]
+    assert pieces[a] != pieces[b]
+    qkvfile.write_qkv(dst, config, tensors, tok._replace(pieces=pieces))
 
 
 def json_text_of(piece):
@@ -580,6 +593,8 @@ def main():
         cmd_weird_model(*args)
     elif cmd == "small-vocab-model":
         cmd_small_vocab_model(*args)
+    elif cmd == "swapped-pieces-model":
+        cmd_swapped_pieces_model(*args)
     elif cmd == "escapes":
         cmd_escapes(*args)
     elif cmd == "html":
