@@ -137,8 +137,8 @@ static void print_help(void) {
         if (f->fallback) printf("%-62s [%s]\n", line, f->fallback);
         else printf("%s\n", line);
     }
-    printf("a flag the chosen mode does not read is an error, as is --layer, --head,\n"
-           "  --pos, --top or --trace-level without a trace to narrow\n"
+    printf("a flag the chosen mode does not read is an error, as is a flag given twice, and\n"
+           "  --layer, --head, --pos, --top or --trace-level without an output they narrow\n"
            "trace level: summary when the trace goes to a terminal and --layer and --head\n"
            "  do not both pick one head; full otherwise (a file or a pipe)\n"
            "step keys (--step; when stdin is not a terminal, the same letters one a line):\n"
@@ -156,7 +156,7 @@ static void print_help(void) {
     exit(output_status(0));
 }
 
-static void usage(const char *why) {
+_Noreturn void usage_error(const char *why) {
     fprintf(stderr, "error: %s\n", why);
     fprintf(stderr, "usage: ./run [checkpoint] [options]   (./run --help lists every flag)\n");
     exit(2);
@@ -165,7 +165,7 @@ static void usage(const char *why) {
 static void usage_bad_value(const char *flag, const char *value, const char *expected) {
     char msg[256];
     snprintf(msg, sizeof msg, "%s %s: expected %s", flag, value, expected);
-    usage(msg);
+    usage_error(msg);
 }
 
 /* An integer within the flag's bounds at s (end: where it stops, else the
@@ -194,12 +194,18 @@ static void parse_positions(const Flag *f, const char *s, int *first_last) {
     if (first_last[1] < first_last[0]) usage_bad_value(f->name, s, "a range A-B with A <= B");
 }
 
+/* Whether a flag's value is a file's name (FILE, or --compare's MODEL) */
+static int names_file(const Flag *f) {
+    return f->kind == ARG_TEXT && f->value && (!strcmp(f->value, "FILE") || !strcmp(f->value, "MODEL"));
+}
+
 /* Reads one flag's value into its place in o. */
 static void set_flag(Options *o, const Flag *f, const char *v) {
     char *dst = (char *)o + f->offset;
     if (f->kind == ARG_SWITCH) *(int *)dst = 1;
-    else if (f->kind == ARG_TEXT && !*v && f->value && (!strcmp(f->value, "FILE") || !strcmp(f->value, "MODEL")))
-        usage_bad_value(f->name, "''", "a file name");
+    else if (names_file(f) && !*v) usage_bad_value(f->name, "''", "a file name");
+    else if (names_file(f) && v[0] == '-' && v[1]) /* a mistyped flag (--trace-json --tarce-prompt) */
+        usage_bad_value(f->name, v, "a file name, not a flag (for a file whose name begins with '-', write ./NAME)");
     else if (f->kind == ARG_TEXT) *(const char **)dst = v;
     else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL, v);
     else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL, v);
@@ -242,7 +248,7 @@ static void check_modes(const Options *o, const int *given) {
         if (!given[i] || (FLAGS[i].modes & o->mode)) continue;
         char msg[256];
         snprintf(msg, sizeof msg, "%s is not used by -m %s", FLAGS[i].name, o->mode_name);
-        usage(msg);
+        usage_error(msg);
     }
 }
 
@@ -273,19 +279,24 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
         char msg[256];
         if (name[0] != '-' || !name[1]) {
             snprintf(msg, sizeof msg, "unexpected argument '%s'", name);
-            usage(msg);
+            usage_error(msg);
         }
         const Flag *f = find_flag(name);
         if (!f) {
             snprintf(msg, sizeof msg, "unknown flag '%s'", name);
-            usage(msg);
+            usage_error(msg);
         }
         /* a value that is itself a flag's name is one forgotten (-m -n 3), except a
          * prompt's: the text may be anything */
         if (f->kind != ARG_SWITCH && (i + 1 >= argc || (strcmp(name, "-i") && find_flag(argv[i + 1])))) {
             snprintf(msg, sizeof msg, "%s needs a value (%s)%s%s", name, f->value, i + 1 < argc ? ", not the flag " : "",
                      i + 1 < argc ? argv[i + 1] : "");
-            usage(msg);
+            usage_error(msg);
+        }
+        /* given twice, one value would be dropped unseen (-i "the cat" -i "a dog") */
+        if (given[f - FLAGS] || (f->offset == AT(help) && o->help)) {
+            snprintf(msg, sizeof msg, "%s is given twice: give it once", name);
+            usage_error(msg);
         }
         set_flag(o, f, f->kind == ARG_SWITCH ? NULL : argv[++i]);
         given[f - FLAGS] = 1;
@@ -303,7 +314,7 @@ static void check_step_flags(const TraceOptions *tr, const int *given) {
         char msg[200];
         snprintf(msg, sizeof msg, "%s does nothing with --step alone: step mode writes its text trace only "
                                   "to --trace-out FILE%s", text_only[k], k == 3 ? " (and JSON to --trace-json)" : "");
-        usage(msg);
+        usage_error(msg);
     }
 }
 
@@ -312,38 +323,51 @@ static int traced(const TraceOptions *tr) {
     return tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
 }
 
-/* The flags that narrow a trace do nothing without one */
+/* The flags that narrow a trace do nothing without an output they narrow:
+ * the text trace reads them all, the JSON all but --trace-level, step mode's
+ * view --layer, --head and --top, the page --top alone */
 static void check_trace_narrowing(const TraceOptions *tr, const int *given) {
-    const char *narrowing[] = { "--layer", "--head", "--pos", "--top", "--trace-level" };
-    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0] && !traced(tr); k++)
-        if (given[find_flag(narrowing[k]) - FLAGS]) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "%s needs a trace: --trace, --trace-json, --html or --step", narrowing[k]);
-            usage(msg);
+    int text = tr->trace || tr->trace_prompt || tr->out_path, json = tr->json_path != NULL;
+    const struct {
+        const char *flag;
+        int read;
+        const char *readers;
+    } narrowing[] = {
+        { "--layer", text || json || tr->step, "the text trace (--trace), --trace-json or --step" },
+        { "--head", text || json || tr->step, "the text trace (--trace), --trace-json or --step" },
+        { "--pos", text || json, "the text trace (--trace) or --trace-json" },
+        { "--top", traced(tr), "a trace: --trace, --trace-json, --html or --step" },
+        { "--trace-level", text, "the text trace: --trace, --trace-prompt or --trace-out" },
+    };
+    for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0]; k++)
+        if (given[find_flag(narrowing[k].flag) - FLAGS] && !narrowing[k].read) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s needs what it narrows: %s", narrowing[k].flag, narrowing[k].readers);
+            usage_error(msg);
         }
 }
 
 /* Flags that each make sense but not together, or not without another */
 static void check_combinations(const Options *o, const int *given) {
-    if (o->mode == QUANTIZE && !o->output) usage("-m quantize needs -o FILE");
-    if (o->mode == PPL && !o->ppl.text_file) usage("-m ppl needs -f FILE");
+    if (o->mode == QUANTIZE && !o->output) usage_error("-m quantize needs -o FILE");
+    if (o->mode == PPL && !o->ppl.text_file) usage_error("-m ppl needs -f FILE");
     if (o->probe && strcmp(o->probe, "induction")) usage_bad_value("--probe", o->probe, "induction");
-    if (o->probe && (o->prompt || o->prompt_file)) usage("--probe is the prompt: it goes without -i and --prompt-file");
-    if (o->trace.compare_path && !o->trace.html_path) usage("--compare goes with --html");
+    if (o->probe && (o->prompt || o->prompt_file)) usage_error("--probe is the prompt: it goes without -i and --prompt-file");
+    if (o->trace.compare_path && !o->trace.html_path) usage_error("--compare goes with --html");
     if (o->samples > 1 && traced(&o->trace))
-        usage("--samples writes texts only: a trace, --html or --step follows one text");
-    check_trace_narrowing(&o->trace, given);
+        usage_error("--samples writes texts only: a trace, --html or --step follows one text");
     check_step_flags(&o->trace, given);
-    if (o->prompt && o->prompt_file) usage("-i and --prompt-file both give the prompt: choose one");
+    check_trace_narrowing(&o->trace, given);
+    if (o->prompt && o->prompt_file) usage_error("-i and --prompt-file both give the prompt: choose one");
     int prompt_from_stdin = (o->prompt && !strcmp(o->prompt, "-")) || (o->prompt_file && !strcmp(o->prompt_file, "-"));
     if (o->trace.step && prompt_from_stdin)
-        usage("--step reads its keys from stdin, so the prompt cannot come from stdin too");
+        usage_error("--step reads its keys from stdin, so the prompt cannot come from stdin too");
     if (o->trace.level_name && trace_level_parse(o->trace.level_name) < 0)
         usage_bad_value("--trace-level", o->trace.level_name, "full or summary");
-    if (o->sinks >= 0 && !o->window) usage("--sinks needs --window W");
-    if (o->ppl.recompute && !o->window) usage("--recompute needs --window W");
+    if (o->sinks >= 0 && !o->window) usage_error("--sinks needs --window W");
+    if (o->ppl.recompute && !o->window) usage_error("--recompute needs --window W");
     if (o->bench.no_cache && o->window)
-        usage("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
+        usage_error("--no-cache recomputes whole prefixes, which cannot pass the context: not with --window");
 }
 
 void parse_options(Options *o, int argc, char **argv) {
@@ -368,13 +392,13 @@ void parse_options(Options *o, int argc, char **argv) {
 
 void check_window(const Options *o, const Config *c) {
     char msg[256];
-    if (kv_window_check(o->window, o->sinks, c->seq_len, msg, sizeof msg)) usage(msg);
+    if (kv_window_check(o->window, o->sinks, c->seq_len, msg, sizeof msg)) usage_error(msg);
     if (o->window && c->arch != ARCH_LLAMA) {
         /* a window slides by RoPE's relative turns; a learned position table
          * ends at the context, so past it there is no position to give */
         snprintf(msg, sizeof msg, "--window needs rotary positions (RoPE): this GPT-2-style model's learned "
                                   "positions end at its context of %d", c->seq_len);
-        usage(msg);
+        usage_error(msg);
     }
 }
 
@@ -431,14 +455,14 @@ static void check_whole_output(const char *flag, const char *path) {
     char msg[PATH_MAX + 160];
     if (refused) {
         snprintf(msg, sizeof msg, "%s %s is %s, not a regular file: give the path of a file to write", flag, path, refused);
-        usage(msg);
+        usage_error(msg);
     }
     int stream = path ? output_standard_stream(path) : -1;
     if (stream < 0) return;
     snprintf(msg, sizeof msg, "%s %s is the file %s goes to: written whole and renamed over it, it would replace "
              "what %s writes: give another path", flag, path, stream == 1 ? "stdout" : "stderr",
              stream == 1 ? "stdout" : "stderr");
-    usage(msg);
+    usage_error(msg);
 }
 
 /* The files a run writes, by flag (a path NULL where not given) */
@@ -461,7 +485,7 @@ static void check_temporary(const NamedPath *whole, const NamedPath *reads, size
         if (!other->path || !same_file(part, other->path)) continue;
         snprintf(msg, sizeof msg, "%s %s: its temporary %s is %s%s, which this run %s", whole->flag, whole->path, part,
                  r ? "the file of " : "", other->flag, r < n_reads ? "reads" : "also writes");
-        usage(msg);
+        usage_error(msg);
     }
 }
 
@@ -491,12 +515,12 @@ void check_paths(const Options *o, const char *checkpoint) {
             if (reads[r].path && same_file(writes[w].path, reads[r].path)) {
                 snprintf(msg, sizeof msg, "%s %s is %s%s, which this run reads", writes[w].flag, writes[w].path,
                          r ? "the file of " : "", reads[r].flag);
-                usage(msg);
+                usage_error(msg);
             }
         for (size_t v = w + 1; v < N_WRITES; v++)
             if (writes[v].path && same_file(writes[w].path, writes[v].path)) {
                 snprintf(msg, sizeof msg, "%s and %s both write %s", writes[w].flag, writes[v].flag, writes[w].path);
-                usage(msg);
+                usage_error(msg);
             }
     }
 }

@@ -44,6 +44,9 @@ typedef struct {
  * usage error (2), or after --help (0). */
 void parse_options(Options *o, int argc, char **argv);
 
+/* A usage error: why, then the one-line usage, on stderr; exits 2. */
+_Noreturn void usage_error(const char *why);
+
 /* --window and --sinks against the model: a usage error, like any flag. */
 void check_window(const Options *o, const Config *c);
 

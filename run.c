@@ -305,7 +305,9 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     TraceOptions trace = o->trace;
     trace.positions = steps;
     trace.prompt_tokens = n_prompt;
-    Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err);
+    int bad_flag;
+    Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err, &bad_flag);
+    if (!tr && bad_flag) usage_error(err);
     if (!tr && err[0]) die("%s", err);
     steps = steps_for_compare(tr, steps);
     /* the KV cache holds the positions this run visits, not the whole

@@ -254,8 +254,9 @@ int tracer_max_positions(const Tracer *tr, int steps) {
 }
 
 /* What can refuse the run, checked before any output file is opened: the
- * --compare model (and a prompt longer than its context), and --pos against the positions the run can reach (a
- * trace of nothing would pass silently) */
+ * --compare model (and a prompt longer than its context): -1; --pos against
+ * the positions the run can reach (a trace of nothing would pass
+ * silently): 1 */
 static int check_run(Tracer *tr, char *err, size_t err_len) {
     const TraceOptions *o = &tr->opt;
     if (o->compare_path && load_compare(tr, err, err_len)) return -1;
@@ -268,7 +269,7 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
     if (positions > 0 && o->pos[0] >= positions) {
         snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n, the context%s)", o->pos[0],
                  positions - 1, tr->has_compare ? ", --compare's context" : "");
-        return -1;
+        return 1;
     }
     return 0;
 }
@@ -322,14 +323,17 @@ static int open_streams(Tracer *tr) {
 }
 
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
-                    float temperature, float topp, int topk, char *err, size_t err_len) {
+                    float temperature, float topp, int topk, char *err, size_t err_len, int *bad_flag) {
     if (err_len) err[0] = '\0';
+    *bad_flag = 0;
     int text = o->trace || o->trace_prompt || o->out_path;
     if (!text && !o->json_path && !o->html_path && !o->step) return NULL;
     const Config *c = &m->config;
     if ((o->layer >= 0 && check_selection("--layer", o->layer, c->n_layers, "layers", err, err_len)) ||
-        (o->head >= 0 && check_selection("--head", o->head, c->n_heads, "heads", err, err_len)))
+        (o->head >= 0 && check_selection("--head", o->head, c->n_heads, "heads", err, err_len))) {
+        *bad_flag = 1;
         return NULL;
+    }
     Tracer *tr = calloc(1, sizeof *tr);
     if (!tr) { snprintf(err, err_len, "out of memory for the tracer"); return NULL; }
     tr->opt = *o;
@@ -343,7 +347,8 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     tr->focus_head = o->head >= 0 ? o->head : 0;
     /* step mode shows its own view on stderr: a text trace goes to a file */
     if (o->step && !o->out_path) text = 0;
-    int failed = check_run(tr, err, err_len) != 0;
+    int refusal = check_run(tr, err, err_len), failed = refusal != 0;
+    *bad_flag = refusal > 0;
     tr->wants_text = text;
     if (text && !o->out_path) tr->text = stderr;
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;

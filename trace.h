@@ -39,9 +39,11 @@ int trace_level_parse(const char *name);
 typedef struct Tracer Tracer;
 
 /* Opens every output the options ask for. Returns NULL and fills err on
- * failure (err[0] == 0 and NULL when nothing is asked for). */
+ * failure (err[0] == 0 and NULL when nothing is asked for); *bad_flag is 1
+ * when the failure is a flag's value the model or the run cannot have
+ * (--layer, --head, --pos: a usage error), else 0. */
 Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
-                    float temperature, float topp, int topk, char *err, size_t err_len);
+                    float temperature, float topp, int topk, char *err, size_t err_len, int *bad_flag);
 
 /* The positions a run traced by tr can have: steps, or fewer when a
  * --compare model's context is shorter (its pass over the run's tokens

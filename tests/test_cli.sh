@@ -30,7 +30,7 @@ expect_error "usage: unknown flag before the checkpoint's flags" 2 "unknown flag
 expect_error "usage: missing value" 2 "needs a value" -- $RUN $MODEL -n
 expect_error "usage: a value that is a flag" 2 "-m needs a value \\(MODE\\), not the flag -n" -- $RUN $MODEL -m -n 3
 expect_error "usage: -n -5" 2 "-n -5" -- $RUN $MODEL -n -5
-expect_error "--pos past 2^20 is checked against the run, not refused as a flag" 1 "--pos 2000000: the run's positions are 0..9" -- \
+expect_error "--pos past 2^20 is checked against the run (a usage error there)" 2 "--pos 2000000: the run's positions are 0..9" -- \
     $RUN $MODEL -n 10 --pos 2000000 --trace
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
@@ -100,7 +100,33 @@ if grep -q '^achieved tok/s: - (1 generated' <<<"$one" && grep -qE '^achieved to
 else fail "speed line with one token" "'$one' / '$two'"; fi
 expect_error "usage: --trace-level loud" 2 "--trace-level loud" -- $RUN $MODEL --trace --trace-level loud
 expect_error "usage: prompt from stdin with --step" 2 "stdin" -- $RUN $MODEL -i - --step
-expect_error "usage: --layer without a trace" 2 "--layer needs a trace" -- $RUN $MODEL --layer 0
+expect_error "usage: --layer without a trace" 2 "--layer needs what it narrows" -- $RUN $MODEL --layer 0
+# the page shows every layer, head, position and level, the JSON every level:
+# the flags they do not read are refused, not ignored (the page and the JSON
+# were byte for byte the same with them)
+for flag in "--layer 1" "--head 1" "--pos 1" "--trace-level full"; do
+    expect_error "usage: $flag with --html alone is refused" 2 "${flag%% *} needs what it narrows" -- \
+        $RUN $MODEL -n 4 --html "$tmp/narrow.html" $flag
+done
+expect_error "usage: --trace-level with --trace-json alone is refused" 2 "--trace-level needs what it narrows: the text trace" -- \
+    $RUN $MODEL -n 4 --trace-json "$tmp/narrow.jsonl" --trace-level summary
+for flag in "--layer 1" "--head 1" "--pos 1" "--top 3"; do
+    if $RUN $MODEL -n 4 -t 0 --trace-json "$tmp/narrow.jsonl" $flag >/dev/null 2>&1; then ok "$flag narrows --trace-json: accepted"
+    else fail "$flag with --trace-json" "refused"; fi
+done
+$RUN $MODEL -n 4 -t 0 --html "$tmp/narrow.html" --top 3 >/dev/null 2>&1 && ok "--top narrows --html: accepted" || fail "--top with --html" "refused"
+# a flag given twice would drop one value unseen; a flag's name mistyped
+# after a flag that takes a file was that file's name
+expect_error "usage: -i given twice" 2 "-i is given twice" -- $RUN $MODEL -i "the cat" -i "a dog" -n 4
+expect_error "usage: -m given twice" 2 "-m is given twice" -- $RUN $MODEL -m info -m generate
+expect_error "usage: -t given twice" 2 "-t is given twice" -- $RUN $MODEL -t 0 -n 3 -t 1.5
+expect_error "usage: -h and --help" 2 "is given twice" -- $RUN --help -h
+expect_error "usage: a mistyped flag after --trace-json is not its file" 2 "--trace-json --tarce-prompt: expected a file name, not a flag" -- \
+    $RUN $MODEL -n 3 --trace-json --tarce-prompt
+[ -e ./--tarce-prompt ] && fail "--trace-json --tarce-prompt" "made the file" && rm -f ./--tarce-prompt
+$RUN $MODEL -n 3 -t 0 --trace-json "./-dash.jsonl" >/dev/null 2>&1 && [ -s ./-dash.jsonl ] \
+    && ok "a file whose name begins with '-' is written as ./NAME" || fail "./-dash.jsonl" "not written"
+rm -f ./-dash.jsonl
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
 expect_error "usage: --samples 2 with a trace" 2 "--samples writes texts only" -- $RUN $MODEL --samples 2 --trace
 expect_error "usage: --samples 0" 2 "--samples 0: expected an integer in \[1, 100000\]" -- $RUN $MODEL --samples 0
@@ -299,7 +325,7 @@ for args in "$tmp/fifo -m info" "tests/data/gqa.legacy.bin -z $tmp/fifo" "$MODEL
     "$MODEL --prompt-file $tmp/fifo"; do
     expect_error "a FIFO as input: ${args#* }" 1 "not a regular file" -- timeout 10 $RUN $args
 done
-expect_error "--pos past the run's positions" 1 "positions are 0..3" -- $RUN $MODEL -n 4 --trace --pos 30
+expect_error "--pos past the run's positions: a usage error" 2 "positions are 0..3" -- $RUN $MODEL -n 4 --trace --pos 30
 # a --compare model shorter than the run: the run stops at its context, with a
 # warning, before any output is opened (it used to fail after the whole run).
 # A fixed seed: the clock's sometimes sampled end of text before position 32

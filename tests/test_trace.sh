@@ -167,8 +167,15 @@ expect_error() {
         ok "$name"
     else fail "$name" "exit $rc, $lines lines: $(head -n 1 "$tmp/err")"; fi
 }
-expect_error "--layer beyond the model" "--layer 2: the model has 2 layers" $RUN $MODEL -n 4 --trace --layer 2
-expect_error "--head beyond the model" "--head 4: the model has 4 heads" $RUN $MODEL -n 4 --trace --head 4
+# a flag's value the model does not have is a usage error (exit 2, its line
+# then the usage line), as --window's is
+for args in "--layer 2:--layer 2: the model has 2 layers" "--head 4:--head 4: the model has 4 heads"; do
+    $RUN $MODEL -n 4 --trace ${args%%:*} >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qE "^error: ${args#*:}" "$tmp/err" && grep -q "^usage:" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 2 ]; then
+        ok "${args%% *} beyond the model: a usage error"
+    else fail "${args%% *} beyond the model" "exit $rc: $(head -n 1 "$tmp/err")"; fi
+done
 expect_error "--trace-out to a missing directory" "cannot write" $RUN $MODEL -n 4 --trace-out "$tmp/no/such"
 expect_error "--compare with a missing checkpoint" "--compare" $RUN $MODEL -n 4 --html "$tmp/x.html" --compare "$tmp/none"
 if [ $have_python = 1 ] && $CHECK small-vocab-model $MODEL "$tmp/small.qkv"; then
