@@ -137,7 +137,7 @@ static void print_help(void) {
         if (f->fallback) printf("%-62s [%s]\n", line, f->fallback);
         else printf("%s\n", line);
     }
-    printf("a flag the chosen mode does not read is an error, as is a flag given twice, and\n"
+    printf("a flag the chosen mode does not read is an error, as is a value given twice, and\n"
            "  --layer, --head, --pos, --top or --trace-level without an output they narrow\n"
            "trace level: summary when the trace goes to a terminal and --layer and --head\n"
            "  do not both pick one head; full otherwise (a file or a pipe)\n"
@@ -293,8 +293,8 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
                      i + 1 < argc ? argv[i + 1] : "");
             usage_error(msg);
         }
-        /* given twice, one value would be dropped unseen (-i "the cat" -i "a dog") */
-        if (given[f - FLAGS] || (f->offset == AT(help) && o->help)) {
+        /* a value given twice: one would be dropped unseen (-i "the cat" -i "a dog") */
+        if (f->kind != ARG_SWITCH && given[f - FLAGS]) {
             snprintf(msg, sizeof msg, "%s is given twice: give it once", name);
             usage_error(msg);
         }
