@@ -101,7 +101,7 @@ static const Flag FLAGS[] = {
       "latency chart (bench); heatmap (heads)" },
     { "--probes", ARG_INT, "N", 1, 1000, 0, HEADS, AT(heads.n_probes), "8", "probe sequences of each kind" },
     { "--json", ARG_TEXT, "FILE", 0, 0, 0, HEADS, AT(heads.json_path), "none", "the scores and probes as JSON" },
-    { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the file to write (GGUF if .gguf)" },
+    { "-o", ARG_TEXT, "FILE", 0, 0, 0, QUANTIZE, AT(output), "required", "the file to write (GGUF if .gguf, any case)" },
     { "--dtype", ARG_DTYPE, "T", 0, 0, 0, QUANTIZE, AT(dtype), "q8", "f32, f16, q8 (Q8_0) or q4 (Q4_0)" },
     { "--kv-type", ARG_KVTYPE, "T", 0, 0, 0, GENERATE | PPL | BENCH, AT(kv_type), "f32",
       "KV cache rows: f32, f16 or q8 (int8, a scale a row)" },
@@ -204,8 +204,9 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
     char *dst = (char *)o + f->offset;
     if (f->kind == ARG_SWITCH) *(int *)dst = 1;
     else if (names_file(f) && !*v) usage_bad_value(f->name, "''", "a file name");
-    else if (names_file(f) && v[0] == '-' && v[1]) /* a mistyped flag (--trace-json --tarce-prompt) */
-        usage_bad_value(f->name, v, "a file name, not a flag (for a file whose name begins with '-', write ./NAME)");
+    else if (names_file(f) && v[0] == '-' && (v[1] || strcmp(f->name, "--prompt-file")))
+        /* a mistyped flag (--trace-json --tarce-prompt), or - for stdout, which only --prompt-file's stdin has */
+        usage_bad_value(f->name, v, "a file name, not a flag or - (for a file whose name begins with '-', write ./NAME)");
     else if (f->kind == ARG_TEXT) *(const char **)dst = v;
     else if (f->kind == ARG_INT) *(int *)dst = (int)parse_integer(f, v, NULL, v);
     else if (f->kind == ARG_SEED) *(unsigned long long *)dst = (unsigned long long)parse_integer(f, v, NULL, v);
@@ -328,17 +329,19 @@ static int traced(const TraceOptions *tr) {
  * view --layer, --head and --top, the page --top alone */
 static void check_trace_narrowing(const TraceOptions *tr, const int *given) {
     int text = tr->trace || tr->trace_prompt || tr->out_path, json = tr->json_path != NULL;
+#define TEXT_TRACE "the text trace (--trace, --trace-prompt, --trace-out)"
     const struct {
         const char *flag;
         int read;
         const char *readers;
     } narrowing[] = {
-        { "--layer", text || json || tr->step, "the text trace (--trace), --trace-json or --step" },
-        { "--head", text || json || tr->step, "the text trace (--trace), --trace-json or --step" },
-        { "--pos", text || json, "the text trace (--trace) or --trace-json" },
+        { "--layer", text || json || tr->step, TEXT_TRACE ", --trace-json or --step" },
+        { "--head", text || json || tr->step, TEXT_TRACE ", --trace-json or --step" },
+        { "--pos", text || json, TEXT_TRACE " or --trace-json" },
         { "--top", traced(tr), "a trace: --trace, --trace-json, --html or --step" },
-        { "--trace-level", text, "the text trace: --trace, --trace-prompt or --trace-out" },
+        { "--trace-level", text, TEXT_TRACE },
     };
+#undef TEXT_TRACE
     for (size_t k = 0; k < sizeof narrowing / sizeof narrowing[0]; k++)
         if (given[find_flag(narrowing[k].flag) - FLAGS] && !narrowing[k].read) {
             char msg[200];

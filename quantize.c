@@ -277,13 +277,14 @@ static void kv_array(Bytes *b, const char *key, uint32_t elem, int count) {
     bytes_u64(b, (uint64_t)count);
 }
 
-/* llama.cpp's type of token i: <unk> (id 0), BOS, EOS and empty pieces are
- * control tokens, <0xNN> the byte tokens, the rest normal text. */
+/* llama.cpp's type of token i: <unk> (id 0), BOS and EOS are control
+ * tokens, <0xNN> the byte tokens, the rest normal text (a llama2.c piece
+ * is never empty: tokenizer.c). */
 static int token_type(const Tokenizer *t, const Config *c, int i) {
     const char *p = t->vocab[i];
     int len = t->piece_lengths[i];
     if (i == 0) return GGUF_TOKEN_UNKNOWN;
-    if (i == c->bos_id || i == c->eos_id || len == 0) return GGUF_TOKEN_CONTROL;
+    if (i == c->bos_id || i == c->eos_id) return GGUF_TOKEN_CONTROL;
     if (len == 6 && memcmp(p, "<0x", 3) == 0 && p[5] == '>') return GGUF_TOKEN_BYTE;
     return GGUF_TOKEN_NORMAL;
 }

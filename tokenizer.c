@@ -218,17 +218,15 @@ static int read_pieces(Tokenizer *t, Reader *r, char *err, size_t err_len) {
         int32_t len;
         if (read_bytes(r, &t->scores[i], 4) || read_bytes(r, &len, 4))
             return fail(t, err, err_len, "tokenizer: truncated (fewer tokens than the model's vocabulary)");
-        /* an empty piece: two of them joined make it again, so a text the
-         * vocabulary cannot spell (every character <unk>, if <unk> is "")
-         * merged into one token, silently */
-        if (len == 0) {
-            snprintf(err, err_len, "tokenizer: piece %d is empty (a piece has 1 byte or more)", i);
-            tokenizer_free(t);
-            return -1;
-        }
-        if (len < 0 || len > max_len) {
-            snprintf(err, err_len, len < 0 ? "tokenizer: piece %d has a negative length (%d)"
-                                           : "tokenizer: piece %d has %d bytes, more than max_token_length",
+        /* llama2.c's merges join two pieces' bytes and look the result up:
+         * two empty pieces made one again, so a text the vocabulary cannot
+         * spell (every character an empty <unk>) merged into one token,
+         * silently. (GPT-2's merges are by id: its padding pieces are empty.) */
+        int empty_refused = len == 0 && t->kind == TOKENIZER_LLAMA;
+        if (len < 0 || len > max_len || empty_refused) {
+            snprintf(err, err_len, len < 0        ? "tokenizer: piece %d has a negative length (%d)"
+                                   : empty_refused ? "tokenizer: piece %d is empty (a llama2.c piece has 1 byte or more)"
+                                                   : "tokenizer: piece %d has %d bytes, more than max_token_length",
                      i, (int)len);
             tokenizer_free(t);
             return -1;
@@ -319,9 +317,12 @@ int tokenizer_load_file(Tokenizer *t, const char *path, int vocab_size, char *er
 
 int tokenizer_first_difference(const Tokenizer *a, const Tokenizer *b) {
     int n = a->vocab_size < b->vocab_size ? a->vocab_size : b->vocab_size;
-    for (int i = 0; i < n; i++)
-        if (a->piece_lengths[i] != b->piece_lengths[i] || memcmp(a->vocab[i], b->vocab[i], (size_t)a->piece_lengths[i]))
+    for (int i = 0; i < n; i++) {
+        int control = i == 0 || i == a->bos_id || i == a->eos_id;
+        if (!control && (a->piece_lengths[i] != b->piece_lengths[i] ||
+                         memcmp(a->vocab[i], b->vocab[i], (size_t)a->piece_lengths[i])))
             return i;
+    }
     return a->vocab_size == b->vocab_size ? -1 : n;
 }
 

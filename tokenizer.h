@@ -65,7 +65,9 @@ void tokenizer_free(Tokenizer *t);
 
 /* The first token id whose piece differs between a and b (bytes, or absent
  * from one), or -1 when they are the same vocabulary: one model's token
- * ids then mean the other's. */
+ * ids then mean the other's. The control tokens (id 0, a's start and end)
+ * are compared by id alone: llama2.c's tokenizer.bin spells <s> "\n<s>\n",
+ * its GGUF conversions "<s>". */
 int tokenizer_first_difference(const Tokenizer *a, const Tokenizer *b);
 
 /* Checks that text is well-formed UTF-8; returns 0 if so, else the 1-based

@@ -205,8 +205,13 @@ static int check_compare_tokenizer(const Tracer *tr, char *err, size_t err_len) 
         snprintf(err, err_len, "--compare %s: %s", tr->opt.compare_path, why);
         return -1;
     }
-    int differs = other.kind != tr->tok->kind ? 0 : tokenizer_first_difference(&other, tr->tok);
-    if (differs >= 0) {
+    other.bos_id = c->bos_id; /* as load_tokenizer (run.c) sets the model's */
+    other.eos_id = c->eos_id;
+    int rc = -1, differs = tokenizer_first_difference(&other, tr->tok);
+    if (other.kind != tr->tok->kind)
+        snprintf(err, err_len, "--compare %s: its tokenizer is of another kind than the model's; they must share a "
+                 "tokenizer", tr->opt.compare_path);
+    else if (differs >= 0) {
         piece_escape(mine, sizeof mine, tr->tok->vocab[differs], tr->tok->piece_lengths[differs], 1);
         piece_escape(theirs, sizeof theirs, other.vocab[differs], other.piece_lengths[differs], 1);
         snprintf(err, err_len, "--compare %s: its tokenizer is not the model's (token %d is \"%s\" there, \"%s\" here); "
@@ -215,8 +220,9 @@ static int check_compare_tokenizer(const Tracer *tr, char *err, size_t err_len) 
         snprintf(err, err_len, "--compare %s: its start and end tokens are %d and %d, the model's %d and %d; "
                  "they must share a tokenizer", tr->opt.compare_path, c->bos_id, c->eos_id,
                  tr->model->config.bos_id, tr->model->config.eos_id);
+    else rc = 0;
     tokenizer_free(&other);
-    return err[0] ? -1 : 0;
+    return rc;
 }
 
 /* The compare model must read the same token ids: same vocabulary size,

@@ -125,9 +125,14 @@ $RUN $MODEL -n 3 -t 0 --trace-prompt --trace-prompt >/dev/null 2>&1 && $RUN --he
 expect_error "usage: a mistyped flag after --trace-json is not its file" 2 "--trace-json --tarce-prompt: expected a file name, not a flag" -- \
     $RUN $MODEL -n 3 --trace-json --tarce-prompt
 [ -e ./--tarce-prompt ] && fail "--trace-json --tarce-prompt" "made the file" && rm -f ./--tarce-prompt
-$RUN $MODEL -n 3 -t 0 --trace-json "./-dash.jsonl" >/dev/null 2>&1 && [ -s ./-dash.jsonl ] \
+run_path=$(realpath "$RUN") model_path=$(realpath "$MODEL")
+(cd "$tmp" && "$run_path" "$model_path" -n 3 -t 0 --trace-json "./-dash.jsonl" >/dev/null 2>&1) && [ -s "$tmp/-dash.jsonl" ] \
     && ok "a file whose name begins with '-' is written as ./NAME" || fail "./-dash.jsonl" "not written"
-rm -f ./-dash.jsonl
+# - is stdin for --prompt-file alone: an output named - was a file named -
+for flag in --trace-out --html --trace-json; do
+    expect_error "usage: $flag - is refused" 2 "$flag -: expected a file name, not a flag or -" -- \
+        sh -c "cd '$tmp' && '$run_path' '$model_path' -n 3 $flag -" # (in $tmp: were it taken, a file named -)
+done
 expect_error "usage: -i and --prompt-file" 2 "choose one" -- $RUN $MODEL -i a --prompt-file b
 expect_error "usage: --samples 2 with a trace" 2 "--samples writes texts only" -- $RUN $MODEL --samples 2 --trace
 expect_error "usage: --samples 0" 2 "--samples 0: expected an integer in \[1, 100000\]" -- $RUN $MODEL --samples 0

@@ -192,6 +192,13 @@ if [ $have_python = 1 ] && $CHECK swapped-pieces-model $MODEL "$tmp/swapped.qkv"
     $RUN $MODEL -n 4 -t 0 --html "$tmp/x.html" --compare "$tmp/same.qkv" >/dev/null 2>&1 \
         && ok "--compare with the same tokenizer: accepted" || fail "--compare with the same tokenizer" "refused"
 fi
+# <s> and </s> spelt "\n<s>\n" (llama2.c's tokenizer.bin) against "<s>" (a
+# GGUF conversion of it): the same ids, compared by id
+if [ $have_python = 1 ] && $CHECK control-pieces-model $MODEL "$tmp/control.qkv"; then
+    $RUN $MODEL -n 4 -t 0 --html "$tmp/x.html" --compare "$tmp/control.qkv" >/dev/null 2>"$tmp/err" \
+        && ok "--compare with <s> and </s> spelt as llama2.c's: accepted" \
+        || fail "--compare with llama2.c's <s> and </s>" "$(head -n 1 "$tmp/err")"
+fi
 
 # ---- narrowing the trace ----------------------------------------------------
 $RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace --pos 7-8 --trace-json "$tmp/pos.jsonl" >/dev/null 2>"$tmp/pos.txt"

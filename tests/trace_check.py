@@ -10,6 +10,8 @@ float64 forward pass, run over exactly the tokens the engine's run used.
     trace_check.py weird-model SRC DST               copy SRC with hostile byte-token pieces
     trace_check.py small-vocab-model SRC DST         copy SRC cut to a smaller vocabulary
     trace_check.py swapped-pieces-model SRC DST      copy SRC with two pieces' ids swapped
+    trace_check.py control-pieces-model SRC DST      copy SRC with <s>, </s> spelt as llama2.c's
+    trace_check.py padded-vocab-model SRC DST N      copy SRC with N empty pieces after its own
     trace_check.py escapes MODEL JSONL TEXT HTML OUT every byte escaped as documented
     trace_check.py html FILE MODEL [COMPARE]         the page's data, against the reference
     trace_check.py step RUN...                       step mode in a pseudo-terminal
@@ -247,6 +249,35 @@ def cmd_swapped_pieces_model(src, dst):
     pieces[a], pieces[b] = pieces[b], pieces[a]
     assert pieces[a] != pieces[b]
     qkvfile.write_qkv(dst, config, tensors, tok._replace(pieces=pieces))
+
+
+def cmd_control_pieces_model(src, dst):
+    """SRC with its start and end pieces spelt as llama2.c's tokenizer.bin
+    spells them ("\\n<s>\\n"), where GGUF conversions write "<s>": the same
+    token ids."""
+    import qkvfile
+    config, tensors, tok = qkvfile.read_model(src)
+    pieces = list(tok.pieces)
+    for i, text in ((1, b"\n<s>\n"), (2, b"\n</s>\n")):
+        assert pieces[i][0] != text
+        pieces[i] = (text, pieces[i][1])
+    qkvfile.write_qkv(dst, config, tensors, tok._replace(pieces=pieces, max_token_length=max(tok.max_token_length, 6)))
+
+
+def cmd_padded_vocab_model(src, dst, n):
+    """SRC with n empty pieces after its own and zero rows for them, as
+    export.py writes a nanoGPT model whose vocabulary is padded (50257 to
+    50304 for GPT-2)."""
+    import numpy as np
+    import qkvfile
+    config, tensors, tok = qkvfile.read_model(src)
+    n = int(n)
+    config = dict(config, vocab_size=config["vocab_size"] + n)
+    for name in ("tok_embeddings", "output"):
+        if name in tensors:
+            rows = tensors[name]
+            tensors[name] = np.concatenate([rows, np.zeros((n,) + rows.shape[1:], rows.dtype)])
+    qkvfile.write_qkv(dst, config, tensors, tok._replace(pieces=list(tok.pieces) + [(b"", 0.0)] * n))
 
 
 def json_text_of(piece):
@@ -595,6 +626,10 @@ def main():
         cmd_small_vocab_model(*args)
     elif cmd == "swapped-pieces-model":
         cmd_swapped_pieces_model(*args)
+    elif cmd == "control-pieces-model":
+        cmd_control_pieces_model(*args)
+    elif cmd == "padded-vocab-model":
+        cmd_padded_vocab_model(*args)
     elif cmd == "escapes":
         cmd_escapes(*args)
     elif cmd == "html":
