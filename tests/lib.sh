@@ -15,3 +15,27 @@ ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "skip $1: $2"; }
 have_numpy() { $PY -c 'import numpy' 2>/dev/null; }
+
+# read_stderr FILE: err_lines = its newlines (as wc -l counts them), err_first
+# = its first line, by bash's builtins: a script checks hundreds of runs'
+# stderr, and wc and head were two processes each (seconds of make test). A
+# file holding a NUL byte (where read stops) is read by the commands.
+read_stderr() {
+    local text newlines
+    if IFS= read -r -d '' text <"$1"; then
+        err_lines=$(wc -l <"$1") err_first=$(head -n 1 "$1")
+    else
+        newlines=${text//[!$'\n']/}
+        err_lines=${#newlines} err_first=${text%%$'\n'*}
+    fi
+}
+
+# matches TEXT PATTERN: whether TEXT matches the extended regular expression
+# PATTERN in any case (grep -qiE, without its process)
+matches() {
+    local found=1
+    shopt -s nocasematch
+    [[ $1 =~ $2 ]] && found=0
+    shopt -u nocasematch
+    return $found
+}

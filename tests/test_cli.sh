@@ -12,12 +12,11 @@ MODEL=tests/data/gqa.qkv
 expect_error() {
     local name=$1 code=$2 pattern=$3; shift 4
     "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$? lines first
-    lines=$(wc -l <"$tmp/err")
-    first=$(head -n 1 "$tmp/err")
-    if [ "$rc" -ne "$code" ]; then fail "$name" "exit $rc, expected $code ($first)"
-    elif [ "$code" -eq 1 ] && [ "$lines" -ne 1 ]; then fail "$name" "$lines stderr lines, expected one"
-    elif ! grep -qiE -- "$pattern" <<<"$first"; then fail "$name" "message '$first' lacks /$pattern/"
+    local rc=$? err_lines err_first
+    read_stderr "$tmp/err"
+    if [ "$rc" -ne "$code" ]; then fail "$name" "exit $rc, expected $code ($err_first)"
+    elif [ "$code" -eq 1 ] && [ "$err_lines" -ne 1 ]; then fail "$name" "$err_lines stderr lines, expected one"
+    elif ! matches "$err_first" "$pattern"; then fail "$name" "message '$err_first' lacks /$pattern/"
     elif [ -s "$tmp/out" ]; then fail "$name" "printed on stdout"
     else ok "$name"; fi
 }

@@ -24,9 +24,10 @@ n=0 bad=0
 while IFS=$'\t' read -r name word; do
     n=$((n + 1))
     "${within[@]}" 10 $RUN "$tmp/bad/$name.gguf" -m info >"$tmp/out" 2>"$tmp/err" </dev/null
-    rc=$? lines=$(wc -l <"$tmp/err")
-    if [ $rc -ne 1 ] || [ "$lines" -ne 1 ] || ! grep -qiE -- "$word" "$tmp/err" || [ -s "$tmp/out" ]; then
-        fail "hostile GGUF $name" "exit $rc, $lines stderr lines, expected one with /$word/: $(head -c 200 "$tmp/err")"
+    rc=$?
+    read_stderr "$tmp/err"
+    if [ $rc -ne 1 ] || [ "$err_lines" -ne 1 ] || ! matches "$err_first" "$word" || [ -s "$tmp/out" ]; then
+        fail "hostile GGUF $name" "exit $rc, $err_lines stderr lines, expected one with /$word/: $(head -c 200 "$tmp/err")"
         bad=$((bad + 1))
     fi
 done <"$tmp/bad/cases.txt"

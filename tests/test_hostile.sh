@@ -11,21 +11,14 @@
 within_build
 
 # run_case EXPECT PATTERN ARGS...: sets why to nothing if the run behaved,
-# else to why not. Hundreds of runs: stderr is read by bash's builtins (as
-# wc -l and head -n 1 would; the commands themselves if it holds a NUL byte).
+# else to why not (hundreds of runs: stderr read by builtins, read_stderr).
 run_case() {
     local expect=$1 pattern=$2; shift 2
     "${within[@]}" 20 "$RUN" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
-    local rc=$? err newlines lines first matched
-    if IFS= read -r -d '' err <"$tmp/err"; then
-        lines=$(wc -l <"$tmp/err") first=$(head -n 1 "$tmp/err")
-    else
-        newlines=${err//[!$'\n']/}
-        lines=${#newlines} first=${err%%$'\n'*}
-    fi
-    shopt -s nocasematch
-    [[ $first =~ $pattern ]] && matched=1 || matched=0
-    shopt -u nocasematch
+    local rc=$? err_lines err_first matched
+    read_stderr "$tmp/err"
+    local lines=$err_lines first=$err_first
+    matches "$first" "$pattern" && matched=1 || matched=0
     why=
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 142 ]; then why="hung (killed after 20 s)"
     elif [ "$rc" -eq 0 ] && [[ "$expect" == *0* ]]; then
