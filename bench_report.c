@@ -90,14 +90,21 @@ static void print_slopes(const Bench *b) {
         printf("  too few positions for a slope (at least %d: --ctx %d or more)\n", BENCH_MIN_FIT, enough);
         return;
     }
-    printf("  measured: per-token latency grows %.4f ms per %d tokens of context"
-           " (attention alone %.4f; intercept %.3f ms; run-to-run spread %.0f%%: trust the slope accordingly)\n",
-           b->total_fit.slope * unit, unit, b->attention_fit.slope * unit, b->total_fit.intercept,
-           100 * b->cached.spread);
-    printf("  FLOPs prediction: %.4f ms per %d tokens = %.4g MFLOP of attention per %d tokens"
-           " / %.3g GFLOP/s (measured over positions 1..%d)\n",
-           predicted_ms, unit, predicted_flops * 1e-6, unit, b->small_flop_rate * 1e-9,
-           b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
+    char spread[96] = "one run: no spread measured, --repeats 3 or more to judge the slope";
+    if (b->options->repeats > 1)
+        snprintf(spread, sizeof spread, "run-to-run spread %.0f%%: trust the slope accordingly", 100 * b->cached.spread);
+    printf("  measured: per-token latency grows %.4f ms per %d tokens of context (attention alone %.4f; intercept "
+           "%.3f ms; %s)\n", b->total_fit.slope * unit, unit, b->attention_fit.slope * unit, b->total_fit.intercept,
+           spread);
+    int W = b->options->window;
+    if (W && b->fit_from > W) { /* every fitted position reads W keys: no growth to predict */
+        printf("  FLOPs prediction: 0 ms per %d tokens past the window (attention reads %d keys at each)\n", unit, W);
+        predicted_ms = 0;
+    } else
+        printf("  FLOPs prediction: %.4f ms per %d tokens = %.4g MFLOP of attention per %d tokens"
+               " / %.3g GFLOP/s (measured over positions 1..%d)\n",
+               predicted_ms, unit, predicted_flops * 1e-6, unit, b->small_flop_rate * 1e-9,
+               b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
     if (predicted_ms > 0)
         printf("  measured / predicted: %.2f\n", b->total_fit.slope * unit / predicted_ms);
     if (last_attention_s > 0)

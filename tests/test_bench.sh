@@ -111,6 +111,17 @@ $RUN models/grammar.bin -m bench --window 8 --ctx 4 --repeats 1 >"$tmp/w4.out" 2
 if grep -q "^  median ms per token: positions 1..4 [0-9.]*$" "$tmp/w4.out" && ! grep -q "resident memory (MiB) at positions:$" "$tmp/w4.out"; then
     ok "bench --window 8 --ctx 4: the window's line names the 4 positions timed, no empty memory line"
 else fail "bench --window 8 --ctx 4" "$(grep -A3 '^sliding window' "$tmp/w4.out" | tr '\n' '|')"; fi
+# past a window every token reads W keys: the FLOPs predict no growth (the
+# prediction was the full cache's, and measured / predicted came out -0.03)
+$RUN models/grammar.bin -m bench --window 16 --sinks 4 --ctx 64 --repeats 1 >"$tmp/w16.out" 2>&1
+if grep -q "^  FLOPs prediction: 0 ms per 10 tokens past the window (attention reads 16 keys at each)$" "$tmp/w16.out" \
+    && ! grep -q "measured / predicted" "$tmp/w16.out"; then
+    ok "bench --window 16: the FLOPs predict a flat slope past the window, and no ratio to it"
+else fail "bench --window 16's prediction" "$(grep -A3 '^slope' "$tmp/w16.out" | tr '\n' '|')"; fi
+# one run has no spread: it said "spread 0%: trust the slope accordingly"
+if grep -q "; one run: no spread measured, --repeats 3 or more to judge the slope)$" "$tmp/w16.out" \
+    && ! grep -q "trust the slope" "$tmp/w16.out"; then ok "bench --repeats 1: the slope's line says one run has no spread"
+else fail "bench --repeats 1's spread" "$(grep '  measured:' "$tmp/w16.out")"; fi
 
 # ---- the qkv test model (seq_len 32) ---------------------------------------
 if [ ! -f "$MODEL" ]; then
