@@ -47,14 +47,16 @@ static const char *document_end(const char *text, const char **next) {
 /* The tokens of every document of text, each start (the model's start
  * token, BOS) + its tokens (without the line break before a separator
  * line), one after another: the BOS that starts a document is what the
- * model predicts at the end of the one before, so the separators' bytes are
- * scored too. starts[d] is the index of document d's BOS, starts[*n_docs] =
+ * model predicts at the end of the one before, so the bytes of the
+ * separators between documents are scored too. starts[d] is the index of document d's BOS, starts[*n_docs] =
  * *n. A character or GPT-2 vocabulary reads the whole text as one
  * document: GPT-2's starts from its <|endoftext|>, as GPT-2 was trained
  * (every token of the text is scored); a character model has no start
- * token, and its first character is not scored. */
+ * token, and its first character is not scored. *span: the bytes from the
+ * first document's start to the last one's end (a separator line before
+ * the first or after the last is not scored: no token predicts it). */
 static int *encode_documents(const Tokenizer *t, int start, char *text, const char *what, int *n, int **starts,
-                             int *n_docs) {
+                             int *n_docs, size_t *span) {
     size_t len = strlen(text), max_docs = len / (sizeof DOCUMENT_SEPARATOR - 1) + 2;
     *starts = malloc((max_docs + 1) * sizeof(int));
     if (!*starts) die("out of memory encoding %s", what);
@@ -62,8 +64,10 @@ static int *encode_documents(const Tokenizer *t, int start, char *text, const ch
         int started;
         int *tokens = encode_text(t, start, text, what, t->kind == TOKENIZER_GPT2_BPE, n, &started);
         (*starts)[0] = 0, (*starts)[1] = *n, *n_docs = 1;
+        *span = len;
         return tokens;
     }
+    const char *first = NULL, *last = text;
     int *tokens = malloc((len + 3 * max_docs) * sizeof(int));
     if (!tokens) die("out of memory encoding %s", what);
     check_text(t, text, what);
@@ -83,10 +87,13 @@ static int *encode_documents(const Tokenizer *t, int start, char *text, const ch
             tokens[*n] = start;
             (*starts)[(*n_docs)++] = *n;
             *n += k + 1;
+            if (!first) first = doc;
+            last = end;
         }
         doc = (char *)next;
     }
     (*starts)[*n_docs] = *n;
+    *span = first ? (size_t)(last - first) : 0;
     return tokens;
 }
 
@@ -179,9 +186,13 @@ int ppl_run(const Model *m, const Tokenizer *t, const PplOptions *o) {
     size_t bytes;
     char *text = read_text_file(o->text_file, &bytes);
     int n = 0, n_docs = 0, *starts = NULL;
-    int *tokens = bytes ? encode_documents(t, m->config.start_id, text, o->text_file, &n, &starts, &n_docs) : NULL;
+    size_t span = 0;
+    int *tokens =
+        bytes ? encode_documents(t, m->config.start_id, text, o->text_file, &n, &starts, &n_docs, &span) : NULL;
     if (!tokens || n < 2) {
-        if (!bytes || (tokens && n == 0)) fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        if (!bytes) fprintf(stderr, "error: %s is empty: no token to score\n", o->text_file);
+        else if (tokens && n == 0)
+            fprintf(stderr, "error: %s holds no document, only <|endoftext|> lines: no token to score\n", o->text_file);
         else if (tokens) /* one token, and nothing before it to predict it from */
             fprintf(stderr, "error: %s is one token: scoring needs at least two (one predicts the next)\n",
                     o->text_file);
@@ -206,7 +217,7 @@ int ppl_run(const Model *m, const Tokenizer *t, const PplOptions *o) {
         int predicted = n - 1;
         double total = sc.total;
         /* the bytes of the tokens scored: a character model's first is not */
-        size_t scored = bytes - (t->kind == TOKENIZER_CHAR ? (size_t)t->piece_lengths[tokens[0]] : 0);
+        size_t scored = span - (t->kind == TOKENIZER_CHAR ? (size_t)t->piece_lengths[tokens[0]] : 0);
         printf("tokens %d  bytes %zu  documents %d  %.1f tok/s\n", predicted, scored, n_docs,
                predicted / (seconds + 1e-9));
         printf("nats/token %.6f  perplexity %.4f  bits/byte %.6f\n", total / predicted,

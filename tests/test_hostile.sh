@@ -101,6 +101,21 @@ truncate -s 17M "$tmp/big.txt"
 expect "ppl of a 17 MiB file states the 16 MiB limit" 1 "more than the 16 MiB" models/grammar.bin -m ppl -f "$tmp/big.txt"
 : >"$tmp/empty.txt"
 expect "ppl of an empty file" 1 "is empty" models/grammar.bin -m ppl -f "$tmp/empty.txt"
+printf '<|endoftext|>\n' >"$tmp/separator.txt"
+expect "ppl of a file of only a separator line says so" 1 "holds no document, only <\\|endoftext\\|> lines" \
+    models/stories.bin -m ppl -f "$tmp/separator.txt"
+# a separator line before the first story or after the last is predicted by
+# no token: its bytes are not scored (they were counted, and bits/byte fell)
+printf 'Once upon a time' >"$tmp/one.txt"
+printf 'Once upon a time\n<|endoftext|>\n' >"$tmp/one-after.txt"
+printf '<|endoftext|>\nOnce upon a time' >"$tmp/one-before.txt"
+for f in one one-after one-before; do
+    $RUN models/stories.bin -m ppl -f "$tmp/$f.txt" 2>/dev/null | sed 's/  [0-9.]* tok\/s$//' >"$tmp/$f.ppl"
+done
+if grep -q "^tokens [0-9]*  bytes 16  documents 1$" "$tmp/one.ppl" && cmp -s "$tmp/one.ppl" "$tmp/one-after.ppl" &&
+    cmp -s "$tmp/one.ppl" "$tmp/one-before.ppl"; then
+    ok "ppl: a separator line before the first story or after the last adds no bytes (16 scored, bits/byte unchanged)"
+else fail "ppl with separators at the ends" "$(tr '\n' ' ' <"$tmp/one.ppl") | $(tr '\n' ' ' <"$tmp/one-after.ppl") | $(tr '\n' ' ' <"$tmp/one-before.ppl")"; fi
 
 # ---- messages ------------------------------------------------------------------
 expect "-z a directory says why" 1 "tokenizer /tmp is not a regular file" tests/data/gqa.legacy.bin -z /tmp -n 4
