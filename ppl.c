@@ -48,11 +48,12 @@ static const char *document_end(const char *text, const char **next) {
  * token, BOS) + its tokens (without the line break before a separator
  * line), one after another: the BOS that starts a document is what the
  * model predicts at the end of the one before, so the bytes of the
- * separators between documents are scored too. starts[d] is the index of document d's BOS, starts[*n_docs] =
- * *n. A character or GPT-2 vocabulary reads the whole text as one
- * document: GPT-2's starts from its <|endoftext|>, as GPT-2 was trained
- * (every token of the text is scored); a character model has no start
- * token, and its first character is not scored. *span: the bytes from the
+ * separators between documents are scored too. starts[d] is the index of
+ * document d's BOS, starts[*n_docs] = *n. A character or GPT-2 vocabulary
+ * reads the whole text as one document: GPT-2's starts from its
+ * <|endoftext|>, as GPT-2 was trained (every token of the text is scored);
+ * a character model has no start token, and its first character is not
+ * scored. *span: the bytes from the
  * first document's start to the last one's end (a separator line before
  * the first or after the last is not scored: no token predicts it). */
 static int *encode_documents(const Tokenizer *t, int start, char *text, const char *what, int *n, int **starts,
