@@ -611,29 +611,28 @@ def cmd_readme(readme):
           % ", ".join(figures), "missing %s" % missing)
 
 
+# The commands whose arguments are the command line's, as given
+COMMANDS = {
+    "text-vs-json": cmd_text_vs_json,
+    "weird-model": cmd_weird_model,
+    "small-vocab-model": cmd_small_vocab_model,
+    "swapped-pieces-model": cmd_swapped_pieces_model,
+    "control-pieces-model": cmd_control_pieces_model,
+    "padded-vocab-model": cmd_padded_vocab_model,
+    "escapes": cmd_escapes,
+    "html": cmd_html,
+}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "readme":
         cmd_readme(*args)
         return
-    if cmd == "jsonl":
+    if cmd in COMMANDS:
+        COMMANDS[cmd](*args)
+    elif cmd == "jsonl":
         cmd_jsonl(args[0], args[1], int(args[2]), *args[3:])
-    elif cmd == "text-vs-json":
-        cmd_text_vs_json(*args)
-    elif cmd == "weird-model":
-        cmd_weird_model(*args)
-    elif cmd == "small-vocab-model":
-        cmd_small_vocab_model(*args)
-    elif cmd == "swapped-pieces-model":
-        cmd_swapped_pieces_model(*args)
-    elif cmd == "control-pieces-model":
-        cmd_control_pieces_model(*args)
-    elif cmd == "padded-vocab-model":
-        cmd_padded_vocab_model(*args)
-    elif cmd == "escapes":
-        cmd_escapes(*args)
-    elif cmd == "html":
-        cmd_html(*args)
     elif cmd == "step":
         cmd_step(args)
     elif cmd == "step-screen":
