@@ -28,7 +28,8 @@ static void print_header(const Bench *b) {
     printf("  dim %d  hidden_dim %d  n_layers %d  n_heads %d  n_kv_heads %d  head_size %d  vocab %d  seq_len %d\n",
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
            c->vocab_size, c->seq_len);
-    printf("  threads %d, median of %d runs, positions 1..%d", b->options->threads, b->repeats, b->ctx);
+    printf("  threads %d, median of %d run%s, positions 1..%d", b->options->threads, b->repeats,
+           b->repeats == 1 ? "" : "s", b->ctx);
     if (b->cached.n < b->ctx)
         printf(" (each up to %d, then %d log-spaced a doubling: %d in all)", DENSE_POSITIONS, STEPS_PER_DOUBLING,
                b->cached.n);
@@ -93,17 +94,19 @@ static void print_slopes(const Bench *b) {
     char spread[96] = "one run: no spread measured, --repeats 3 or more to judge the slope";
     if (b->options->repeats > 1)
         snprintf(spread, sizeof spread, "run-to-run spread %.0f%%: trust the slope accordingly", 100 * b->cached.spread);
-    printf("  measured: per-token latency grows %.4f ms per %d tokens of context (attention alone %.4f; intercept "
-           "%.3f ms; %s)\n", b->total_fit.slope * unit, unit, b->attention_fit.slope * unit, b->total_fit.intercept,
-           spread);
+    const char *tokens = unit == 1 ? "token" : "tokens";
+    printf("  measured: per-token latency grows %.4f ms per %d %s of context (attention alone %.4f; intercept "
+           "%.3f ms; %s)\n", b->total_fit.slope * unit, unit, tokens, b->attention_fit.slope * unit,
+           b->total_fit.intercept, spread);
     int W = b->options->window;
     if (W && b->fit_from > W) { /* every fitted position reads W keys: no growth to predict */
-        printf("  FLOPs prediction: 0 ms per %d tokens past the window (attention reads %d keys at each)\n", unit, W);
+        printf("  FLOPs prediction: 0 ms per %d %s past the window (attention reads %d keys at each)\n", unit, tokens,
+               W);
         predicted_ms = 0;
     } else
-        printf("  FLOPs prediction: %.4f ms per %d tokens = %.4g MFLOP of attention per %d tokens"
+        printf("  FLOPs prediction: %.4f ms per %d %s = %.4g MFLOP of attention per %d %s"
                " / %.3g GFLOP/s (measured over positions 1..%d)\n",
-               predicted_ms, unit, predicted_flops * 1e-6, unit, b->small_flop_rate * 1e-9,
+               predicted_ms, unit, tokens, predicted_flops * 1e-6, unit, tokens, b->small_flop_rate * 1e-9,
                b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
     if (predicted_ms > 0)
         printf("  measured / predicted: %.2f\n", b->total_fit.slope * unit / predicted_ms);
@@ -276,9 +279,10 @@ static void print_prefill_memory(const Bench *b) {
     }
     printf("  tiled (no observer):          %8.1f MiB = the KV cache %+.1f MiB\n", b->prefill_kb[0] / 1024.0,
            b->prefill_kb[0] / 1024.0 - mib(kv));
-    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d heads x %d keys,"
+    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d head%s x %d keys,"
            " scores and weights: %.1f MiB)\n", b->prefill_kb[1] / 1024.0, b->prefill_kb[1] / 1024.0 - mib(kv), rows,
-           c->n_heads, held, mib(kept));
+           c->n_heads,
+           c->n_heads == 1 ? "" : "s", held, mib(kept));
     printf("  (all %d x %d scores of one layer's heads would be %.1f MiB; neither keeps them)\n", n, held,
            mib((double)n * held * c->n_heads * sizeof(float)));
 }

@@ -280,8 +280,9 @@ static const double *head_scores(const HeadsReport *r, int layer, int head) {
 }
 
 static void print_table(FILE *f, const HeadsReport *r, const char *model_path) {
-    fprintf(f, "heads: %s, %d layers x %d heads; %d probes of each kind, %d tokens each (seed %llu)\n",
-            model_path, r->n_layers, r->n_heads, r->n_probes, r->probe_len, r->seed);
+    fprintf(f, "heads: %s, %d layer%s x %d head%s; %d probe%s of each kind, %d tokens each (seed %llu)\n",
+            model_path, r->n_layers, r->n_layers == 1 ? "" : "s", r->n_heads, r->n_heads == 1 ? "" : "s", r->n_probes,
+            r->n_probes == 1 ? "" : "s", r->probe_len, r->seed);
     fprintf(f, "  text probes: BOS, then tokens the model samples (temperature 1); self, previous, first,\n"
                "    entropy averaged over queries 2..%d\n", r->probe_len - 1);
     fprintf(f, "  repeat probes: BOS, %d random tokens, the same %d again; induction, duplicate averaged\n"

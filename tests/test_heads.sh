@@ -41,6 +41,15 @@ json.load(open(sys.argv[1], encoding="utf-8")); m.parse(sys.argv[2]); m.parse(sy
 else skip "hostile model paths" "no $PY to parse the JSON and SVG"
 fi
 
+# Counts of one are singular (the table said "1 layers x 4 heads; 1 probes", bench's chart "median of 1 runs")
+first=$("$RUN" tests/data/heads.qkv -m heads --probes 1 2>/dev/null | head -n 1)
+"$RUN" tests/data/heads.qkv -m bench --threads 1 --ctx 8 --repeats 1 --svg "$tmp/one.svg" >"$tmp/one.txt" 2>/dev/null
+if [[ $first == "heads: tests/data/heads.qkv, 1 layer x 4 heads; 1 probe of each kind, "* ]] &&
+    grep -q "dim [0-9]*, 1 layer, 4 heads (4 kv), vocab [0-9]*; 1 thread; median of 1 run<" "$tmp/one.svg" &&
+    grep -q "^  threads 1, median of 1 run, positions 1..8$" "$tmp/one.txt"; then
+    ok "a count of one is singular: 1 layer, 1 probe, 1 thread, 1 run (heads' table, bench's text and chart)"
+else fail "a count of one is singular" "$first | $(grep -o 'dim [0-9]*, [^<]*' "$tmp/one.svg") | $(grep '^  threads' "$tmp/one.txt")"; fi
+
 # A llama2.c checkpoint of the same weights (and no tokenizer) gives the same scores.
 $RUN tests/data/heads.qkv -m heads --csv "$tmp/qkv.csv" >/dev/null 2>&1
 if $RUN tests/data/heads.legacy.bin -m heads --csv "$tmp/legacy.csv" >/dev/null 2>"$tmp/err" \
