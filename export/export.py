@@ -60,6 +60,7 @@ GPT-2 / nanoGPT checkpoints (written as qkv files, architecture GPT-2):
   is BOS and EOS).
 """
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -71,6 +72,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import ModelArgs  # noqa: E402
 import qkvfile  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 
 
@@ -217,6 +219,17 @@ def load_gpt2(ck, path, opts):
     return cfg, t, tok
 
 
+def overrides(opts):
+    """--seq-len, --norm-eps, --rope-theta as given (0 too: the writer's checks refuse it)"""
+    return {key: getattr(opts, key) for key in ("norm_eps", "rope_theta", "seq_len") if getattr(opts, key) is not None}
+
+
+def refuse_heads(opts, path):
+    """--n-heads and --n-kv-heads are for a plain state dict, which does not say its heads"""
+    if opts.n_heads is not None or opts.n_kv_heads is not None:
+        raise SystemExit("%s gives its own heads: --n-heads and --n-kv-heads are for a plain state dict" % path)
+
+
 def load_any(path, opts):
     """Returns (args: ModelArgs, tensors: {qkv name: np.float32 array}, tokenizer bytes or None);
     for a GPT-2 checkpoint (qkv config dict, tensors, qkvfile.Tokenizer)."""
@@ -227,8 +240,14 @@ def load_any(path, opts):
     except Exception as e:
         if zipped:
             raise SystemExit("%s: not a PyTorch checkpoint torch.load can read: %s" % (path, e))
-        a, t, tok = read_qkv(path, opts.tokenizer)  # not a PyTorch file: a model file (conversion)
-        return a, t, tok
+        fmt = qkvfile.detect_format(path)  # not a PyTorch file: a model file (conversion)
+        try:
+            a, t, tok = read_qkv(path, opts.tokenizer)
+        except qkvfile.FormatError as e:
+            raise SystemExit("%s: %s%s" % (path, "not a PyTorch checkpoint, and read as llama2.c's legacy format "
+                                           "(a file with no magic number): " if fmt == "legacy" else "", e))
+        refuse_heads(opts, path)
+        return dataclasses.replace(a, **overrides(opts)), t, tok
     if is_gpt2(ck):
         return load_gpt2(ck, path, opts)
     tok = None
@@ -244,6 +263,8 @@ def load_any(path, opts):
             continue
         name = k[:-len(".weight")] if k.endswith(".weight") else k
         t[name] = v.detach().to(torch.float32).cpu().numpy()
+    if margs is not None:
+        refuse_heads(opts, path)
     if margs is not None and "max_seq_len" in margs:  # llama2.c's own train.py: its ModelArgs' names
         margs = dict(dim=margs["dim"], n_layers=margs["n_layers"], n_heads=margs["n_heads"],
                      n_kv_heads=margs.get("n_kv_heads") or margs["n_heads"], vocab_size=margs["vocab_size"],
@@ -268,10 +289,7 @@ def load_any(path, opts):
         margs = dict(dim=dim, hidden_dim=hidden, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv,
                      head_size=head_size, vocab_size=vocab, seq_len=opts.seq_len or 256,
                      shared_classifier=shared)
-    for key in ("norm_eps", "rope_theta", "seq_len"):
-        v = getattr(opts, key, None)
-        if v is not None:  # 0 too: the writer's checks refuse it
-            margs[key] = v
+    margs.update(overrides(opts))
     args = ModelArgs(**margs)
     if args.shared_classifier:
         if "output" in t and not np.array_equal(t["output"], t["tok_embeddings"]):
@@ -321,6 +339,15 @@ def write(path, fmt, a, t, tok, dtype="f32"):
     return qkvfile.write_llama2c_v1(path, cfg, t)
 
 
+def check_writable(path):
+    """A file can be written at path: its folder exists and takes files, and it is not a folder"""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise SystemExit("%s: cannot write a file there (%s)" % (path, "a folder" if os.path.isdir(path) else
+                                                                  "no such folder" if not os.path.isdir(folder)
+                                                                  else "the folder is not writable"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkpoint")
@@ -341,19 +368,22 @@ def main(argv=None):
     ap.add_argument("--gelu", choices=["erf", "tanh"], help="GPT-2: the exact GELU or the tanh approximation "
                     "(default: erf for nanoGPT, config.json's or tanh for a state dict)")
     opts = ap.parse_args(argv)
-    a, t, tok = load_any(opts.checkpoint, opts)
     if opts.dtype != "f32" and opts.format != "qkv":
         raise SystemExit("--dtype %s needs --format qkv (llama2.c files are float32)" % opts.dtype)
+    for path in [opts.output] + ([opts.write_tokenizer] if opts.write_tokenizer else []):
+        check_writable(path)  # before minutes of loading, and before either file is written
+    a, t, tok = load_any(opts.checkpoint, opts)
     try:
+        if opts.write_tokenizer:  # checked before the model is written
+            if tok is None:
+                raise SystemExit("no tokenizer available")
+            if not isinstance(tok, qkvfile.Tokenizer):
+                tok = qkvfile.parse_tokenizer(tok, a.vocab_size)
         write(opts.output, opts.format, a, t, tok, opts.dtype)
+        if opts.write_tokenizer:
+            qkvfile.write_tokenizer_bin(opts.write_tokenizer, tok)
     except qkvfile.FormatError as e:  # the writer's checks: one line, not a traceback
         raise SystemExit("%s: %s" % (opts.checkpoint, e))
-    if opts.write_tokenizer:
-        if tok is None:
-            raise SystemExit("no tokenizer available")
-        if not isinstance(tok, qkvfile.Tokenizer):
-            tok = qkvfile.parse_tokenizer(tok, a.vocab_size)
-        qkvfile.write_tokenizer_bin(opts.write_tokenizer, tok)
     n = sum(v.size for v in t.values())
     print("wrote %s (%s %s, %d bytes): %s, %d params"
           % (opts.output, opts.format, opts.dtype, os.path.getsize(opts.output),
@@ -411,4 +441,4 @@ def torch_model(a, t, dtype=torch.float32):
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

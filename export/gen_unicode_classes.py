@@ -13,6 +13,7 @@ import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt2_bpe import code_point_ranges as ranges  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 
 def emit(name, rs, what):
@@ -51,4 +52,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

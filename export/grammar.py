@@ -35,6 +35,8 @@ import argparse
 import random
 import sys
 
+import cli  # one-line errors
+
 DET_SG = ["the", "a", "this", "every"]
 DET_PL = ["the", "these", "some", "two", "many"]
 # adjectives come in a fixed order: size, then quality, then colour ("the big old red ball")
@@ -372,4 +374,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

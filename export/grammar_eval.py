@@ -19,6 +19,7 @@ import export  # noqa: E402
 import grammar  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
 from model import load_checkpoint  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 
 def load(path):
@@ -98,4 +99,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

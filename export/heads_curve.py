@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+import cli  # one-line errors
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -40,6 +42,8 @@ def main():
     ckpts = sorted(glob.glob(os.path.join(run_dir, "ckpt_*.pt")))
     if os.path.exists(os.path.join(run_dir, "init.pt")):
         ckpts.insert(0, os.path.join(run_dir, "init.pt"))
+    if not ckpts:
+        sys.exit("%s: no ckpt_NNNNN.pt or init.pt there (a train.py out_dir with --set keep_checkpoints=1)" % run_dir)
     print("%6s %8s %16s %9s %9s %8s %8s" % ("step", "eval", "best induction", "", "L0 prev", "copy 1", "copy 2"))
     with tempfile.TemporaryDirectory() as tmp:
         for ckpt in ckpts:
@@ -56,4 +60,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

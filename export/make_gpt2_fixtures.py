@@ -43,6 +43,7 @@ import gpt2_bpe  # noqa: E402
 import qkvfile  # noqa: E402
 import reference  # noqa: E402
 from model import GPT, GPTConfig  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "tests", "data")
@@ -308,4 +309,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import qkvfile  # noqa: E402
 import reference  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(ROOT, "tests", "data")
@@ -541,4 +542,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

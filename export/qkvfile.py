@@ -466,9 +466,10 @@ def tokenizer_to_bytes(tokenizer):
 
 def parse_tokenizer(buf, vocab_size=None, kind=TOKENIZER_LLAMA):
     """Parse tokenizer.bin bytes.  vocab_size None: read tokens until the end
-    of buf (which must then end exactly on a token).  Extra bytes after
-    vocab_size tokens are ignored (as llama2.c does); kind TOKENIZER_GPT2_BPE
-    reads the merges after them."""
+    of buf (which must then end exactly on a token).  Bytes after vocab_size
+    tokens (and, for kind TOKENIZER_GPT2_BPE, the merges after them) are
+    refused, as the engine refuses them: a tokenizer of a larger vocabulary
+    (llama2.c ignores them, and a model would get another's first pieces)."""
     buf = memoryview(buf)
     if len(buf) < 4:
         raise FormatError("tokenizer truncated: no max_token_length")
@@ -486,6 +487,7 @@ def parse_tokenizer(buf, vocab_size=None, kind=TOKENIZER_LLAMA):
         pieces.append((bytes(buf[off:off + n]), float(score)))
         off += n
     if kind != TOKENIZER_GPT2_BPE:
+        _check_tokenizer_end(buf, off, len(pieces))
         return Tokenizer(pieces, mtl)
     if off + 4 > len(buf):
         raise FormatError("GPT-2 tokenizer: no merge count")
@@ -493,7 +495,14 @@ def parse_tokenizer(buf, vocab_size=None, kind=TOKENIZER_LLAMA):
     if off + 4 + 12 * count > len(buf):
         raise FormatError("GPT-2 tokenizer: merges truncated")
     merges = [struct.unpack_from("<iii", buf, off + 4 + 12 * i) for i in range(count)]
+    _check_tokenizer_end(buf, off + 4 + 12 * count, len(pieces))
     return Tokenizer(pieces, mtl, merges)
+
+
+def _check_tokenizer_end(buf, off, n_pieces):
+    if off != len(buf):
+        raise FormatError("tokenizer has more than the model's %d tokens (%d bytes after them): a tokenizer of "
+                          "another model?" % (n_pieces, len(buf) - off))
 
 
 def write_tokenizer_bin(path, tokenizer):

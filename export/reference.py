@@ -55,6 +55,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qkvfile  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 
 def rmsnorm(x, weight, eps):
@@ -311,6 +312,11 @@ def main(argv=None):
                     help="print 'nats/token X', the mean loss of predicting each token from those before")
     ap.add_argument("--recompute", action="store_true", help="with --ppl --window: each window from scratch")
     args = ap.parse_args(argv)
+    if args.window is None and args.sinks:
+        ap.error("--sinks needs --window")
+    if args.window is not None and not 0 <= args.sinks < args.window:  # the engine's rule
+        ap.error("--window %d --sinks %d: the window must be at least 1 and hold more than the sinks"
+                 % (args.window, args.sinks))
 
     config, tensors, _ = qkvfile.read_model(args.model, args.tokenizer)
     tokens = _int_list(args.tokens)
@@ -330,4 +336,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+import cli  # one-line errors
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(REPO, "run")
 OUT = os.path.join(REPO, "build", "sinks")
@@ -184,4 +186,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -42,6 +42,8 @@ import re
 import struct
 import sys
 
+import cli  # one-line errors
+
 CHUNK_RE = re.compile(r" ?[^\s]+|\n+|\s")
 N_SPECIAL = 3 + 256  # <unk> <s> </s> + 256 byte tokens
 SPECIALS = ["<unk>", "<s>", "</s>"]
@@ -318,6 +320,8 @@ def main():
     ap.add_argument("--run", default="./run")
     ap.add_argument("--encode", metavar="TOK", help="print ids of --text (or stdin) with this tokenizer")
     args = ap.parse_args()
+    if args.verify and not args.text:
+        ap.error("--verify needs --text (the text to encode both ways)")
     if args.encode:
         tok = Tokenizer.load(args.encode)
         text = open(args.text, encoding="utf-8").read() if args.text else sys.stdin.read()
@@ -339,4 +343,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

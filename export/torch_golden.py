@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export  # noqa: E402
 import qkvfile  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TEXT = {
@@ -98,4 +99,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -31,6 +31,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GPT, GPTConfig, ModelArgs, Transformer  # noqa: E402
 import tokenizer_train as tt  # noqa: E402
+import cli  # noqa: E402  (one-line errors)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -161,9 +162,15 @@ def prepare_stories(cfg, out_dir):
     Returns (tokenizer, training tokens, [(name, held-out tokens)])."""
     tok_path = os.path.join(out_dir, "tokenizer.bin")
     tr_path = os.path.join(out_dir, "data_train.npy")
+    stamp_path = os.path.join(out_dir, "data_config.json")
     parts = split_sources(cfg["stories_sources"])
     va_paths = [os.path.join(out_dir, "data_val_%s.npy" % name) for name, _, _, _ in parts]
-    if not all(os.path.exists(p) for p in [tok_path, tr_path] + va_paths):
+    # the caches are reused only when made from the same sources and vocabulary
+    # (a run with another --set vocab_size trained on the old tokenizer's ids)
+    stamp = json.dumps({"vocab_size": cfg["vocab_size"], "stories_sources": cfg["stories_sources"],
+                        "bytes": [os.path.getsize(src["path"]) for src in cfg["stories_sources"]]}, sort_keys=True)
+    made = os.path.exists(stamp_path) and open(stamp_path).read() == stamp
+    if not made or not all(os.path.exists(p) for p in [tok_path, tr_path] + va_paths):
         every_train = [s for _, train, _, _ in parts for s in train]
         print("stories: %s; training BPE vocab %d on the %d training stories"
               % (", ".join("%s %d train + %d held out" % (n, len(t), len(v)) for n, t, v, _ in parts),
@@ -176,6 +183,8 @@ def prepare_stories(cfg, out_dir):
         for (name, _, val, _), va_path in zip(parts, va_paths):
             np.save(va_path, encode_stories(tok, val))
             write_heldout_text(os.path.join(out_dir, "heldout-%s.txt" % name), val)
+        with open(stamp_path, "w") as f:
+            f.write(stamp)
     tok = tt.Tokenizer.load(tok_path)
     vals = [(name, np.load(p).astype(np.int64)) for (name, _, _, _), p in zip(parts, va_paths)]
     return tok, np.load(tr_path).astype(np.int64), vals
@@ -345,8 +354,10 @@ def main():
 
     cfg = dict(CONFIGS[args.config])
     for kv in args.set:
-        k, v = kv.split("=", 1)
-        assert k in cfg, "unknown config key %s" % k
+        k, eq, v = kv.partition("=")
+        if not eq or k not in cfg:
+            ap.error("--set %s: %s (keys: %s)" % (kv, "not KEY=VALUE" if not eq else "unknown config key %s" % k,
+                                                  ", ".join(sorted(cfg))))
         cfg[k] = parse_value(v)
     torch.set_num_threads(args.threads or cfg["threads"])
     out_dir = cfg["out_dir"] if os.path.isabs(cfg["out_dir"]) else os.path.join(REPO, cfg["out_dir"])
@@ -460,4 +471,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

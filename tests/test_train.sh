@@ -68,7 +68,15 @@ have_stories=$([ -r ../shared/data/tinystories-gpt4clean.txt ] && echo 1)
 # a BPE of 512 pieces: training the config's 4,096 took 4.9 s of the job's 7)
 [ -n "$have_stories" ] && jobs+=("stories stories --set eval_tokens=1024 --set batch_size=2 --set vocab_size=512")
 train "${jobs[@]}"
-train "again grammar $small"
+# the stories caches of a 512-piece run, then a run into a copy of them with
+# 400 pieces: the caches are made again (they were reused: a model of 400
+# tokens trained on ids up to 511)
+again=("again grammar $small")
+if [ -n "$have_stories" ] && [ -f "$tmp/stories/data_config.json" ]; then
+    mkdir -p "$tmp/stories400" && cp "$tmp"/stories/{tokenizer.bin,data_*.npy,data_config.json} "$tmp/stories400/"
+    again+=("stories400 stories --set eval_tokens=1024 --set batch_size=2 --set vocab_size=400")
+fi
+train "${again[@]}"
 
 check_config grammar grammar
 check_config induction induction
@@ -83,3 +91,66 @@ if [ -n "$have_shakespeare" ]; then check_config shakespeare shakespeare
 else skip "export/train.py --config shakespeare" "../shared/data is absent"; fi
 if [ -n "$have_stories" ]; then check_config stories stories
 else skip "export/train.py --config stories" "../shared/data is absent"; fi
+if [ -n "$have_stories" ] && [ -f "$tmp/stories/data_config.json" ]; then
+    if [ ! -e "$tmp/stories400.failed" ] && $RUN "$tmp/stories400.bin" -m info 2>/dev/null | grep -q 'vocab_size 400 '; then
+        ok "export/train.py --config stories: caches of another vocabulary size are made again, not reused"
+    else fail "export/train.py: stories caches of another vocabulary" "$(tail -n 2 "$tmp/stories400.log")"; fi
+fi
+
+# ---- export.py's refusals: one line, exit 1, no file written ----
+# (each case export.py's command as runpy runs it, in one interpreter: an
+# interpreter a case imported PyTorch eight times, 12 s)
+$PY - "$tmp" >"$tmp/refusals" 2>&1 <<'EOF'
+import contextlib, io, os, runpy, sys
+tmp = sys.argv[1]
+def command(script, *args):
+    sys.argv = [script, *args]
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        return e.code, err.getvalue()
+    return 0, err.getvalue()
+def export(*args):
+    return command("export/export.py", *args)
+export("models/stories.bin", tmp + "/st.qkv", "--write-tokenizer", tmp + "/st-tok.bin")
+export("models/grammar.bin", tmp + "/s32.qkv", "--seq-len", "32", "--rope-theta", "500000")
+code, err = command("export/train.py", "--config", "grammar", "--set", "max_iter=2")
+print("train.py --set max_iter=2\texit %s: %s" % (code, err.strip().split("\n")[-1]))
+cases = [
+    ("a tokenizer of a larger vocabulary", "big.qkv", ["models/grammar.bin", "--tokenizer", tmp + "/st-tok.bin"]),
+    ("--n-heads for a file that gives its heads", "h.qkv", ["models/grammar.bin", "--n-heads", "3"]),
+    ("a text file", "t.qkv", ["README.md"]),
+    ("a missing checkpoint", "m.qkv", [tmp + "/missing.pt"]),
+    ("an output in no folder", "no/o.qkv", ["models/grammar.bin"]),
+    ("a --write-tokenizer path in no folder, before writing the model", "w.bin",
+     ["models/grammar.bin", "--format", "legacy", "--write-tokenizer", tmp + "/no/t.bin"]),
+]
+for what, out, args in cases:
+    out = tmp + "/" + out
+    code, err = export(args[0], out, *args[1:])
+    # an exit with a message: status 1 and the message on stderr, its only line
+    line = code if isinstance(code, str) and not err and "\n" not in code else "exit %r, stderr %r" % (code, err)
+    print("%s\t%s\t%s" % (what, line, "wrote the file" if os.path.exists(out) else ""))
+EOF
+refused() { # WHAT PATTERN: the case WHAT's line matches PATTERN (an ERE), and it wrote no file
+    local line
+    line=$(grep -F -e "$1"$'\t' "$tmp/refusals")
+    local said=${line#*$'\t'}
+    if matches "$line" $'\t'"$2"$'[^\t]*\t$'; then ok "export.py refuses $1 in one line: ${said%$'\t'}"
+    else fail "export.py refuses $1" "${line:-$(tail -n 3 "$tmp/refusals")}"; fi
+}
+refused "a tokenizer of a larger vocabulary" "models/grammar.bin: tokenizer has more than the model's 582 tokens"
+refused "--n-heads for a file that gives its heads" "models/grammar.bin gives its own heads"
+refused "a text file" "README.md: not a PyTorch checkpoint, and read as llama2.c's legacy format"
+refused "a missing checkpoint" "export.py: error: .*No such file"
+refused "an output in no folder" ".*cannot write a file there \(no such folder\)"
+refused "a --write-tokenizer path in no folder, before writing the model" ".*/no/t.bin: cannot write a file there \(no such folder\)"
+if $RUN "$tmp/s32.qkv" -m info 2>/dev/null | grep -q 'seq_len 32 .*rope_theta 500000'; then
+    ok "export.py applies --seq-len and --rope-theta to a model file it converts (they were ignored)"
+else fail "export.py --seq-len on a model file" "$($RUN "$tmp/s32.qkv" -m info 2>&1 | grep seq_len)"; fi
+line=$(grep -F 'train.py --set max_iter=2' "$tmp/refusals")
+if matches "$line" $'\texit 2: .*unknown config key max_iter \\(keys: .*max_iters'; then
+    ok "train.py --set with an unknown key: a usage error naming the keys (it was an assert: python3 -O trained on)"
+else fail "train.py --set max_iter" "$line"; fi
