@@ -139,11 +139,17 @@ int output_standard_stream(const char *path) {
 }
 
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len) {
-    fflush(NULL); /* what the streams hold goes first, where a duplicate of theirs would overtake it */
-    int stream = output_standard_stream(path), fd = stream < 0 ? -1 : dup(stream);
-    FILE *f = stream < 0 ? fopen(path, "w") : fd < 0 ? NULL : fdopen(fd, "w");
-    if (!f && fd >= 0) close(fd);
+    int stream = output_standard_stream(path);
+    FILE *f = stream < 0 ? fopen(path, "w") : output_descriptor(stream);
     if (!f) snprintf(err, err_len, "cannot write %s %s: %s", what, path, strerror(errno));
+    return f;
+}
+
+FILE *output_descriptor(int fd) {
+    fflush(NULL); /* what the streams hold goes first, where a duplicate of theirs would overtake it */
+    int copy = dup(fd);
+    FILE *f = copy < 0 ? NULL : fdopen(copy, "w");
+    if (!f && copy >= 0) close(copy);
     return f;
 }
 

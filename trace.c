@@ -18,6 +18,7 @@
 #include "stepper.h"
 #include "trace_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
@@ -244,7 +245,7 @@ static int load_compare(Tracer *tr, char *err, size_t err_len) {
 
 static void tracer_free(Tracer *tr) {
     if (tr->raw_keys) keys_restore();
-    if (tr->text && tr->text != stderr) fclose(tr->text);
+    if (tr->text) fclose(tr->text);
     if (tr->json) fclose(tr->json);
     whole_file_abandon(&tr->html); /* still open: the page was never completed */
     if (tr->has_compare) model_free(&tr->compare);
@@ -356,7 +357,10 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     int refusal = check_run(tr, err, err_len), failed = refusal != 0;
     *bad_flag = refusal > 0;
     tr->wants_text = text;
-    if (text && !o->out_path) tr->text = stderr;
+    if (text && !o->out_path && !failed && !(tr->text = output_descriptor(STDERR_FILENO))) {
+        snprintf(err, err_len, "cannot write the trace to stderr: %s", strerror(errno));
+        failed = 1;
+    }
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     int page_positions = tracer_max_positions(tr, o->positions);
     double weights = page_weights(tr, c, page_positions);
@@ -445,9 +449,11 @@ int tracer_close(Tracer *tr, char *err, size_t err_len) {
     }
     /* the streamed files' close tells whether every write went */
     if (tr->json) rc = output_close(tr->json, tr->opt.json_path, rc, err, err_len);
-    if (tr->text && tr->text != stderr) rc = output_close(tr->text, tr->opt.out_path, rc, err, err_len);
-    int on_stderr = tr->text == stderr || tr->opt.step; /* the text trace, or step mode's view */
-    if (on_stderr && (fflush(stderr) || ferror(stderr)) && rc == 0) { /* a full disk: no line can say so */
+    if (tr->text && tr->opt.out_path) rc = output_close(tr->text, tr->opt.out_path, rc, err, err_len);
+    /* the text trace on stderr, or step mode's view: a full disk, and no line can say so */
+    int failed = tr->text && !tr->opt.out_path ? ferror(tr->text) | (fclose(tr->text) != 0)
+                                               : tr->opt.step && (fflush(stderr) || ferror(stderr));
+    if (failed && rc == 0) {
         snprintf(err, err_len, "cannot write the trace to stderr: a write failed");
         rc = -1;
     }
