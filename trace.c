@@ -262,9 +262,10 @@ int tracer_max_positions(const Tracer *tr, int steps) {
 
 /* What can refuse the run, checked before any output file is opened: the
  * --compare model (and a prompt longer than its context): -1; --pos against
- * the positions the run can reach (a trace of nothing would pass
+ * the positions the run can reach, and for a text trace (text) without
+ * --trace-prompt against the prompt's (a trace of nothing would pass
  * silently): 1 */
-static int check_run(Tracer *tr, char *err, size_t err_len) {
+static int check_run(Tracer *tr, int text, char *err, size_t err_len) {
     const TraceOptions *o = &tr->opt;
     if (o->compare_path && load_compare(tr, err, err_len)) return -1;
     if (tr->has_compare && o->prompt_tokens > tr->compare.config.seq_len) {
@@ -276,6 +277,15 @@ static int check_run(Tracer *tr, char *err, size_t err_len) {
     if (positions > 0 && o->pos[0] >= positions) {
         snprintf(err, err_len, "--pos %d: the run's positions are 0..%d (-n, the context%s)", o->pos[0],
                  positions - 1, tr->has_compare ? ", --compare's context" : "");
+        return 1;
+    }
+    /* the step at the prompt's last position samples the first new token:
+     * the ones before it are prompt rows, which the text shows on request */
+    if (text && !o->trace_prompt && o->pos[1] < o->prompt_tokens - 1) {
+        char range[32];
+        snprintf(range, sizeof range, o->pos[0] == o->pos[1] ? "%d" : "%d-%d", o->pos[0], o->pos[1]);
+        snprintf(err, err_len, "--pos %s: only prompt rows (0..%d; the first new token is sampled at %d), which the "
+                 "text trace shows with --trace-prompt", range, o->prompt_tokens - 2, o->prompt_tokens - 1);
         return 1;
     }
     return 0;
@@ -354,7 +364,7 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     tr->focus_head = o->head >= 0 ? o->head : 0;
     /* step mode shows its own view on stderr: a text trace goes to a file */
     if (o->step && !o->out_path) text = 0;
-    int refusal = check_run(tr, err, err_len), failed = refusal != 0;
+    int refusal = check_run(tr, text, err, err_len), failed = refusal != 0;
     *bad_flag = refusal > 0;
     tr->wants_text = text;
     if (text && !o->out_path && !failed && !(tr->text = output_descriptor(STDERR_FILENO))) {

@@ -31,6 +31,16 @@ expect_error "usage: a value that is a flag" 2 "-m needs a value \\(MODE\\), not
 expect_error "usage: -n -5" 2 "-n -5" -- $RUN $MODEL -n -5
 expect_error "--pos past 2^20 is checked against the run (a usage error there)" 2 "--pos 2000000: the run's positions are 0..9" -- \
     $RUN $MODEL -n 10 --pos 2000000 --trace
+# prompt rows only, without --trace-prompt: the text trace was empty, exit 0
+expect_error "--pos of prompt rows only, with --trace: a usage error naming --trace-prompt" 2 \
+    "^error: --pos 0-1: only prompt rows \(0..2; the first new token is sampled at 3\), which the text trace shows with --trace-prompt$" -- \
+    $RUN models/grammar.bin -i "the cat sat" -n 8 --trace --pos 0-1
+expect_error "--pos of a prompt row, with --step --trace-out" 2 "^error: --pos 2: only prompt rows" -- \
+    $RUN models/grammar.bin -i "the cat sat" -n 8 --step --trace-out "$tmp/prompt-rows.txt" --pos 2
+if $RUN models/grammar.bin -i "the cat sat" -n 8 -s 1 --trace-prompt --pos 0-1 2>&1 >/dev/null | grep -q '^== pos 1: ' &&
+    $RUN models/grammar.bin -i "the cat sat" -n 8 -s 1 --trace --pos 2-3 2>&1 >/dev/null | grep -q '^== pos 3: '; then
+    ok "--pos of prompt rows with --trace-prompt, and a range reaching a new token with --trace, still run"
+else fail "--pos with prompt rows" "no trace block"; fi
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
 expect_error "usage: -t nan" 2 "-t nan" -- $RUN $MODEL -t nan
