@@ -184,7 +184,8 @@ typedef struct {
 } Decoded;
 
 /* Sample, trace, print, step: from the prompt's last position (its logits)
- * until -n, the end of text, or the user quits. Returns the exit status. */
+ * until -n, the end of text, or the user quits. d comes in with what stops
+ * the run at steps (its stopped_by). Returns the exit status. */
 static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, RunState *s, Sampler *sampler,
                        Tracer *tr, TextPrinter *out, float *logits, int token, int n_prompt, int steps, Decoded *d) {
     const Config *c = &m->config;
@@ -193,7 +194,6 @@ static int decode_loop(const Model *m, const Tokenizer *t, const Options *o, Run
     float *probs = malloc((size_t)c->vocab_size * sizeof(float));
     if (!probs) die("out of memory");
     int rc = 0;
-    *d = (Decoded){ 0, "the -n limit", 0 };
     for (int pos = n_prompt - 1; pos < steps && rc == 0; pos++) {
         SampleInfo info;
         int next = sample_next(sampler, logits, probs, c->vocab_size, o->temperature, &info);
@@ -233,6 +233,7 @@ typedef struct {
     Tracer *tr;
     const int *prompt;
     int n_prompt, started, steps;
+    const char *limit; /* what steps is: "the -n limit", "the context", the --compare model's */
 } Generation;
 
 /* The seed of --samples' text k: seed + k, within -s's range 1..2^63 - 1
@@ -263,7 +264,7 @@ static int generate_sample(const Generation *g, unsigned long long seed) {
         print_token(&out, g->t, i ? g->prompt[i - 1] : -1, g->prompt[i]);
     double prompt_done = now_seconds();
 
-    Decoded d = { 0, "", 0 };
+    Decoded d = { 0, g->limit, 0 };
     if (rc == 0)
         rc = decode_loop(g->m, g->t, o, g->s, &sampler, g->tr, &out, logits, g->prompt[g->n_prompt - 1], g->n_prompt,
                          g->steps, &d);
@@ -309,12 +310,16 @@ static int generate(const Model *m, const Tokenizer *t, const Options *o, Team *
     Tracer *tr = tracer_open(&trace, m, t, o->temperature, o->topp, o->topk, err, sizeof err, &bad_flag);
     if (!tr && bad_flag) usage_error(err);
     if (!tr && err[0]) die("%s", err);
-    steps = steps_for_compare(tr, steps);
+    /* -n, unless it was 0 or past the context (a prompt longer than -n runs whole) */
+    const char *limit = o->steps && o->steps <= steps ? "the -n limit" : "the context";
+    int most = steps_for_compare(tr, steps);
+    if (most < steps) limit = "the --compare model's context";
+    steps = most;
     /* the KV cache holds the positions this run visits, not the whole
      * context the header claims */
     run_state_for(&s, c, steps, o->kv_type, o->window, o->sinks);
     s.team = team;
-    Generation g = { m, t, o, &s, tr, prompt, n_prompt, started, steps };
+    Generation g = { m, t, o, &s, tr, prompt, n_prompt, started, steps, limit };
     int rc = 0;
     for (int k = 0; k < o->samples && rc == 0; k++) {
         if (o->probe && k > 0) { /* each sample's probe from its own seed, as a run with that seed makes it */

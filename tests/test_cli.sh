@@ -341,6 +341,12 @@ for args in "$tmp/fifo -m info" "tests/data/gqa.legacy.bin -z $tmp/fifo" "$MODEL
     expect_error "a FIFO as input: ${args#* }" 1 "not a regular file" -- timeout 10 $RUN $args
 done
 expect_error "--pos past the run's positions: a usage error" 2 "positions are 0..3" -- $RUN $MODEL -n 4 --trace --pos 30
+# what stopped the run: -n, or the context (-n 0 or past it; both said "the -n limit")
+for case in "-n 5:the -n limit" "-n 0:the context" "-n 100:the context"; do
+    $RUN $MODEL ${case%%:*} -s 1 -t 0 >/dev/null 2>"$tmp/err"
+    if grep -q "stopped by ${case#*:};" "$tmp/err"; then ok "${case%%:*}: the speed line says the run was stopped by ${case#*:}"
+    else fail "${case%%:*}'s stop" "$(tail -n 1 "$tmp/err")"; fi
+done
 # a --compare model shorter than the run: the run stops at its context, with a
 # warning, before any output is opened (it used to fail after the whole run).
 # A fixed seed: the clock's sometimes sampled end of text before position 32
@@ -349,7 +355,7 @@ echo keep >"$tmp/keep.jsonl"
 $RUN $MODEL -n 40 -s 1 --window 16 --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/c.jsonl" >/dev/null 2>"$tmp/err"
 rc=$? lines=$(wc -l <"$tmp/c.jsonl" 2>/dev/null)
 if [ $rc -eq 0 ] && grep -q "^warning: the --compare model's context is 32 positions" "$tmp/err" && [ "$lines" = 32 ] \
-    && [ -s "$tmp/c.html" ]; then ok "a --compare model shorter than the run: the run stops at its context (32), with a warning"
+    && grep -q "stopped by the --compare model's context;" "$tmp/err" && [ -s "$tmp/c.html" ]; then ok "a --compare model shorter than the run: the run stops at its context (32), with a warning"
 else fail "--compare shorter than the run" "exit $rc, $lines JSON lines: $(head -n 1 "$tmp/err")"; fi
 expect_error "a prompt longer than the --compare model's context" 1 "longer than the --compare model's context" -- \
     $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL --trace-json "$tmp/keep.jsonl"
