@@ -133,6 +133,11 @@ StepKey keys_read(int raw) {
     }
     unsigned char c;
     if (read(STDIN_FILENO, &c, 1) != 1) return KEY_QUIT;
+    if (c >= 0xC0) { /* a UTF-8 character's lead byte (é, 日): its continuation bytes are the same key */
+        int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1, b = 0x80;
+        for (int i = 0; i < more && b >= 0x80 && b < 0xC0; i++) b = byte_soon();
+        return KEY_OTHER;
+    }
     if (c != 27) return key_of_char(c);
     /* An escape sequence, read to its end so that none of its bytes is
      * taken for a key: ESC [ or ESC O, parameters and intermediates (0x20-

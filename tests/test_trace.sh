@@ -424,6 +424,15 @@ else
             ok "step mode on a terminal: l and Down act at once, q quits, the terminal is restored"
         else fail "step mode in tmux" "$(grep -E "achieved|icanon" "$tmp/pane")"; fi
     else fail "step mode in tmux" "$(tail -n 5 "$tmp/pane")"; fi
+    # a key of several UTF-8 bytes is one key not of step mode: é and 日 gave
+    # one "not a key" line per byte (five), then x one more
+    start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat sat' --step"
+    if wait_for "\[q\] quit" && tm send-keys -t t 'é' && tm send-keys -t t '日' && tm send-keys -t t x &&
+        sleep 0.3 && tm send-keys -t t q && wait_for "^DONE"; then
+        if [ "$(grep -c 'not a key of step mode' "$tmp/pane")" = 3 ]; then
+            ok "step mode: a key of several UTF-8 bytes (é, 日) is one key, not one a byte"
+        else fail "step mode, UTF-8 keys" "$(grep -c 'not a key of step mode' "$tmp/pane") 'not a key' lines for 3 keys"; fi
+    else fail "step mode UTF-8 keys in tmux" "$(tail -n 3 "$tmp/pane")"; fi
     # Ctrl-L draws the view again (after ?'s list pushed it up)
     start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat' --step" 24
     if wait_for "\[q\] quit" && tm send-keys -t t '?' && wait_for "Ctrl-L" && tm send-keys -t t C-l &&
