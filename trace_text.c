@@ -291,6 +291,12 @@ static void most_attended(const float *weights, int n, int *best, int k) {
     }
 }
 
+/* "a..b", or "a" when they are one position; returns buf (32 bytes) */
+static const char *positions_span(char *buf, int a, int b) {
+    snprintf(buf, 32, a == b ? "%d" : "%d..%d", a, b);
+    return buf;
+}
+
 /* The sum of the weights (1 up to rounding) and the keys with most weight. */
 static void print_row_summary(FILE *out, const AttentionRow *row) {
     double sum = 0;
@@ -304,7 +310,9 @@ static void print_row_summary(FILE *out, const AttentionRow *row) {
     double sinks = 0;
     for (int t = 0; t < row->sinks; t++) sinks += row->weights[t];
     if (row->sinks) {
-        snprintf(item, sizeof item, " sinks (pos 0..%d) %.3f;", row->sinks - 1, sinks);
+        char span[32];
+        snprintf(item, sizeof item, " %s (pos %s) %.3f;", row->sinks == 1 ? "sink" : "sinks",
+                 positions_span(span, 0, row->sinks - 1), sinks);
         wrap_put(&w, item);
     }
     for (int k = 0; k < n; k++) {
@@ -397,11 +405,16 @@ void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
 void print_mask_note(FILE *out, int width, const Step *st, int n_cols) {
     char note[512];
     if (st->window_start > st->sinks) {
-        char sinks[48] = "";
-        if (st->sinks) snprintf(sinks, sizeof sinks, "the sinks 0..%d and ", st->sinks - 1);
-        snprintf(note, sizeof note, "(sliding window: pos %d sees %sthe window %d..%d; positions %d..%d\n"
-                                    "were evicted from the KV cache: never computed, as if masked)",
-                 st->pos, sinks, st->window_start, st->pos, st->sinks, st->window_start - 1);
+        char sinks[48] = "", window[32], evicted[32];
+        if (st->sinks)
+            snprintf(sinks, sizeof sinks, "the sink%s %s and ", st->sinks == 1 ? "" : "s",
+                     positions_span(window, 0, st->sinks - 1));
+        positions_span(window, st->window_start, st->pos);
+        positions_span(evicted, st->sinks, st->window_start - 1);
+        int one = st->window_start - 1 == st->sinks;
+        snprintf(note, sizeof note, "(sliding window: pos %d sees %sthe window %s; position%s %s\n"
+                                    "%s evicted from the KV cache: never computed, as if masked)",
+                 st->pos, sinks, window, one ? "" : "s", evicted, one ? "was" : "were");
     }
     else if (n_cols > st->n_visible)
         snprintf(note, sizeof note, "(prompt row: keys %d..%d come later in the prompt; the causal mask adds -inf\n"
@@ -568,21 +581,44 @@ void print_next_summary(FILE *out, int width, const Tracer *tr, const Step *st, 
     wrap_end(&wr);
 }
 
-static void print_top_logits(FILE *out, const Tracer *tr, const Step *st) {
-    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f;
-    char piece[256];
-    fprintf(out, "top %d logits (p = softmax of the logits", st->n_top);
-    if (with_t) fprintf(out, "; p@T = softmax of the logits / %g", tr->temperature);
-    fprintf(out, ")\n  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
+static int digits(int n) {
+    int d = 1;
+    for (; n >= 10; n /= 10) d++;
+    return d;
+}
+
+/* The top logits as a table, as wide as 80 columns and a file take it
+ * (every column, the arrow's words); where the width cannot: one space
+ * between columns, three decimals, only the p the sampler drew from (p@T
+ * at a temperature) and a bare arrow, which the title explains */
+static void print_top_logits(FILE *out, int width, const Tracer *tr, const Step *st) {
+    int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f, longest = 5;
+    const char *arrow = st->forced ? "  <- next (prompt)" : "  <- sampled";
+    char piece[256], title[192], temperature[64] = "";
+    for (int i = 0; i < st->n_top; i++) {
+        quoted_piece(piece, sizeof piece, tr->tok, st->top[i].id);
+        if (display_width(piece) > longest) longest = display_width(piece);
+    }
+    int wide = 36 + (longest > 16 ? longest : 16) + (with_t ? 10 : 0) + (int)strlen(arrow) <= width;
+    int rank = digits(st->n_top), id = digits(tr->model->config.vocab_size - 1), pad_to = wide ? 16 : longest;
+    if (with_t) snprintf(temperature, sizeof temperature, "; p@T = softmax of the logits / %g", tr->temperature);
+    snprintf(title, sizeof title, "top %d logits (p = softmax of the logits%s%s)", st->n_top, temperature,
+             wide ? "" : st->forced ? "; <- the prompt's next token" : "; <- the sampled token");
+    print_hanging(out, width, title);
+    if (wide) fprintf(out, "  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
+    else fprintf(out, " %*s %*s %-*s %7s %5s\n", rank, "#", id < 2 ? 2 : id, "id", longest, "token", "logit",
+                 with_t ? "p@T" : "p");
     for (int i = 0; i < st->n_top; i++) {
         const Candidate *cand = &st->top[i];
-        fprintf(out, "  %4d  %6d  ", i + 1, cand->id);
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
-        fputs(piece, out);
-        for (int pad = 16 - display_width(piece); pad > 0; pad--) fputc(' ', out);
-        fprintf(out, " %9.4f %9.4f", cand->logit, cand->prob);
-        if (with_t) fprintf(out, " %9.4f", cand->prob_t);
-        if (cand->id == st->next) fputs(st->forced ? "  <- next (prompt)" : "  <- sampled", out);
+        if (wide) fprintf(out, "  %4d  %6d  %s", i + 1, cand->id, piece);
+        else fprintf(out, " %*d %*d %s", rank, i + 1, id < 2 ? 2 : id, cand->id, piece);
+        for (int pad = pad_to - display_width(piece); pad > 0; pad--) fputc(' ', out);
+        if (wide) {
+            fprintf(out, " %9.4f %9.4f", cand->logit, cand->prob);
+            if (with_t) fprintf(out, " %9.4f", cand->prob_t);
+        } else fprintf(out, " %7.3f %5.3f", cand->logit, with_t ? cand->prob_t : cand->prob);
+        if (cand->id == st->next) fputs(wide ? arrow : " <-", out);
         fputc('\n', out);
     }
 }
@@ -590,9 +626,11 @@ static void print_top_logits(FILE *out, const Tracer *tr, const Step *st) {
 /* How the next token was chosen, on lines of at most width columns (the
  * text's breaks are where an 80-column line breaks it) */
 void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
-    char piece[256], text[768];
+    char piece[256], text[768], p[32];
     quoted_piece(piece, sizeof piece, tr->tok, st->next);
     const SampleInfo *in = &st->info;
+    /* four decimals, or a small p's digits (a draw of p 2.9e-05 read 0.0000) */
+    snprintf(p, sizeof p, in->probability >= 1e-4f || in->probability == 0.0f ? "%.4f" : "%.2g", in->probability);
     int n = 0;
     if (st->forced)
         n = snprintf(text, sizeof text, "next %s (id %d) is the prompt's next token\n(teacher forcing: nothing is "
@@ -605,15 +643,15 @@ void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
     else if (in->method == SAMPLE_TEMPERATURE)
         n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
                                         "it in the cumulative distribution, the tokens\nin id order (as llama2.c "
-                                        "adds them up); p@T = %.4f",
-                     piece, st->next, tr->temperature, in->n_candidates, in->coin, in->probability);
+                                        "adds them up); p@T = %s",
+                     piece, st->next, tr->temperature, in->n_candidates, in->coin, p);
     else { /* top-k, top-p or both */
         n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
         if (tr->topk > 0) n += snprintf(text + n, sizeof text - n, ", top-k %d", tr->topk);
         if (tr->topp > 0.0f && tr->topp < 1.0f) n += snprintf(text + n, sizeof text - n, ", top-p %g", tr->topp);
         snprintf(text + n, sizeof text - n, ":\n%d candidate%s kept after the cutoff; coin %.4f (scaled by their "
-                                            "mass)\nfell on it; p@T = %.4f", in->n_candidates,
-                 in->n_candidates == 1 ? "" : "s", in->coin, in->probability);
+                                            "mass)\nfell on it; p@T = %s", in->n_candidates,
+                 in->n_candidates == 1 ? "" : "s", in->coin, p);
     }
     print_hanging(out, width, text);
 }
@@ -635,7 +673,7 @@ static int print_step_text(Tracer *tr, const Step *st, int n_cols) {
             }
         if (tr->level == TRACE_FULL) {
             print_mask_note(out, tr->width, st, n_cols);
-            print_top_logits(out, tr, st);
+            print_top_logits(out, tr->width, tr, st);
         } else print_next_summary(out, tr->width, tr, st, 0);
         print_sampling(out, tr->width, tr, st);
     }

@@ -393,6 +393,22 @@ if [ $have_python = 1 ]; then
     $CHECK colour $RUN $MODEL -t 0 -n 4 -i "the" --trace --layer 0 --head 0
 fi
 
+# ---- the text trace on a narrow terminal: every line fits 40 and 60 columns,
+# the top logits' table too (it was 52-70 columns wide at any width) --------
+if command -v script >/dev/null; then
+    wide=""
+    for w in 40 60; do
+        COLUMNS=$w NO_COLOR=1 script -qc "$RUN models/grammar.bin -i 'the cat sat on the' -t 0.8 -s 2 -n 12 --trace \
+            --trace-prompt --layer 0 --head 0" /dev/null </dev/null >"$tmp/narrow" 2>&1
+        tables=$(grep -c '^top [0-9]* logits' "$tmp/narrow")
+        long=$(tr -d '\r' <"$tmp/narrow" | grep -v '^achieved' | LC_ALL=C sed 's/[\x80-\xbf]//g' |
+            LC_ALL=C awk -v w=$w 'length($0) > w' | head -n 1)
+        [ "$tables" -ge 10 ] && [ -z "$long" ] || wide="$wide $w: $tables tables, [$long]"
+    done
+    if [ -z "$wide" ]; then ok "the text trace on a terminal of 40 or 60 columns: every line fits, the top logits' table too"
+    else fail "the text trace on a narrow terminal" "$wide"; fi
+else skip "the text trace on a narrow terminal" "no script(1) to make a terminal"; fi
+
 # ---- step mode in a real terminal (tmux): one key, no Enter; the terminal
 # comes back as it was, after q and after Ctrl-C; the trace fits 80 columns --
 if ! command -v tmux >/dev/null; then
