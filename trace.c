@@ -302,6 +302,11 @@ static int check_run(Tracer *tr, int text, char *err, size_t err_len) {
  * are short, its pictures are not */
 #define HTML_QUICK_POSITIONS 4096
 
+/* The cells of the pictures the page keeps drawn (explorer.html's
+ * cachedPicture): past them a click draws every picture of the layer again,
+ * 2-3 s each at 4,000 positions of 4 heads (headless Chromium, AMD EPYC) */
+#define HTML_PICTURE_CELLS 64e6
+
 /* The heads an --html page shows: the model's, and the --compare model's
  * (of its own shape) */
 static int page_heads(const Tracer *tr, const Config *c) {
@@ -314,6 +319,13 @@ static int page_heads(const Tracer *tr, const Config *c) {
 static double page_weights(const Tracer *tr, const Config *c, int positions) {
     double n = positions, w = tr->opt.window > 0 && tr->opt.window < positions ? tr->opt.window : n;
     return (w * (w + 1) / 2 + (n - w) * w) * page_heads(tr, c);
+}
+
+/* The cells of the pictures one layer of a page of positions shows: each
+ * model's matrix and its heads' thumbnails, N x N each */
+static double page_layer_cells(const Tracer *tr, const Config *c, int positions) {
+    int pictures = c->n_heads + 1 + (tr->has_compare ? tr->compare.config.n_heads + 1 : 0);
+    return (double)pictures * positions * positions;
 }
 
 static int records(const Tracer *tr) { return tr->wants_text || tr->opt.json_path || tr->html.f || tr->opt.step; }
@@ -374,10 +386,12 @@ Tracer *tracer_open(const TraceOptions *o, const Model *m, const Tokenizer *t,
     if (!failed && o->html_path) failed |= whole_file_open(&tr->html, o->html_path, "--html", err, err_len) != 0;
     int page_positions = tracer_max_positions(tr, o->positions);
     double weights = page_weights(tr, c, page_positions);
-    if (!failed && o->html_path && (weights > HTML_QUICK_WEIGHTS || page_positions > HTML_QUICK_POSITIONS))
+    int redrawn = page_layer_cells(tr, c, page_positions) > HTML_PICTURE_CELLS;
+    if (!failed && o->html_path && (weights > HTML_QUICK_WEIGHTS || page_positions > HTML_QUICK_POSITIONS || redrawn))
         fprintf(stderr, "warning: --html of %d positions of %d heads: the page holds %.1f million weights "
-                        "(about %.0f MB) and draws pictures of %d x %d cells, slow to open (-n fewer)\n",
-                page_positions, page_heads(tr, c), weights * 1e-6, weights * 20e-6, page_positions, page_positions);
+                        "(about %.0f MB) and draws pictures of %d x %d cells, slow to open%s (-n fewer)\n",
+                page_positions, page_heads(tr, c), weights * 1e-6, weights * 20e-6, page_positions, page_positions,
+                redrawn ? " and to click (more than it keeps drawn: each click draws a layer's again)" : "");
     if (!failed && records(tr)) {
         tr->probs = malloc((size_t)c->vocab_size * sizeof(float));
         if (!tr->probs || capture_init(&tr->capture, c)) {

@@ -365,23 +365,28 @@ $RUN $MODEL --window 16 -n 500 -i "$long" --html "$tmp/c.html" --compare $MODEL 
 if [ "$(cat "$tmp/keep.jsonl")" = keep ] && [ -z "$(ls "$tmp" | grep '^c\.html')" ]; then
     ok "that refusal comes before any output is opened (the JSON file kept, no page or .part)"
 else fail "a prompt longer than the --compare model's context" "outputs touched: $(ls "$tmp" | grep '^c\.html\|keep') $(head -c 20 "$tmp/keep.jsonl")"; fi
-# a page of more than 4 million weights, or of pictures over 4,096 positions,
-# is slow to open: said at the start (step mode's q ends the run at once, and
-# the page is written whole). The stories model's 36 heads over 4,000
-# positions hold 36 x (W (W + 1) / 2 + (4000 - W) W) weights: 4.02 million
-# with --window 28, 3.88 with 27; the grammar model's with --window 8 hold
-# 0.4 million over 4,097 positions, which draw pictures of 4,097 x 4,097.
-page_warning() { # NAME -n W MODEL
-    printf q | $RUN "$4" -i "the cat" -n "$2" --window "$3" -s 1 --step --html "$tmp/big-$1.html" >/dev/null 2>"$tmp/err-$1"
-    [ -s "$tmp/big-$1.html" ] && grep "warning: --html" "$tmp/err-$1"
+# a page of more than 4 million weights, or whose layer's pictures pass the
+# 64 M cells the page keeps drawn, is slow to open: said at the start (step
+# mode's q ends the run at once, and the page is written whole). The stories
+# model's 36 heads over 3,000 positions hold 36 x (W (W + 1) / 2 + (3000 -
+# W) W) weights: 4.08 million with --window 38, 3.97 with 37 (its layer's
+# pictures, 7 x 3000^2 = 63 M cells, still kept); the grammar model's layer
+# is 4 heads' thumbnails and a matrix: 5 x 3578^2 = 64.01 M cells, 5 x
+# 3577^2 = 63.98 (it had warned only past 4,096 positions, where a click
+# took 2-3 s from 3,700)
+page_warning() { # NAME -n MODEL FLAGS...
+    local name=$1 n=$2 model=$3
+    shift 3
+    printf q | $RUN "$model" -i "the cat" -n "$n" "$@" -s 1 --step --html "$tmp/big-$name.html" >/dev/null 2>"$tmp/err-$name"
+    [ -s "$tmp/big-$name.html" ] && grep "warning: --html" "$tmp/err-$name"
 }
-w28=$(page_warning w28 4000 28 models/stories.bin); w27=$(page_warning w27 4000 27 models/stories.bin)
-p4097=$(page_warning p4097 4097 8 models/grammar.bin); p4096=$(page_warning p4096 4096 8 models/grammar.bin)
-if grep -q "^warning: --html of 4000 positions of 36 heads: the page holds 4.0 million weights (about 80 MB)" <<<"$w28" &&
-    [ -z "$w27" ] && grep -q "^warning: --html of 4097 positions of 12 heads: .* pictures of 4097 x 4097 cells" <<<"$p4097" &&
-    [ -z "$p4096" ]; then
-    ok "--html: a warning over 4 million weights (4.02, not 3.88) and over 4,096 positions (4,097, not 4,096), the pages written"
-else fail "--html's slow-page warning" "[$w28] [$w27] [$p4097] [$p4096]"; fi
+w38=$(page_warning w38 3000 models/stories.bin --window 38); w37=$(page_warning w37 3000 models/stories.bin --window 37)
+p3578=$(page_warning p3578 3578 models/grammar.bin --window 8); p3577=$(page_warning p3577 3577 models/grammar.bin --window 8)
+if grep -q "^warning: --html of 3000 positions of 36 heads: the page holds 4.1 million weights (about 82 MB) .*, slow to open (-n fewer)$" <<<"$w38" &&
+    [ -z "$w37" ] && grep -q "^warning: --html of 3578 positions of 12 heads: .* pictures of 3578 x 3578 cells, slow to open and to click" <<<"$p3578" &&
+    [ -z "$p3577" ]; then
+    ok "--html: a warning over 4 million weights (4.08, not 3.97) and past the pictures a page keeps drawn (3,578 positions of 4 heads, not 3,577), the pages written"
+else fail "--html's slow-page warning" "[$w38] [$w37] [$p3578] [$p3577]"; fi
 # stdout that cannot be written is an error, not a silent loss
 for mode in "-m tokenize -i hi" "-m info"; do
     expect_error "stdout on a full disk: $mode" 1 "cannot write the output" -- sh -c "$RUN $MODEL $mode >/dev/full"
