@@ -18,12 +18,19 @@ trap 'rm -rf "$out"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 mkdir -p build
-# run_c NAME: runs build/NAME; a crash or a hang (10 minutes) is a FAIL line
+# run_c NAME: runs build/NAME; a crash, a hang (10 minutes) or an exit
+# status other than 0 without a FAIL line of its own is a FAIL line (a
+# sanitizer's abort exits 1: its checks stopped at the first, and no line
+# said so)
 run_c() {
-    timeout 600 "./build/$1" 2>&1
-    local rc=$?
+    local log rc
+    log=$(mktemp -p "$out")
+    timeout 600 "./build/$1" >"$log" 2>&1
+    rc=$?
+    cat "$log"
     if [ "$rc" -eq 124 ]; then echo "FAIL build/$1: killed after 600 s"
-    elif [ "$rc" -gt 128 ]; then echo "FAIL build/$1: killed by signal $((rc - 128))"; fi
+    elif [ "$rc" -gt 128 ]; then echo "FAIL build/$1: killed by signal $((rc - 128))"
+    elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then echo "FAIL build/$1: exit status $rc"; fi
 }
 # c_build NAME [SOURCES]: builds tests/NAME.c with tokenizer.c and SOURCES,
 # or says it failed
