@@ -23,6 +23,13 @@
 #include "attention.h"
 #include "tokenizer.h" /* TOKENIZER_MAX_VOCAB: QKV_MAX_VOCAB */
 
+/* Sizes from a file's header (vocab x dim, rows x cols, layers x heads x
+ * context) are multiplied in size_t within the limits the loaders check:
+ * 2^20 tokens, a width of 2^16, a hidden width of 2^18, whose products pass
+ * 2^32. A 32-bit build wrapped them, and a hostile llama2.c file of 1.5 MB
+ * then passed every size check and crashed the packing: qkv is 64-bit. */
+_Static_assert(sizeof(size_t) >= 8, "qkv needs a 64-bit build (a 64-bit size_t): its size checks assume one");
+
 /* ------------------------------------------------------------------------ */
 /* Config and weights                                                        */
 
