@@ -111,7 +111,7 @@ static void run_rows(Fixture *f, int first, int n, int pos, float *out, float *s
 static double reference(const Fixture *f, const float *q, int h, int n, int stored, double *out, double *allowance) {
     enum { BLOCKS = (KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK };
     int kvh = h / (HEADS / KV_HEADS), q8 = allowance && f->kv.type == KV_Q8;
-    const float *scales = f->kv.value_scales + (size_t)kvh * f->kv.stride;
+    const float *scales = q8 ? f->kv.value_scales + (size_t)kvh * f->kv.stride : NULL; /* int8 rows have them */
     double *x = malloc(sizeof(double) * n), max = -INFINITY, sum = 0, magnitude[HS], scale = 0;
     double block_max[BLOCKS], step[BLOCKS];
     float key[HS], value[HS];

@@ -249,7 +249,10 @@ static void quantize_reference(const float *x, int n, int8_t *q, float *d) {
         for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j]));
         d[b] = (float)amax / 127.0f;
         int levels = d[b] != 0 && !isinf(1.0f / d[b]);
-        for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)(levels ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0);
+        for (int j = 0; j < 32; j++) { /* a NaN input is level 0 (a float NaN made an int is undefined) */
+            float level = levels ? roundf(x[b * 32 + j] * (1.0f / d[b])) : 0.0f;
+            q[b * 32 + j] = (int8_t)(isnan(level) ? 0.0f : level);
+        }
     }
 }
 
