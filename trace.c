@@ -262,9 +262,9 @@ int tracer_max_positions(const Tracer *tr, int steps) {
 
 /* What can refuse the run, checked before any output file is opened: the
  * --compare model (and a prompt longer than its context): -1; --pos against
- * the positions the run can reach, and for a text trace (text) without
- * --trace-prompt against the prompt's (a trace of nothing would pass
- * silently): 1 */
+ * the positions the run can reach, and where it narrows only a text trace
+ * (text; the JSON has prompt rows) without --trace-prompt against the
+ * prompt's (a trace of nothing would pass silently): 1 */
 static int check_run(Tracer *tr, int text, char *err, size_t err_len) {
     const TraceOptions *o = &tr->opt;
     if (o->compare_path && load_compare(tr, err, err_len)) return -1;
@@ -281,7 +281,7 @@ static int check_run(Tracer *tr, int text, char *err, size_t err_len) {
     }
     /* the step at the prompt's last position samples the first new token:
      * the ones before it are prompt rows, which the text shows on request */
-    if (text && !o->trace_prompt && o->pos[1] < o->prompt_tokens - 1) {
+    if (text && !o->json_path && !o->trace_prompt && o->pos[1] < o->prompt_tokens - 1) {
         char range[32];
         snprintf(range, sizeof range, o->pos[0] == o->pos[1] ? "%d" : "%d-%d", o->pos[0], o->pos[1]);
         snprintf(err, err_len, "--pos %s: only prompt rows (0..%d; the first new token is sampled at %d), which the "

@@ -41,6 +41,11 @@ if $RUN models/grammar.bin -i "the cat sat" -n 8 -s 1 --trace-prompt --pos 0-1 2
     $RUN models/grammar.bin -i "the cat sat" -n 8 -s 1 --trace --pos 2-3 2>&1 >/dev/null | grep -q '^== pos 3: '; then
     ok "--pos of prompt rows with --trace-prompt, and a range reaching a new token with --trace, still run"
 else fail "--pos with prompt rows" "no trace block"; fi
+# the JSON has prompt rows: with it, --pos of one is no trace of nothing
+if $RUN models/grammar.bin -i "the cat sat" -n 8 -s 1 --trace --trace-json "$tmp/rows.jsonl" --pos 1 >/dev/null 2>&1 &&
+    [ "$(grep -c '"forced":true' "$tmp/rows.jsonl")" = 1 ]; then
+    ok "--pos of a prompt row with --trace and --trace-json runs: the JSON holds that row"
+else fail "--pos with prompt rows" "no trace block"; fi
 expect_error "usage: -n abc" 2 "-n abc" -- $RUN $MODEL -n abc
 expect_error "usage: -t -1" 2 "-t -1" -- $RUN $MODEL -t -1
 expect_error "usage: -t nan" 2 "-t nan" -- $RUN $MODEL -t nan
