@@ -601,8 +601,9 @@ static void print_top_logits(FILE *out, int width, const Tracer *tr, const Step 
     }
     int wide = 36 + (longest > 16 ? longest : 16) + (with_t ? 10 : 0) + (int)strlen(arrow) <= width;
     int rank = digits(st->n_top), id = digits(tr->model->config.vocab_size - 1), pad_to = wide ? 16 : longest;
-    if (with_t) snprintf(temperature, sizeof temperature, "; p@T = softmax of the logits / %g", tr->temperature);
-    snprintf(title, sizeof title, "top %d logits (p = softmax of the logits%s%s)", st->n_top, temperature,
+    if (with_t) snprintf(temperature, sizeof temperature, "p@T = softmax of the logits / %g", tr->temperature);
+    snprintf(title, sizeof title, "top %d logits (%s%s%s%s)", st->n_top, !with_t || wide ? "p = softmax of the logits" : "",
+             with_t && wide ? "; " : "", temperature,
              wide ? "" : st->forced ? "; <- the prompt's next token" : "; <- the sampled token");
     print_hanging(out, width, title);
     if (wide) fprintf(out, "  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
