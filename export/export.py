@@ -170,6 +170,9 @@ def load_gpt2(ck, path, opts):
     if nanogpt:
         n_head, gelu = ck["model_args"]["n_head"], "erf"
     else:
+        if opts.n_heads is not None and "n_head" in hf:
+            raise SystemExit("%s: config.json beside it gives n_head %d: --n-heads is for a state dict without one"
+                             % (path, hf["n_head"]))
         n_head = opts.n_heads or hf.get("n_head")
         if not n_head:
             raise SystemExit("a GPT-2 state dict without config.json beside it: pass --n-heads")
@@ -248,6 +251,8 @@ def load_any(path, opts):
                                            "(a file with no magic number): " if fmt == "legacy" else "", e))
         refuse_heads(opts, path)
         return dataclasses.replace(a, **overrides(opts)), t, tok
+    if not isinstance(ck, dict):
+        raise SystemExit("%s: a %s, not a checkpoint (a dict of tensors, or one under 'model')" % (path, type(ck).__name__))
     if is_gpt2(ck):
         return load_gpt2(ck, path, opts)
     tok = None
@@ -271,6 +276,10 @@ def load_any(path, opts):
                      seq_len=margs["max_seq_len"], norm_eps=margs.get("norm_eps", 1e-5),
                      hidden_dim=t["layers.0.feed_forward.w1"].shape[0])  # (its multiple_of rounding, done)
     if margs is None:
+        missing = [n for n in ("tok_embeddings", "layers.0.attention.wq", "layers.0.attention.wk",
+                               "layers.0.feed_forward.w1") if n not in t]
+        if missing:
+            raise SystemExit("%s: no tensor %s.weight: not a Llama state dict export.py reads" % (path, missing[0]))
         dim = t["tok_embeddings"].shape[1]
         vocab = t["tok_embeddings"].shape[0]
         n_layers = 1 + max(int(m.group(1)) for k in t for m in [re.match(r"layers\.(\d+)\.", k)] if m)

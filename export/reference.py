@@ -323,6 +323,10 @@ def main(argv=None):
                  % (args.window, args.sinks))
 
     config, tensors, _ = qkvfile.read_model(args.model, args.tokenizer)
+    if args.window is not None and config.get("arch", qkvfile.ARCH_LLAMA) == qkvfile.ARCH_GPT2:
+        ap.error("--window: a GPT-2 model's learned positions end at its context (the engine refuses it too)")
+    if args.window is not None and args.window > config["seq_len"]:
+        ap.error("--window %d is beyond the model's context of %d" % (args.window, config["seq_len"]))
     tokens = _int_list(args.tokens)
     if not tokens:
         ap.error("--tokens is empty")

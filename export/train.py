@@ -18,6 +18,7 @@ nanoGPT's meta.pkl (stoi/itos) beside it, which export.py finds there.
 Override any config value with --set key=value (e.g. --set max_iters=100).
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -168,9 +169,12 @@ def prepare_stories(cfg, out_dir):
     # the caches are reused only when made from the same sources and vocabulary
     # (a run with another --set vocab_size trained on the old tokenizer's ids)
     stamp = json.dumps({"vocab_size": cfg["vocab_size"], "stories_sources": cfg["stories_sources"],
-                        "bytes": [os.path.getsize(src["path"]) for src in cfg["stories_sources"]]}, sort_keys=True)
+                        "sha256": [hashlib.sha256(open(src["path"], "rb").read()).hexdigest()
+                                   for src in cfg["stories_sources"]]}, sort_keys=True)
     made = os.path.exists(stamp_path) and open(stamp_path).read() == stamp
     if not made or not all(os.path.exists(p) for p in [tok_path, tr_path] + va_paths):
+        if os.path.exists(stamp_path):  # gone before the caches change: a rebuild cut short leaves none
+            os.remove(stamp_path)
         every_train = [s for _, train, _, _ in parts for s in train]
         print("stories: %s; training BPE vocab %d on the %d training stories"
               % (", ".join("%s %d train + %d held out" % (n, len(t), len(v)) for n, t, v, _ in parts),

@@ -115,6 +115,9 @@ def command(script, *args):
 def export(*args):
     return command("export/export.py", *args)
 export("models/stories.bin", tmp + "/st.qkv", "--write-tokenizer", tmp + "/st-tok.bin")
+import torch
+torch.save([1, 2], tmp + "/list.pt")
+torch.save({"foo": torch.zeros(2)}, tmp + "/foo.pt")
 export("models/grammar.bin", tmp + "/s32.qkv", "--seq-len", "32", "--rope-theta", "500000")
 code, err = command("export/train.py", "--config", "grammar", "--set", "max_iter=2")
 print("train.py --set max_iter=2\texit %s: %s" % (code, err.strip().split("\n")[-1]))
@@ -123,6 +126,8 @@ cases = [
     ("--n-heads for a file that gives its heads", "h.qkv", ["models/grammar.bin", "--n-heads", "3"]),
     ("a text file", "t.qkv", ["README.md"]),
     ("a missing checkpoint", "m.qkv", [tmp + "/missing.pt"]),
+    ("a pickled list", "l.qkv", [tmp + "/list.pt"]),
+    ("a state dict of no Llama tensors", "f.qkv", [tmp + "/foo.pt", "--n-heads", "2"]),
     ("an output in no folder", "no/o.qkv", ["models/grammar.bin"]),
     ("a --write-tokenizer path in no folder, before writing the model", "w.bin",
      ["models/grammar.bin", "--format", "legacy", "--write-tokenizer", tmp + "/no/t.bin"]),
@@ -145,6 +150,8 @@ refused "a tokenizer of a larger vocabulary" "models/grammar.bin: tokenizer has 
 refused "--n-heads for a file that gives its heads" "models/grammar.bin gives its own heads"
 refused "a text file" "README.md: not a PyTorch checkpoint, and read as llama2.c's legacy format"
 refused "a missing checkpoint" "export.py: error: .*No such file"
+refused "a pickled list" ".*/list.pt: a list, not a checkpoint"
+refused "a state dict of no Llama tensors" ".*/foo.pt: no tensor tok_embeddings.weight: not a Llama state dict"
 refused "an output in no folder" ".*cannot write a file there \(no such folder\)"
 refused "a --write-tokenizer path in no folder, before writing the model" ".*/no/t.bin: cannot write a file there \(no such folder\)"
 if $RUN "$tmp/s32.qkv" -m info 2>/dev/null | grep -q 'seq_len 32 .*rope_theta 500000'; then
