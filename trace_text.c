@@ -601,19 +601,20 @@ static void print_top_logits(FILE *out, int width, const Tracer *tr, const Step 
     }
     int wide = 36 + (longest > 16 ? longest : 16) + (with_t ? 10 : 0) + (int)strlen(arrow) <= width;
     int rank = digits(st->n_top), id = digits(tr->model->config.vocab_size - 1), pad_to = wide ? 16 : longest;
+    if (id < 2) id = 2; /* the heading's "id" */
     if (with_t) snprintf(temperature, sizeof temperature, "p@T = softmax of the logits / %g", tr->temperature);
     snprintf(title, sizeof title, "top %d logits (%s%s%s%s)", st->n_top, !with_t || wide ? "p = softmax of the logits" : "",
              with_t && wide ? "; " : "", temperature,
              wide ? "" : st->forced ? "; <- the prompt's next token" : "; <- the sampled token");
     print_hanging(out, width, title);
     if (wide) fprintf(out, "  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
-    else fprintf(out, " %*s %*s %-*s %7s %5s\n", rank, "#", id < 2 ? 2 : id, "id", longest, "token", "logit",
+    else fprintf(out, " %*s %*s %-*s %7s %5s\n", rank, "#", id, "id", longest, "token", "logit",
                  with_t ? "p@T" : "p");
     for (int i = 0; i < st->n_top; i++) {
         const Candidate *cand = &st->top[i];
         quoted_piece(piece, sizeof piece, tr->tok, cand->id);
         if (wide) fprintf(out, "  %4d  %6d  %s", i + 1, cand->id, piece);
-        else fprintf(out, " %*d %*d %s", rank, i + 1, id < 2 ? 2 : id, cand->id, piece);
+        else fprintf(out, " %*d %*d %s", rank, i + 1, id, cand->id, piece);
         for (int pad = pad_to - display_width(piece); pad > 0; pad--) fputc(' ', out);
         if (wide) {
             fprintf(out, " %9.4f %9.4f", cand->logit, cand->prob);
