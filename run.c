@@ -554,6 +554,7 @@ static int settle_threads(int forced) {
     }
     return n;
 #else
+    if (forced > 1) fprintf(stderr, "warning: --threads %d: this build has no OpenMP (OPENMP=), so it runs one thread\n", forced);
     return 1;
 #endif
 }
