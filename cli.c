@@ -70,12 +70,14 @@ char *read_stream(FILE *f, const char *path, size_t *n) {
 
 /* A device (/dev/urandom, /dev/zero) could run forever or fill memory, and a
  * directory has no text: hence a regular file only, its size checked first. */
-char *read_text_file(const char *path, size_t *n) {
+char *read_text_file(const char *path, const char *flag, size_t *n) {
     size_t size = 0;
     int fd = input_open(path, &size);
-    if (fd == INPUT_NOT_REGULAR) die("%s is not a regular file", path);
+    if (fd == INPUT_NOT_REGULAR)
+        die("%s %s is not a regular file%s", flag, path,
+            strcmp(flag, "--prompt-file") ? "" : " (a pipe or a terminal: --prompt-file - reads stdin)");
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) die("cannot open %s: %s", path, strerror(errno));
+    if (!f) die("cannot open %s %s: %s", flag, path, strerror(errno));
     if (size > MAX_TEXT_BYTES) die("%s has %zu bytes, more than the %u MiB qkv reads as a text", path, size, MAX_TEXT_BYTES >> 20);
     char *text = read_stream(f, path, n);
     fclose(f);

@@ -30,8 +30,9 @@ __attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
  * off, with an error), and no NUL byte inside. path names f in errors. */
 char *read_stream(FILE *f, const char *path, size_t *n);
 
-/* Reads a whole text file: only a regular file of at most MAX_TEXT_BYTES. */
-char *read_text_file(const char *path, size_t *n);
+/* Reads a whole text file: only a regular file of at most MAX_TEXT_BYTES.
+ * flag names it in errors ("--prompt-file", "-f"). */
+char *read_text_file(const char *path, const char *flag, size_t *n);
 
 /* Exits with one error line unless text is valid UTF-8 made of characters the
  * vocabulary has (a character-level model has no byte fallback). what names

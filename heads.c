@@ -240,6 +240,7 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
     r->n_probes = n_probes;
     r->probe_len = 2 * r->block_len + 1;
     r->seed = seed;
+    r->start = c->tokenizer_kind == TOKENIZER_CHAR ? "\"\\n\"" : c->tokenizer_kind == TOKENIZER_GPT2_BPE ? "<|endoftext|>" : "BOS";
     r->n_candidates = c->vocab_size - 3 - (c->bos_id >= 3) - (c->eos_id >= 3 && c->eos_id != c->bos_id);
     size_t n_scores = (size_t)c->n_layers * c->n_heads * N_ROLES;
     size_t n_tokens = (size_t)n_probes * r->probe_len;
@@ -283,10 +284,10 @@ static void print_table(FILE *f, const HeadsReport *r, const char *model_path) {
     fprintf(f, "heads: %s, %d layer%s x %d head%s; %d probe%s of each kind, %d tokens each (seed %llu)\n",
             model_path, r->n_layers, r->n_layers == 1 ? "" : "s", r->n_heads, r->n_heads == 1 ? "" : "s", r->n_probes,
             r->n_probes == 1 ? "" : "s", r->probe_len, r->seed);
-    fprintf(f, "  text probes: BOS, then tokens the model samples (temperature 1); self, previous, first,\n"
-               "    entropy averaged over queries 2..%d\n", r->probe_len - 1);
-    fprintf(f, "  repeat probes: BOS, %d random tokens, the same %d again; induction, duplicate averaged\n"
-               "    over the second copy (queries %d..%d)\n", r->block_len, r->block_len, r->block_len + 1,
+    fprintf(f, "  text probes: %s, then tokens the model samples (temperature 1); self, previous, first,\n"
+               "    entropy averaged over queries 2..%d\n", r->start, r->probe_len - 1);
+    fprintf(f, "  repeat probes: %s, %d random tokens, the same %d again; induction, duplicate averaged\n"
+               "    over the second copy (queries %d..%d)\n", r->start, r->block_len, r->block_len, r->block_len + 1,
             2 * r->block_len);
     fprintf(f, "layer head");
     for (int k = 0; k < N_ROLES; k++) fprintf(f, " %9s", HEAD_ROLE_NAMES[k]);

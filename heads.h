@@ -44,6 +44,7 @@ typedef struct {
     int n_layers, n_heads;
     int n_probes, block_len, probe_len; /* a probe is BOS + 2 * block_len tokens */
     unsigned long long seed;
+    const char *start;       /* the token a probe starts from, in words: BOS, <|endoftext|>, "\n" */
     double *scores;          /* [n_layers, n_heads, N_ROLES] */
     double chance[N_ROLES];  /* the same scores for attention spread evenly over the visible keys */
     double loss_first;       /* repeat probes: mean nats/token predicting the first copy's tokens 2..L */

@@ -226,7 +226,9 @@ static void set_flag(Options *o, const Flag *f, const char *v) {
             (f->lo_open && x == f->lo)) {
             char expected[96];
             snprintf(expected, sizeof expected, "a number in %s%g, %g]", f->lo_open ? "(" : "[", f->lo, f->hi);
-            if (f->hi >= 1e30) snprintf(expected, sizeof expected, "a finite number >= %g", f->lo);
+            if (f->hi >= 1e30)
+                snprintf(expected, sizeof expected, "a finite number >= %g%s", f->lo,
+                         errno == ERANGE && isinf(x) ? " (it is past float32's largest, 3.4e38)" : "");
             if (errno == ERANGE && x == 0.0f && !signbit(x) && f->lo_open && f->lo == 0.0f) /* positive, rounded to 0 */
                 snprintf(expected + strlen(expected), sizeof expected - strlen(expected),
                          " (it rounds to 0 in float32, whose least is 1.4e-45)");
@@ -278,8 +280,9 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
     for (; i < argc; i++) {
         const char *name = argv[i];
         char msg[256];
-        if (name[0] != '-' || !name[1]) {
-            snprintf(msg, sizeof msg, "unexpected argument '%s'", name);
+        if (name[0] != '-' || !name[1]) { /* a checkpoint after the flags is the likeliest */
+            snprintf(msg, sizeof msg, "unexpected argument '%s'%s", name,
+                     o->checkpoint ? "" : ": a checkpoint goes first (./run CHECKPOINT [options])");
             usage_error(msg);
         }
         const Flag *f = find_flag(name);

@@ -185,7 +185,7 @@ static int score_recomputing(Scoring *sc, int W, int S) {
 
 int ppl_run(const Model *m, const Tokenizer *t, const PplOptions *o) {
     size_t bytes;
-    char *text = read_text_file(o->text_file, &bytes);
+    char *text = read_text_file(o->text_file, "-f", &bytes);
     int n = 0, n_docs = 0, *starts = NULL;
     size_t span = 0;
     int *tokens =

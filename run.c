@@ -473,7 +473,7 @@ static const char *read_prompt(const Options *o, int stdin_closed, char **owned)
     if (!path) return o->prompt ? o->prompt : "";
     if (stdin_closed && !strcmp(path, "-")) die("cannot read stdin: it is closed");
     size_t n;
-    *owned = strcmp(path, "-") ? read_text_file(path, &n) : read_stream(stdin, "stdin", &n);
+    *owned = strcmp(path, "-") ? read_text_file(path, "--prompt-file", &n) : read_stream(stdin, "stdin", &n);
     if (n > 0 && (*owned)[n - 1] == '\n') { /* one final newline, "\n" or "\r\n"; a bare "\r" is text */
         (*owned)[--n] = '\0';
         if (n > 0 && (*owned)[n - 1] == '\r') (*owned)[--n] = '\0';

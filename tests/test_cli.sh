@@ -55,7 +55,14 @@ expect_error "usage: -p 1e-46, positive but 0 in float32, says so" 2 "-p 1e-46: 
 expect_error "usage: -p -1e-46 (negative: no word of rounding)" 2 "-p -1e-46: expected a number in \(0, 1\]$" -- $RUN $MODEL -p -1e-46
 expect_error "usage: -k -1" 2 "-k -1" -- $RUN $MODEL -k -1
 expect_error "usage: -m nonsense" 2 "-m nonsense" -- $RUN $MODEL -m nonsense
-expect_error "usage: stray argument" 2 "unexpected argument" -- $RUN $MODEL -t 0 stray
+expect_error "usage: stray argument" 2 "unexpected argument 'stray'$" -- $RUN $MODEL -t 0 stray
+expect_error "usage: the checkpoint after the flags says it goes first" 2 \
+    "unexpected argument '$MODEL': a checkpoint goes first \(./run CHECKPOINT \[options\]\)" -- $RUN -t 0 -n 5 $MODEL
+expect_error "usage: -t past float32's largest says so (it said 'finite')" 2 "-t 1e39: expected a finite number >= 0 \(it is past float32's largest" -- \
+    $RUN $MODEL -t 1e39
+expect_error "--prompt-file of a pipe names the flag and -" 1 \
+    "^error: --prompt-file /dev/fd/[0-9]+ is not a regular file \(a pipe or a terminal: --prompt-file - reads stdin\)$" -- \
+    bash -c "$RUN $MODEL --prompt-file <(echo hi) -n 4"
 expect_error "usage: ppl without -f" 2 "needs -f" -- $RUN $MODEL -m ppl
 expect_error "usage: --html in info mode" 2 "--html is not used by -m info" -- $RUN $MODEL -m info --html "$tmp/x.html"
 expect_error "usage: --trace in bench mode" 2 "--trace is not used by -m bench" -- $RUN $MODEL -m bench --trace

@@ -147,4 +147,8 @@ starts = {p[0] for p in d['text_probes'] + d['repeat_probes']}
 sys.exit(0 if starts == {0} else 1)" "$tmp/shk.json" 2>/dev/null
     then ok "-m heads on a character model without BOS: every probe starts from id 0 (\"\\n\")"
     else fail "-m heads without BOS" "$(head -c 200 "$tmp/err")"; fi
+    # and the table says so (it said "BOS")
+    if $RUN models/shakespeare.bin -m heads --probes 1 2>/dev/null | grep -q '^  text probes: "\\n", then'; then
+        ok "-m heads on a character model: the table names its start token, \"\\n\", not BOS"
+    else fail "-m heads' start token" "$($RUN models/shakespeare.bin -m heads --probes 1 2>&1 | sed -n 2p)"; fi
 else echo "skip -m heads without BOS: models/shakespeare.bin is missing"; fi
