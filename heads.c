@@ -240,7 +240,9 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
     r->n_probes = n_probes;
     r->probe_len = 2 * r->block_len + 1;
     r->seed = seed;
-    r->start = c->tokenizer_kind == TOKENIZER_CHAR ? "\"\\n\"" : c->tokenizer_kind == TOKENIZER_GPT2_BPE ? "<|endoftext|>" : "BOS";
+    r->start = c->tokenizer_kind == TOKENIZER_CHAR       ? "\"\\n\""
+               : c->tokenizer_kind == TOKENIZER_GPT2_BPE ? "<|endoftext|>"
+                                                         : "BOS";
     r->n_candidates = c->vocab_size - 3 - (c->bos_id >= 3) - (c->eos_id >= 3 && c->eos_id != c->bos_id);
     size_t n_scores = (size_t)c->n_layers * c->n_heads * N_ROLES;
     size_t n_tokens = (size_t)n_probes * r->probe_len;

@@ -282,7 +282,7 @@ static void read_flags(Options *o, int argc, char **argv, int *given) {
         char msg[256];
         if (name[0] != '-' || !name[1]) { /* a checkpoint after the flags is the likeliest */
             snprintf(msg, sizeof msg, "unexpected argument '%s'%s", name,
-                     o->checkpoint ? "" : ": a checkpoint goes first (./run CHECKPOINT [options])");
+                     o->checkpoint || name[0] == '-' ? "" : ": a checkpoint goes first (./run CHECKPOINT [options])");
             usage_error(msg);
         }
         const Flag *f = find_flag(name);
