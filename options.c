@@ -327,6 +327,19 @@ static int traced(const TraceOptions *tr) {
     return tr->trace || tr->trace_prompt || tr->out_path || tr->json_path || tr->html_path || tr->step;
 }
 
+/* A build without the observer hooks (-DQKV_NO_OBSERVER, the measure of
+ * what they cost) runs generate and ppl: the modes that watch the forward
+ * would see nothing (bench timed no attention, heads printed NaN roles) */
+static void check_observer_build(const Options *o) {
+#ifdef QKV_NO_OBSERVER
+    const char *needs = o->mode == BENCH ? "-m bench needs" : o->mode == HEADS ? "-m heads needs"
+                        : traced(&o->trace) ? "the trace, step mode and --html need" : NULL;
+    if (needs) die("%s the observer hooks this build left out (-DQKV_NO_OBSERVER)", needs);
+#else
+    (void)o;
+#endif
+}
+
 /* The flags that narrow a trace do nothing without an output they narrow:
  * the text trace reads them all, the JSON all but --trace-level, step mode's
  * view --layer, --head and --top, the page --top alone */
@@ -390,6 +403,7 @@ void parse_options(Options *o, int argc, char **argv) {
     if (!o->mode) usage_bad_value("-m", o->mode_name, "generate, tokenize, info, ppl, bench, quantize or heads");
     check_modes(o, given);
     check_combinations(o, given);
+    check_observer_build(o);
     if (o->sinks < 0) o->sinks = 0;
 }
 

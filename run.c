@@ -576,26 +576,10 @@ static int check_standard_streams(void) {
     return stdin_closed;
 }
 
-/* A build without the observer hooks (-DQKV_NO_OBSERVER, the measure of
- * what they cost) runs generate and ppl: the modes that watch the forward
- * would see nothing (bench timed no attention, heads printed NaN roles) */
-static void check_observer_build(const Options *o) {
-#ifdef QKV_NO_OBSERVER
-    const TraceOptions *t = &o->trace;
-    int traced = t->trace || t->trace_prompt || t->out_path || t->json_path || t->html_path || t->step;
-    const char *needs = o->mode == BENCH ? "-m bench needs" : o->mode == HEADS ? "-m heads needs"
-                        : traced ? "the trace, step mode and --html need" : NULL;
-    if (needs) die("%s the observer hooks this build left out (-DQKV_NO_OBSERVER)", needs);
-#else
-    (void)o;
-#endif
-}
-
 int main(int argc, char **argv) {
     int stdin_closed = check_standard_streams();
     Options o;
     parse_options(&o, argc, argv);
-    check_observer_build(&o);
     char env_error[192];
     if (kernel_env_error(env_error, sizeof env_error)) {
         fprintf(stderr, "error: %s\n", env_error);
