@@ -83,6 +83,13 @@ if $RUN $MODEL -i "$PROMPT" -t 0.9 -s 1 -n 40 --html "$tmp/long.html" >/dev/null
     check_page "explorer of a sampled run, one model, opened on #pos=36" "$tmp/long.html" 1 "pos=36&layer=1&head=0"
 else fail "--html" "$(head -n 1 "$tmp/err")"; fi
 
+# The shortest pages: one position (an empty prompt, one token) and two
+if $RUN $MODEL -i "" -t 0 -n 1 --html "$tmp/one.html" >/dev/null 2>"$tmp/err" &&
+    $RUN $MODEL -i "the" -t 0 -n 2 --html "$tmp/two.html" >/dev/null 2>>"$tmp/err"; then
+    check_page_at 800 "explorer of one position" "$tmp/one.html" 1
+    check_page_at 800 "explorer of two positions" "$tmp/two.html" 1
+else fail "--html of one and two positions" "$(head -n 1 "$tmp/err")"; fi
+
 # The induction probe (a random block, then the same block again): the page
 # of the shipped induction model, whose thumbnails name each head's role.
 PROBE_MODEL=models/induction.bin
