@@ -53,7 +53,7 @@ run: all
 # The tests run ./run and link build/engine.o: tests/run_tests.sh makes both
 # first (QKV_TEST_BUILD).
 test:
-	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" QKV_TEST_BUILD="$(MAKE) --no-print-directory -j2 all" bash tests/run_tests.sh
+	@CC="$(CC)" TEST_CFLAGS="$(CFLAGS)" TEST_OPENMP="$(OPENMP)" QKV_TEST_BUILD="$(MAKE) --no-print-directory -j2 all" bash tests/run_tests.sh
 
 # The default model's latency curve (with the no-cache comparison), then the
 # same model in each weight type at 1 and 2 threads: one summary line each

@@ -32,11 +32,12 @@ run_c() {
     elif [ "$rc" -gt 128 ]; then echo "FAIL build/$1: killed by signal $((rc - 128))"
     elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$log"; then echo "FAIL build/$1: exit status $rc"; fi
 }
-# c_build NAME [SOURCES]: builds tests/NAME.c with tokenizer.c and SOURCES,
-# or says it failed
+# c_build NAME [SOURCES]: builds tests/NAME.c with tokenizer.c and SOURCES
+# (with the engine's OpenMP flag: make test OPENMP= builds none), or says it
+# failed
 c_build() {
     local name=$1; shift
-    cached_build "build/$name" $CC -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
+    cached_build "build/$name" $CC -std=c11 -D_POSIX_C_SOURCE=200809L ${TEST_OPENMP--fopenmp} -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2} \
         "tests/$name.c" tokenizer.c "$@" -lm || { echo "FAIL build tests/$name.c"; return 1; }
 }
 engine_test() { c_build test_engine build/engine.o && run_c test_engine; }

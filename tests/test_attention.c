@@ -225,17 +225,28 @@ static void test_against_float64(KVType type, Isa isa) {
     fixture_free(&f);
 }
 
+/* OpenMP's thread count for the next region (a build without OpenMP,
+ * make test OPENMP=, runs one: its two threads are one) */
+static int threads_next(int n) {
+#ifdef _OPENMP
+    int was = omp_get_max_threads();
+    omp_set_num_threads(n);
+    return was;
+#else
+    return n;
+#endif
+}
+
 /* Split-key decode equals one-block attention; two threads give one's bits. */
 static void test_split_equals_one_block(KVType type, Isa isa) {
     Fixture f;
     fixture_init(&f, type, isa);
     float one[HEADS * HS], two[HEADS * HS], whole[HEADS * HS];
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
+    int threads = threads_next(1);
     run_rows(&f, 0, 1, KEYS - 1, one, NULL, NULL);
-    omp_set_num_threads(2);
+    threads_next(2);
     run_rows(&f, 0, 1, KEYS - 1, two, NULL, NULL);
-    omp_set_num_threads(threads);
+    threads_next(threads);
     double err = 0, allowance[HS], theirs[HS];
     for (int h = 0; h < HEADS; h++) {
         one_block(&f, f.q + h * HS, h, KEYS, whole + h * HS);

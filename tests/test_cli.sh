@@ -79,9 +79,12 @@ else fail "-t 3.402e38" "$(head -n 1 "$tmp/err")"; fi
 # more threads than processors: allowed, with a warning (each step waits for
 # the last of them: 1,000 on 2 processors ran at 17-28 tok/s, not thousands)
 procs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # (nproc obeys them: make test sets 1)
+# a build without OpenMP (make OPENMP=) runs one thread, and says so
+no_openmp=$($RUN tests/data/gqa.qkv -i "the" -n 2 -t 0 --threads 2 2>&1 >/dev/null | grep -c "this build has no OpenMP")
 over=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads $((procs + 1)) 2>&1 >/dev/null | grep -c "^warning: --threads $((procs + 1)) is more than this machine's $procs processors")
 fits=$($RUN tests/data/gqa.qkv -i "the" -n 3 -t 0 --threads "$procs" 2>&1 >/dev/null | grep -c "^warning")
 if [ "$procs" -ge 64 ]; then skip "--threads past the processors" "$procs processors: past them is past the 64 qkv runs"
+elif [ "$no_openmp" = 1 ]; then skip "--threads past the processors" "this build has no OpenMP (OPENMP=)"
 elif [ "$over" = 1 ] && [ "$fits" = 0 ]; then ok "--threads past the processors ($((procs + 1)) of $procs) warns; --threads $procs does not"
 else fail "--threads past the processors" "warnings: $over over, $fits at $procs"; fi
 # at most 64 threads (a team's size): --threads past it is refused; an
@@ -102,6 +105,7 @@ done
 if [ $good = 5 ]; then ok "QKV_ISA=portable, QKV_VENDOR=any, QKV_KV_FETCH=l2, QKV_FAMILY=0x19, QKV_CACHE_BYTES=1000000 run"
 else fail "valid kernel choices in the environment" "$good of 5 ran"; fi
 for mode in ppl heads; do
+    if [ "$no_openmp" = 1 ]; then skip "OMP_NUM_THREADS=100000 -m $mode" "this build has no OpenMP (OPENMP=)"; continue; fi
     args=(-m ppl -f tests/data/grammar-sample.txt); m=models/grammar.bin
     [ $mode = heads ] && { args=(-m heads --probes 1); m=models/induction.bin; }
     $RUN $m "${args[@]}" 2>/dev/null | grep -v 'tok/s' >"$tmp/want.out"

@@ -1768,6 +1768,10 @@ static int team_forward(Team *team, void *ctx) {
 }
 
 static void test_team(void) {
+#ifndef _OPENMP
+    skip("team", "this build has no OpenMP (OPENMP=): a team is one thread");
+    return;
+#endif
     int shares_ok = 1;
     int teamed = team_main(3, team_shares, &shares_ok);
     report(shares_ok && teamed, "team: tasks on 3, 2 and 1 threads of a team of 3 see each item once, with their n",
