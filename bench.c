@@ -317,16 +317,18 @@ double attention_flops(const Bench *b, int position) {
     return flops_attention_per_token(&b->model->config, keys_attended(b, position));
 }
 
-/* The machine's FLOP rate on this model where attention is negligible. */
+/* The machine's FLOP rate on this model where attention is negligible: the
+ * median of the first SMALL_CONTEXT positions' (a sum let one spike of a
+ * shared machine set it) */
 static double small_context_flop_rate(const Bench *b) {
     const Config *c = &b->model->config;
     int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
-    double flops = 0, seconds = 0;
+    double rates[SMALL_CONTEXT];
     for (int i = 0; i < n; i++) {
-        flops += attention_flops(b, b->cached.positions[i]) + flops_weights_per_token(c);
-        seconds += b->cached.total_ms[i] * 1e-3;
+        double seconds = b->cached.total_ms[i] * 1e-3;
+        rates[i] = seconds > 0 ? (attention_flops(b, b->cached.positions[i]) + flops_weights_per_token(c)) / seconds : 0;
     }
-    return seconds > 0 ? flops / seconds : 0;
+    return median(rates, n);
 }
 
 /* Deterministic pseudo-random token ids below vocab_size (xorshift64*), so

@@ -62,6 +62,10 @@ static void print_table(const Bench *b) {
             printf(" %12.3f %9.2f", b->recomputed.total_ms[j], b->recomputed.total_ms[j] / total);
         printf("\n");
     }
+    if (b->repeats == 1) { /* (0%: one run has no spread) */
+        printf("run-to-run spread: one run, none measured (--repeats 3 or more)\n");
+        return;
+    }
     printf("run-to-run spread, (max - min) / median, median over positions: %.1f%% with the cache",
            100 * b->cached.spread);
     if (b->options->no_cache) printf(", %.1f%% without", 100 * b->recomputed.spread);
@@ -86,8 +90,10 @@ static void print_slopes(const Bench *b) {
     double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
     printf("\nslope (least squares over the %d positions measured in %d..%d)\n", b->fit_count, b->fit_from, b->ctx);
     if (!has_slope(b)) {
-        /* with a window the fit starts past it once --ctx does */
-        int W = b->options->window, enough = W && W + 1 < BENCH_MIN_FIT ? W + BENCH_MIN_FIT : BENCH_MIN_FIT;
+        /* with a window the fit starts past it once --ctx does (and a
+         * --ctx of 8 does when the window is under 7) */
+        int W = b->options->window;
+        int enough = b->fit_from > 1 || (W && W + 1 < BENCH_MIN_FIT) ? W + BENCH_MIN_FIT : BENCH_MIN_FIT;
         printf("  too few positions for a slope (at least %d: --ctx %d or more)\n", BENCH_MIN_FIT, enough);
         return;
     }
@@ -105,7 +111,7 @@ static void print_slopes(const Bench *b) {
         predicted_ms = 0;
     } else
         printf("  FLOPs prediction: %.4f ms per %d %s = %.4g MFLOP of attention per %d %s"
-               " / %.3g GFLOP/s (measured over positions 1..%d)\n",
+               " / %.3g GFLOP/s (the median over positions 1..%d)\n",
                predicted_ms, unit, tokens, predicted_flops * 1e-6, unit, tokens, b->small_flop_rate * 1e-9,
                b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT);
     if (predicted_ms > 0)
@@ -210,10 +216,12 @@ static void print_roofline(const Bench *b) {
     double kv_bytes = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
                       keys_attended(b, b->ctx);
     double kv_gbps = kv_bytes / (b->last_attention_ms * 1e-3) * 1e-9;
-    printf("  attention at position %d: %.1f MiB of keys and values in %.3f ms (running median) = %.1f GB/s ="
+    char runs[32] = "one run";
+    if (b->repeats > 1) snprintf(runs, sizeof runs, "median of %d runs", b->repeats);
+    printf("  attention at position %d: %.1f MiB of keys and values in %.3f ms (%s) = %.1f GB/s ="
            " %.0f%% of the read bandwidth over the step's bytes (weights and KV, %.1f MiB: %.1f GB/s);"
            " %.0f%% of a read over the KV bytes alone, after the weights' (%.1f GB/s)\n", b->ctx, mib(kv_bytes),
-           b->last_attention_ms, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps,
+           b->last_attention_ms, runs, kv_gbps, 100 * kv_gbps / b->kv_roofline.read_gbps,
            mib((double)b->kv_roofline.probe_bytes), b->kv_roofline.read_gbps,
            100 * kv_gbps / b->kv_alone_roofline.read_gbps, b->kv_alone_roofline.read_gbps);
     print_paired(&b->paired[1], "attention", "keys and values");
@@ -255,7 +263,7 @@ static void print_crossover(const Bench *b) {
     printf("  predicted from bytes: %zu bytes of weights a token against the KV bytes a position of context adds\n",
            weight_bytes_per_token(b->model));
     for (int t = 0; t < KV_TYPE_COUNT; t++)
-        printf("    %s KV cache: %6zu bytes a position -> position %.0f%s\n", kv_type_name((KVType)t),
+        printf("    %-3s KV cache: %6zu bytes a position -> position %.0f%s\n", kv_type_name((KVType)t),
                kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size),
                predicted_crossover(b, (KVType)t), t == (int)measured ? " (the one measured)" : "");
     if (b->options->window)

@@ -229,11 +229,13 @@ static double max_of(const double *v, int n, double current) {
     return current;
 }
 
-/* Running median over positions n - n/SMOOTH_DIVISOR .. n + n/SMOOTH_DIVISOR
- * (narrowed near the ends to stay symmetric): a window that grows with the
- * position looks the same width on a log axis, and a median ignores the
- * one-sided spikes of a shared machine. y is along the curve c; scratch
- * holds c->n doubles. */
+/* Running median over positions n - n/SMOOTH_DIVISOR .. n + n/SMOOTH_DIVISOR,
+ * and at least the measured position either side (the log-spaced ones are
+ * 9% apart, past n/16), narrowed near the ends to stay symmetric: a window
+ * that grows with the position looks the same width on a log axis, and a
+ * median ignores the one-sided spikes of a shared machine. The last
+ * position is its own (the median of its runs). y is along the curve c;
+ * scratch holds c->n doubles. */
 static void running_median(const Curve *c, const double *y, double *out, double *scratch) {
     int n = c->n;
     for (int i = 0, lo = 0, hi = 0; i < n; i++) {
@@ -241,12 +243,13 @@ static void running_median(const Curve *c, const double *y, double *out, double 
         while (c->positions[lo] < c->positions[i] - reach) lo++;
         while (hi + 1 < n && c->positions[hi + 1] <= c->positions[i] + reach) hi++;
         int w = i - lo < hi - i ? i - lo : hi - i;
+        if (w < 1 && i > 0 && i + 1 < n) w = 1;
         memcpy(scratch, y + i - w, (size_t)(2 * w + 1) * sizeof(double));
         out[i] = median(scratch, 2 * w + 1);
     }
 }
 
-
+/* The smoothed series; 0, or -1 when out of memory */
 int derive(const Bench *b, Derived *d) {
     size_t n = (size_t)(b->cached.n > b->full.n ? b->cached.n : b->full.n);
     d->block = malloc(9 * n * sizeof(double));
@@ -303,8 +306,11 @@ static void draw_loglog_panel(FILE *f, const Bench *b, const Derived *d, int top
     Axis x, y;
     position_range(&x, b->ctx);
     log_range(&y, lo, hi);
-    draw_panel(f, top, x, y, "A. Time for one new token against context (log-log)",
-               "position n of the new token (it attends to n keys)", "ms per token", s, n, d->crossover, 2);
+    char keys[64] = "position n of the new token (it attends to n keys)";
+    if (b->options->window)
+        snprintf(keys, sizeof keys, "position n of the new token (it attends to min(n, %d) keys)", b->options->window);
+    draw_panel(f, top, x, y, "A. Time for one new token against context (log-log)", keys, "ms per token", s, n,
+               d->crossover, 2);
 }
 
 /* Panel B: linear axes, where "linear in context" is a straight line. The
@@ -314,11 +320,12 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
     int fit_x[2] = { b->fit_from, b->ctx };
     double fit_y[2] = { b->total_fit.intercept + b->total_fit.slope * b->fit_from,
                         b->total_fit.intercept + b->total_fit.slope * b->ctx };
-    char title[128];
+    char title[128], spread[32] = "one run";
     int unit = slope_unit(b->ctx);
+    if (b->repeats > 1) snprintf(spread, sizeof spread, "spread %.0f%%", 100 * b->cached.spread);
     if (has_slope(b))
-        snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (spread %.0f%%)",
-                 b->total_fit.slope * unit, unit, 100 * b->cached.spread);
+        snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (%s)",
+                 b->total_fit.slope * unit, unit, spread);
     else snprintf(title, sizeof title, "B. With the KV cache, linear axes (too few positions for a slope)");
     Series s[8] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
@@ -355,7 +362,12 @@ static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top)
                "position n of the new token", "attention, % of the token", s, 3, d->crossover, 2);
 }
 
-/* Returns 0, or -1 when out of memory. */
+/* A window of fewer keys than the predicted crossover's: attention's bytes
+ * stop growing before they reach the weights' */
+static int window_stays_below(const Bench *b, double predicted) {
+    return b->options->window && b->options->window < predicted;
+}
+
 /* The measured crossover: the first position where attention's share of
  * the step (its running median) reaches one half, interpolated between it
  * and the position before. A share, not two times: both parts of a step
@@ -377,7 +389,7 @@ void find_crossover(Bench *b, Derived *d) {
     snprintf(d->labels[0], sizeof d->labels[0], "crossover, measured: %.0f", b->crossover);
     snprintf(d->labels[1], sizeof d->labels[1], "predicted from bytes: %.0f", predicted);
     d->crossover[0] = (Marker){ b->crossover > 0 ? b->crossover : NAN, d->labels[0], 0 };
-    d->crossover[1] = (Marker){ predicted, d->labels[1], 1 };
+    d->crossover[1] = (Marker){ window_stays_below(b, predicted) ? NAN : predicted, d->labels[1], 1 };
 }
 
 int write_svg(const Bench *b, const Derived *dp, FILE *f) {
@@ -397,17 +409,21 @@ int write_svg(const Bench *b, const Derived *dp, FILE *f) {
              c->vocab_size, b->options->threads, b->options->threads == 1 ? "" : "s", b->repeats,
              b->repeats == 1 ? "" : "s");
     svg_text(f, PLOT_LEFT, 48, "start", " fill=\"#555\"", line);
-    snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d",
-             SMOOTH_DIVISOR);
+    snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d"
+             " (at least the neighbours)", SMOOTH_DIVISOR);
     svg_text(f, PLOT_LEFT, 66, "start", " fill=\"#555\"", line);
+    double predicted = predicted_crossover(b, (KVType)b->options->kv_type);
+    char prediction[96];
+    if (window_stays_below(b, predicted))
+        snprintf(prediction, sizeof prediction, "predicted never to cross: the window reads at most %d keys",
+                 b->options->window);
+    else snprintf(prediction, sizeof prediction, "predicted from bytes: %.0f", predicted);
     if (b->crossover > 0)
         snprintf(line, sizeof line, "%s KV cache: attention takes as long as the rest of the step at n = %.0f"
-                 " (predicted from bytes: %.0f)", kv_type_name((KVType)b->options->kv_type), b->crossover,
-                 predicted_crossover(b, (KVType)b->options->kv_type));
+                 " (%s)", kv_type_name((KVType)b->options->kv_type), b->crossover, prediction);
     else
         snprintf(line, sizeof line, "%s KV cache: attention stays below the rest of the step up to n = %d"
-                 " (predicted to cross at %.0f)", kv_type_name((KVType)b->options->kv_type), b->ctx,
-                 predicted_crossover(b, (KVType)b->options->kv_type));
+                 " (%s)", kv_type_name((KVType)b->options->kv_type), b->ctx, prediction);
     svg_text(f, PLOT_LEFT, 84, "start", " fill=\"" COLOR_CROSSOVER "\"", line);
     draw_loglog_panel(f, b, &d, CHART_TOP);
     draw_linear_panel(f, b, &d, CHART_TOP + PANEL_HEIGHT);

@@ -790,6 +790,30 @@ static void spawn_prefill_memory(const char *argv0) {
     if (WEXITSTATUS(status) != 0) failures++; /* its FAIL lines are printed */
 }
 
+/* The bench's running median past 2048, where the log-spaced positions are
+ * 9% apart: a spike at one position gives way to its neighbours' (the
+ * window of n +- n/16 held the position alone), and the last position is
+ * its own value. */
+static void test_running_median(void) {
+    Model m;
+    memset(&m, 0, sizeof m);
+    m.config = (Config){ .dim = 64, .hidden_dim = 128, .n_layers = 1, .n_heads = 2, .n_kv_heads = 2,
+                         .head_size = 32, .vocab_size = 100, .seq_len = 4096 };
+    BenchOptions options = { 0 };
+    int positions[5] = { 2048, 2233, 2435, 2656, 2896 };
+    double total[5] = { 1, 1, 1, 1, 1 }, attention[5] = { 0.20, 0.21, 0.90, 0.23, 0.24 };
+    Bench b = { .model = &m, .options = &options };
+    b.cached = (Curve){ .n = 5, .positions = positions, .total_ms = total, .attention_ms = attention };
+    Derived d;
+    if (derive(&b, &d)) { report(0, "bench running median", "out of memory"); return; }
+    report(d.attention_smooth[2] == 0.23 && d.attention_smooth[1] == 0.21 && d.attention_smooth[3] == 0.24 &&
+           d.attention_smooth[0] == 0.20 && d.attention_smooth[4] == 0.24,
+           "bench: the running median past 2048 takes the neighbours (a spike of 0.90 at 2435 -> 0.23), "
+           "the ends their own", "smoothed %g %g %g %g %g", d.attention_smooth[0], d.attention_smooth[1],
+           d.attention_smooth[2], d.attention_smooth[3], d.attention_smooth[4]);
+    free(d.block);
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], PREFILL_MEMORY_ARG) == 0) {
         test_prefill_memory();
@@ -806,6 +830,7 @@ int main(int argc, char **argv) {
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
     test_step_reads();
+    test_running_median();
     spawn_prefill_memory(argv[0]);
     return failures ? 1 : 0;
 }

@@ -111,16 +111,31 @@ $RUN models/grammar.bin -m bench --window 8 --ctx 4 --repeats 1 >"$tmp/w4.out" 2
 if grep -q "^  median ms per token: positions 1..4 [0-9.]*$" "$tmp/w4.out" && ! grep -q "resident memory (MiB) at positions:$" "$tmp/w4.out"; then
     ok "bench --window 8 --ctx 4: the window's line names the 4 positions timed, no empty memory line"
 else fail "bench --window 8 --ctx 4" "$(grep -A3 '^sliding window' "$tmp/w4.out" | tr '\n' '|')"; fi
+# a window of 7 or more: the fit starts past it once --ctx does, so 8
+# positions need --ctx W + 8 (it said "--ctx 8 or more" to a --ctx 9)
+$RUN models/grammar.bin -m bench --window 7 --ctx 9 --repeats 1 >"$tmp/w7.out" 2>&1
+if grep -q "^  too few positions for a slope (at least 8: --ctx 15 or more)$" "$tmp/w7.out"; then
+    ok "bench --window 7 --ctx 9: too few positions, --ctx 15 (W + 8) advised"
+else fail "bench --window 7 --ctx 9" "$(grep -A1 '^slope' "$tmp/w7.out" | tr '\n' '|')"; fi
 # past a window every token reads W keys: the FLOPs predict no growth (the
-# prediction was the full cache's, and measured / predicted came out -0.03)
-$RUN models/grammar.bin -m bench --window 16 --sinks 4 --ctx 64 --repeats 1 >"$tmp/w16.out" 2>&1
+# prediction was the full cache's, and measured / predicted came out -0.03);
+# the chart draws no crossover the window never reaches (it drew the full
+# cache's), and its axis says the keys a token reads
+$RUN models/grammar.bin -m bench --window 16 --sinks 4 --ctx 64 --repeats 1 --svg "$tmp/w16.svg" >"$tmp/w16.out" 2>&1
+if grep -q "(predicted never to cross: the window reads at most 16 keys)" "$tmp/w16.svg" \
+    && ! grep -q "predicted from bytes" "$tmp/w16.svg" && grep -q "it attends to min(n, 16) keys" "$tmp/w16.svg" \
+    && grep -q "linear axes: .* (one run)" "$tmp/w16.svg"; then
+    ok "bench --window 16 --svg: no predicted crossover drawn, min(n, 16) keys on the axis, one run (not spread 0%)"
+else fail "bench --window 16 --svg" "$(grep -o 'KV cache: attention[^<]*' "$tmp/w16.svg")"; fi
 if grep -q "^  FLOPs prediction: 0 ms per 10 tokens past the window (attention reads 16 keys at each)$" "$tmp/w16.out" \
     && ! grep -q "measured / predicted" "$tmp/w16.out"; then
     ok "bench --window 16: the FLOPs predict a flat slope past the window, and no ratio to it"
 else fail "bench --window 16's prediction" "$(grep -A3 '^slope' "$tmp/w16.out" | tr '\n' '|')"; fi
 # one run has no spread: it said "spread 0%: trust the slope accordingly"
 if grep -q "; one run: no spread measured, --repeats 3 or more to judge the slope)$" "$tmp/w16.out" \
-    && ! grep -q "trust the slope" "$tmp/w16.out"; then ok "bench --repeats 1: the slope's line says one run has no spread"
+    && ! grep -q "trust the slope" "$tmp/w16.out" && grep -q "^run-to-run spread: one run, none measured" "$tmp/w16.out" \
+    && grep -q "at position 64: .* ms (one run) =" "$tmp/w16.out"; then
+    ok "bench --repeats 1: the slope's and the table's lines say one run has no spread; attention at the last: one run"
 else fail "bench --repeats 1's spread" "$(grep '  measured:' "$tmp/w16.out")"; fi
 
 # ---- the qkv test model (seq_len 32) ---------------------------------------
@@ -219,7 +234,7 @@ if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null &&
         else fail "bench long: positions" "$rows rows, ending '$got'"; fi
         check_report long "crossover: the context where attention takes as long as the rest of the step" \
             "measured, f32 KV cache: (position [0-9]+|not reached by position 2897)" \
-            "q8 KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
+            "q8 +KV cache: +[0-9]+ bytes a position -> position [0-9]+" \
             "prefill memory, 2897 tokens" "tiled \(no observer\): +[0-9.]+ MiB" \
             "attention at position 2897: [0-9.]+ MiB of keys and values.*; [0-9]+% of a read over the KV bytes alone, after the weights' \([0-9.]+ GB/s\)" \
             "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 2897, .*\): it streams them at [0-9]+% of the first and [0-9]+% of the second" \
