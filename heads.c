@@ -28,6 +28,19 @@ typedef enum { PROBE_TEXT, PROBE_REPEAT } ProbeKind;
 /* What can stop the probes: memory, or weights that break down. */
 enum { OUT_OF_MEMORY = -1, BAD_LOGITS = -2 };
 
+/* Where a probe met NaN or infinite logits (BAD_LOGITS), for the message */
+typedef struct {
+    int pos, nan;
+} BadLogits;
+
+/* BAD_LOGITS, with where, when a row of logits is not all finite */
+static int check_logits(const float *logits, int n, int pos, BadLogits *bad) {
+    int at = logits_check(logits, n);
+    if (at < 0) return 0;
+    *bad = (BadLogits){ pos, isnan(logits[at]) };
+    return BAD_LOGITS;
+}
+
 /* Sums of the observer, for the probe kind being run. */
 typedef struct {
     const Config *config;
@@ -149,15 +162,15 @@ static void observe_attention(void *ctx, int layer, int pos, int n_visible, cons
 
 /* A text probe: BOS, then each next token sampled from the model. */
 static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *probs, int *tokens,
-                          int len, const ForwardObserver *obs) {
+                          int len, const ForwardObserver *obs, BadLogits *bad) {
     const Config *c = &m->config;
     tokens[0] = c->start_id;
     for (int pos = 0; pos < len; pos++) {
         float *logits = forward(m, s, tokens[pos], pos, obs);
         if (pos + 1 == len) break;
+        if (check_logits(logits, c->vocab_size, pos, bad)) return BAD_LOGITS;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         tokens[pos + 1] = sample(sampler, probs, NULL);
-        if (tokens[pos + 1] < 0) return BAD_LOGITS;
     }
     return 0;
 }
@@ -166,7 +179,7 @@ static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *
  * predicting the first copy's tokens 2..L (from positions 1..L-1) and the
  * second copy's (from L+1..2L-1). */
 static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int len, int block_len,
-                            const ForwardObserver *obs, double *loss_first, double *loss_second) {
+                            const ForwardObserver *obs, double *loss_first, double *loss_second, BadLogits *bad) {
     const Config *c = &m->config;
     for (int done = 0; done < len;) {
         int n = chunk_rows(s, done, len - done);
@@ -174,7 +187,7 @@ static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int 
         for (int t = 0; t < n; t++) {
             int pos = done + t;
             const float *row = logits + (size_t)t * c->vocab_size;
-            if (logits_check(row, c->vocab_size) >= 0) return BAD_LOGITS;
+            if (check_logits(row, c->vocab_size, pos, bad)) return BAD_LOGITS;
             if (pos >= 1 && pos < block_len) *loss_first += negative_log_likelihood(row, c->vocab_size, tokens[pos + 1]);
             if (pos > block_len && pos < 2 * block_len) *loss_second += negative_log_likelihood(row, c->vocab_size, tokens[pos + 1]);
         }
@@ -183,7 +196,7 @@ static int run_repeat_probe(const Model *m, RunState *s, const int *tokens, int 
     return 0;
 }
 
-static int run_probes(const Model *m, HeadsReport *r, Tally *t) {
+static int run_probes(const Model *m, HeadsReport *r, Tally *t, BadLogits *bad) {
     const Config *c = &m->config;
     RunState s;
     Sampler sampler;
@@ -201,12 +214,13 @@ static int run_probes(const Model *m, HeadsReport *r, Tally *t) {
     ForwardObserver obs = { t, observe_attention, NULL };
     for (int p = 0; p < r->n_probes && rc == 0; p++) {
         t->kind = PROBE_TEXT;
-        rc = run_text_probe(m, &s, &sampler, probs, r->text_tokens + (size_t)p * r->probe_len, r->probe_len, &obs);
+        rc = run_text_probe(m, &s, &sampler, probs, r->text_tokens + (size_t)p * r->probe_len, r->probe_len, &obs, bad);
         int *repeat = r->repeat_tokens + (size_t)p * r->probe_len;
         heads_repeat_probe(repeat, c, r->block_len, &rng);
         t->kind = PROBE_REPEAT;
         if (rc == 0)
-            rc = run_repeat_probe(m, &s, repeat, r->probe_len, r->block_len, &obs, &r->loss_first, &r->loss_second);
+            rc = run_repeat_probe(m, &s, repeat, r->probe_len, r->block_len, &obs, &r->loss_first, &r->loss_second,
+                                  bad);
     }
     sampler_free(&sampler);
     run_state_free(&s);
@@ -250,7 +264,8 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
     r->scores = malloc(n_scores * sizeof(double));
     r->text_tokens = malloc(n_tokens * sizeof(int));
     r->repeat_tokens = malloc(n_tokens * sizeof(int));
-    int rc = t.sum && r->scores && r->text_tokens && r->repeat_tokens ? run_probes(m, r, &t) : OUT_OF_MEMORY;
+    BadLogits bad = { 0, 0 };
+    int rc = t.sum && r->scores && r->text_tokens && r->repeat_tokens ? run_probes(m, r, &t, &bad) : OUT_OF_MEMORY;
     if (rc == 0) {
         for (size_t i = 0; i < n_scores; i++) r->scores[i] = t.sum[i] / t.count[i % N_ROLES];
         for (int k = 0; k < N_ROLES; k++) r->chance[k] = t.chance[k] / t.count[k];
@@ -258,8 +273,9 @@ int heads_measure(const Model *m, int n_probes, unsigned long long seed, HeadsRe
         r->loss_first /= per_copy;
         r->loss_second /= per_copy;
     } else {
-        snprintf(err, err_len, rc == BAD_LOGITS ? "the model produced NaN or infinite logits on a head probe"
-                                                : "out of memory for the head probes");
+        char what[192] = "out of memory";
+        if (rc == BAD_LOGITS) bad_logits_message(what, sizeof what, bad.nan, bad.pos, KV_F32); /* the probes' cache */
+        snprintf(err, err_len, "%s %s", what, rc == BAD_LOGITS ? "of a head probe" : "for the head probes");
         heads_report_free(r);
     }
     free(t.sum);

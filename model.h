@@ -5,9 +5,10 @@
  * (engine.c), linked with kernels_float.c (the float kernels, a translation
  * unit of their own: kernels_float.h).
  *
- * Reading order: config and weights (what a checkpoint holds), loading (qkv,
- * llama2.c's legacy, version-1 and version-2 files, GGUF; every size checked
- * before a byte of data is touched), the run
+ * Reading order: config and weights (what a checkpoint holds), loading
+ * (declared here, in checkpoint.h and gguf.h: qkv, llama2.c's legacy,
+ * version-1 and version-2 files, GGUF; every size checked before a byte of
+ * data is touched), the run
  * state and KV cache, the kernels (small named functions, shapes in comments),
  * then forward(), which strings the kernels into Llama- or GPT-2-style blocks.
  */
@@ -115,7 +116,7 @@ typedef struct {
     char *metadata;       /* the file's own metadata, as lines for -m info (GGUF), else NULL */
     size_t weight_bytes;  /* bytes of all weight tensors, as stored */
     size_t n_params;
-    const void *file;     /* the file's first byte in memory: */
+    const void *file;     /* the file's first byte in memory (tests/make_hostile.c reads it): */
     void *mapping;        /*   the mmap'd file (NULL: a caller's buffer) */
     void *repacked;       /* weights converted at load (llama2.c version 2), else NULL */
     void *panels;         /* the matrices' panels (weight_pack) */
@@ -171,8 +172,8 @@ const char *model_kernel_name(const Model *m);
 /* With an observer, the attention of a chunk's positions is computed
  * together when their scores fit in this many floats (64 MiB); with a long
  * context, fewer. Without one, scores live a block of keys at a time
- * (attention.h) and these rows are never touched: calloc'd, so never
- * resident. */
+ * (attention.h) and these rows are never touched: zeroed pages never
+ * written (zalloc_aligned, alloc.h), so never resident. */
 #define QKV_ATTENTION_FLOATS ((size_t)16 << 20)
 
 typedef struct {

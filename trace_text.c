@@ -633,22 +633,21 @@ void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
     const SampleInfo *in = &st->info;
     /* four decimals, or a small p's digits (a draw of p 2.9e-05 read 0.0000) */
     snprintf(p, sizeof p, in->probability >= 1e-4f || in->probability == 0.0f ? "%.4f" : "%.2g", in->probability);
-    int n = 0;
     if (st->forced)
-        n = snprintf(text, sizeof text, "next %s (id %d) is the prompt's next token\n(teacher forcing: nothing is "
-                                        "sampled)", piece, st->next);
+        snprintf(text, sizeof text, "next %s (id %d) is the prompt's next token\n(teacher forcing: nothing is "
+                                    "sampled)", piece, st->next);
     else if (in->method == SAMPLE_GREEDY && tr->temperature > 0.0f) /* the sampler's limit T -> 0: logit / T overflowed */
-        n = snprintf(text, sizeof text, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n"
-                                        "overflows a float, so T is taken as 0)", piece, st->next, tr->temperature);
+        snprintf(text, sizeof text, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n"
+                                    "overflows a float, so T is taken as 0)", piece, st->next, tr->temperature);
     else if (in->method == SAMPLE_GREEDY)
-        n = snprintf(text, sizeof text, "sampled %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
+        snprintf(text, sizeof text, "sampled %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
     else if (in->method == SAMPLE_TEMPERATURE)
-        n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
-                                        "it in the cumulative distribution, the tokens\nin id order (as llama2.c "
-                                        "adds them up); p@T = %s",
-                     piece, st->next, tr->temperature, in->n_candidates, in->coin, p);
+        snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
+                                    "it in the cumulative distribution, the tokens\nin id order (as llama2.c "
+                                    "adds them up); p@T = %s",
+                 piece, st->next, tr->temperature, in->n_candidates, in->coin, p);
     else { /* top-k, top-p or both */
-        n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
+        int n = snprintf(text, sizeof text, "sampled %s (id %d): temperature %g", piece, st->next, tr->temperature);
         if (tr->topk > 0) n += snprintf(text + n, sizeof text - n, ", top-k %d", tr->topk);
         if (tr->topp > 0.0f && tr->topp < 1.0f) n += snprintf(text + n, sizeof text - n, ", top-p %g", tr->topp);
         snprintf(text + n, sizeof text - n, ":\n%d candidate%s kept after the cutoff; coin %.4f (scaled by their "

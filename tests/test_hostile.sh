@@ -64,12 +64,16 @@ if [ -f "$tmp/files/nan-norm-bench.qkv" ]; then
         "heads --probes 1 --csv $tmp/keep.csv --json $tmp/keep.json --svg $tmp/keep.svg"; do
         for f in keep.csv keep.json keep.svg; do echo kept >"$tmp/$f"; done
         # shellcheck disable=SC2086
-        $RUN "$tmp/files/nan-norm-bench.qkv" -m $mode >/dev/null 2>&1
+        $RUN "$tmp/files/nan-norm-bench.qkv" -m $mode >/dev/null 2>"$tmp/nan.err"
         rc=$?
         kept=$(cat "$tmp/keep.csv" "$tmp/keep.json" "$tmp/keep.svg" | grep -c '^kept$')
         if [ $rc = 1 ] && [ "$kept" = 3 ]; then ok "-m ${mode%% *} refused (NaN logits): the files already at its outputs kept"
         else fail "-m ${mode%% *} refused: outputs kept" "exit $rc, $kept of 3 files kept"; fi
     done
+    # heads says where, as the other modes do (it said "on a head probe")
+    if grep -q "^error: the model produced NaN logits at position 0 of a head probe$" "$tmp/nan.err"; then
+        ok "-m heads on NaN logits: the position named, one line"
+    else fail "-m heads on NaN logits" "$(head -n 2 "$tmp/nan.err")"; fi
     # generate's streamed traces open at the first step (they were cut at the start)
     for f in keep.txt keep.json; do echo kept >"$tmp/$f"; done
     $RUN "$tmp/files/nan-norm-bench.qkv" -n 5 -i "the cat" --trace-out "$tmp/keep.txt" --trace-json "$tmp/keep.json" >/dev/null 2>&1
