@@ -12,7 +12,7 @@ LDLIBS = -lm
 SOURCES = run.c options.c cli.c ppl.c tokenizer.c trace.c trace_text.c trace_json.c step_view.c stepper.c bench.c bench_report.c bench_svg.c quantize.c roofline.c heads.c output_file.c
 HEADERS = options.h cli.h ppl.h progress.h threads.h team.h model.h cost.h alloc.h cpu.h kernels.h kernels_isa.h kernels_float.h kernels_rows.h kernels_int8.h elementwise.h kv_cache.h kv_int8.h kv_window.h rope.h attention.h checkpoint.h weights_pack.h gguf.h gguf_format.h qkv_format.h tokenizer.h unicode_classes.h sampler.h trace.h trace_internal.h stepper.h bench.h bench_internal.h quantize.h roofline.h heads.h output_file.h input_file.h
 
-.PHONY: all run test bench clean models fuzz
+.PHONY: all run test bench clean models fuzz FORCE
 
 # The binary is built in build/ and copied to ./run, because `run` is also
 # the name of the quickstart target.
@@ -26,17 +26,25 @@ all: build/run
 OBJECTS = build/engine.o $(SOURCES:%.c=build/%.o)
 ENGINE_PARTS = build/engine_main.o build/kernels_float.o
 
+# The compiler and flags the objects were built with, rewritten only when
+# they change (make OPENMP=, another CFLAGS): then every object is rebuilt,
+# where make alone would link objects of the old flags with the new.
+build/flags: FORCE
+	@mkdir -p build
+	@echo '$(CC) $(QKV_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(QKV_CFLAGS)' >$@
+FORCE:
+
 build/engine.o: $(ENGINE_PARTS)
 	$(CC) -nostdlib -r -o $@ $(ENGINE_PARTS)
 
-build/engine_main.o: engine.c $(HEADERS)
+build/engine_main.o: engine.c $(HEADERS) build/flags
 	@mkdir -p build
 	$(CC) $(QKV_CFLAGS) -c -o $@ engine.c
 
-build/run: $(OBJECTS)
+build/run: $(OBJECTS) build/flags
 	$(CC) $(QKV_CFLAGS) -o $@ $(OBJECTS) $(LDLIBS)
 
-build/%.o: %.c $(HEADERS) build/explorer_html.h
+build/%.o: %.c $(HEADERS) build/explorer_html.h build/flags
 	@mkdir -p build
 	$(CC) $(QKV_CFLAGS) -Ibuild -c -o $@ $<
 

@@ -324,11 +324,12 @@ static double small_context_flop_rate(const Bench *b) {
     const Config *c = &b->model->config;
     int n = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     double rates[SMALL_CONTEXT];
+    int timed = 0;
     for (int i = 0; i < n; i++) {
         double seconds = b->cached.total_ms[i] * 1e-3;
-        rates[i] = seconds > 0 ? (attention_flops(b, b->cached.positions[i]) + flops_weights_per_token(c)) / seconds : 0;
+        if (seconds > 0) rates[timed++] = (attention_flops(b, b->cached.positions[i]) + flops_weights_per_token(c)) / seconds;
     }
-    return median(rates, n);
+    return timed ? median(rates, timed) : 0;
 }
 
 /* Deterministic pseudo-random token ids below vocab_size (xorshift64*), so

@@ -142,6 +142,8 @@ int slope_unit(int ctx);
 #define BENCH_MIN_FIT 8
 static inline int has_slope(const Bench *b) { return b->fit_count >= BENCH_MIN_FIT; }
 double predicted_crossover(const Bench *b, KVType type);
+/* 1 when a --window of fewer keys than that position keeps attention below it */
+int window_stays_below(const Bench *b, double predicted);
 void print_report(const Bench *b);
 void write_csv(const Bench *b, FILE *f);
 

@@ -98,7 +98,7 @@ static void print_slopes(const Bench *b) {
         return;
     }
     char spread[96] = "one run: no spread measured, --repeats 3 or more to judge the slope";
-    if (b->options->repeats > 1)
+    if (b->repeats > 1)
         snprintf(spread, sizeof spread, "run-to-run spread %.0f%%: trust the slope accordingly", 100 * b->cached.spread);
     const char *tokens = unit == 1 ? "token" : "tokens";
     printf("  measured: per-token latency grows %.4f ms per %d %s of context (attention alone %.4f; intercept "
@@ -250,6 +250,12 @@ double predicted_crossover(const Bench *b, KVType type) {
     return (double)weight_bytes_per_token(b->model) / kv_bytes_per_position(type, c->n_layers, c->n_kv_heads, c->head_size);
 }
 
+/* A window of fewer keys than the predicted crossover's: attention's bytes
+ * stop growing before they reach the weights' */
+int window_stays_below(const Bench *b, double predicted) {
+    return b->options->window && b->options->window < predicted;
+}
+
 static void print_crossover(const Bench *b) {
     const Config *c = &b->model->config;
     KVType measured = (KVType)b->options->kv_type;
@@ -262,10 +268,16 @@ static void print_crossover(const Bench *b) {
                kv_type_name(measured), b->ctx, b->last_share);
     printf("  predicted from bytes: %zu bytes of weights a token against the KV bytes a position of context adds\n",
            weight_bytes_per_token(b->model));
-    for (int t = 0; t < KV_TYPE_COUNT; t++)
-        printf("    %-3s KV cache: %6zu bytes a position -> position %.0f%s\n", kv_type_name((KVType)t),
-               kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size),
-               predicted_crossover(b, (KVType)t), t == (int)measured ? " (the one measured)" : "");
+    for (int t = 0; t < KV_TYPE_COUNT; t++) {
+        double predicted = predicted_crossover(b, (KVType)t);
+        char where[64];
+        if (window_stays_below(b, predicted))
+            snprintf(where, sizeof where, "never (%.0f, past the window's %d keys)", predicted, b->options->window);
+        else snprintf(where, sizeof where, "position %.0f", predicted);
+        printf("    %-3s KV cache: %6zu bytes a position -> %s%s\n", kv_type_name((KVType)t),
+               kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size), where,
+               t == (int)measured ? " (the one measured)" : "");
+    }
     if (b->options->window)
         printf("  (with --window %d attention reads at most %d keys: past the window its share stops growing)\n",
                b->options->window, b->options->window);

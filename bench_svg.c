@@ -362,12 +362,6 @@ static void draw_share_panel(FILE *f, const Bench *b, const Derived *d, int top)
                "position n of the new token", "attention, % of the token", s, 3, d->crossover, 2);
 }
 
-/* A window of fewer keys than the predicted crossover's: attention's bytes
- * stop growing before they reach the weights' */
-static int window_stays_below(const Bench *b, double predicted) {
-    return b->options->window && b->options->window < predicted;
-}
-
 /* The measured crossover: the first position where attention's share of
  * the step (its running median) reaches one half, interpolated between it
  * and the position before. A share, not two times: both parts of a step

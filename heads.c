@@ -168,9 +168,12 @@ static int run_text_probe(const Model *m, RunState *s, Sampler *sampler, float *
     for (int pos = 0; pos < len; pos++) {
         float *logits = forward(m, s, tokens[pos], pos, obs);
         if (pos + 1 == len) break;
-        if (check_logits(logits, c->vocab_size, pos, bad)) return BAD_LOGITS;
         memcpy(probs, logits, (size_t)c->vocab_size * sizeof(float));
         tokens[pos + 1] = sample(sampler, probs, NULL);
+        if (tokens[pos + 1] < 0) { /* the sampler's own check: where, for the message */
+            check_logits(logits, c->vocab_size, pos, bad);
+            return BAD_LOGITS;
+        }
     }
     return 0;
 }

@@ -47,6 +47,11 @@ cached_build() {
     [ "$built" = 1 ]
 }
 
+# The flags of a test program that links the engine: make test's CFLAGS and
+# OpenMP flag, as the engine was built with (make test OPENMP=: none)
+# shellcheck disable=SC2206 # (each is a list of flags)
+TEST_FLAGS=(-std=c11 -D_POSIX_C_SOURCE=200809L ${TEST_OPENMP--fopenmp} -Wall -Wno-unknown-pragmas ${TEST_CFLAGS:--O2})
+
 # engine_build OUT ARGS...: builds a test program from ARGS (sources and
 # flags) and build/engine.o, the engine's implementation as make compiled it
 # for ./run (make test builds it first, with the same CFLAGS), for the
@@ -54,8 +59,7 @@ cached_build() {
 engine_build() {
     local out=$1; shift
     [ -f build/engine.o ] || { echo "engine_build: build/engine.o is missing (make all makes it)" >&2; return 1; }
-    cached_build "$out" ${CC:-cc} -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -Wall ${TEST_CFLAGS:--O2} \
-        "$@" build/engine.o -lm
+    cached_build "$out" ${CC:-cc} "${TEST_FLAGS[@]}" "$@" build/engine.o -lm
 }
 
 # within_build: sets the array `within` to a command that runs the rest of

@@ -124,8 +124,9 @@ else fail "bench --window 7 --ctx 9" "$(grep -A1 '^slope' "$tmp/w7.out" | tr '\n
 $RUN models/grammar.bin -m bench --window 16 --sinks 4 --ctx 64 --repeats 1 --svg "$tmp/w16.svg" >"$tmp/w16.out" 2>&1
 if grep -q "(predicted never to cross: the window reads at most 16 keys)" "$tmp/w16.svg" \
     && ! grep -q "predicted from bytes" "$tmp/w16.svg" && grep -q "it attends to min(n, 16) keys" "$tmp/w16.svg" \
-    && grep -q "linear axes: .* (one run)" "$tmp/w16.svg"; then
-    ok "bench --window 16 --svg: no predicted crossover drawn, min(n, 16) keys on the axis, one run (not spread 0%)"
+    && grep -q "linear axes: .* (one run)" "$tmp/w16.svg" \
+    && grep -Eq "^    f32 KV cache: +[0-9]+ bytes a position -> never \([0-9]+, past the window's 16 keys\) \(the one measured\)$" "$tmp/w16.out"; then
+    ok "bench --window 16 --svg: no predicted crossover drawn or printed, min(n, 16) keys on the axis, one run (not spread 0%)"
 else fail "bench --window 16 --svg" "$(grep -o 'KV cache: attention[^<]*' "$tmp/w16.svg")"; fi
 if grep -q "^  FLOPs prediction: 0 ms per 10 tokens past the window (attention reads 16 keys at each)$" "$tmp/w16.out" \
     && ! grep -q "measured / predicted" "$tmp/w16.out"; then
