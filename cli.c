@@ -25,9 +25,10 @@ void die(const char *fmt, ...) {
 }
 
 /* The exit status once what was printed has reached stdout's file: a full
- * disk or a closed pipe end is an error line, not a silent loss (one line
- * a run: a run that failed already said why, as --trace-out /dev/stdout
- * onto a full disk did). */
+ * disk is an error line, not a silent loss (one line a run: a run that
+ * failed already said why, as --trace-out /dev/stdout onto a full disk
+ * did). A closed pipe end (./run | head) ends the run by SIGPIPE, as it
+ * ends any filter, or, where SIGPIPE is ignored, is an error line too. */
 int output_status(int status) {
     int failed = fflush(stdout) != 0 ? errno : 0;
     if (!failed && !ferror(stdout)) return status;

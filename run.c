@@ -23,6 +23,7 @@
 #include "options.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -578,6 +579,9 @@ static int check_standard_streams(void) {
 
 int main(int argc, char **argv) {
     int stdin_closed = check_standard_streams();
+    /* a file-size limit (ulimit -f) killed the run mid-write, a half file
+     * left: ignored, the write fails and says so, and the file is removed */
+    signal(SIGXFSZ, SIG_IGN);
     Options o;
     parse_options(&o, argc, argv);
     char env_error[192];

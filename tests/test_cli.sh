@@ -437,6 +437,21 @@ expect_error "-o onto stderr's file" 2 "-o $tmp/err is the file stderr goes to" 
     $RUN $MODEL -m quantize --dtype q8 -o "$tmp/err"
 expect_error "--html /dev/stdout with stdout to a file" 2 "--html /dev/stdout is the file stdout goes to" -- \
     $RUN $MODEL -n 3 --html /dev/stdout
+# stdout or stderr appended to a file the run reads: the checkpoint grew
+# under its mapping (exit 0), and the next run refused it
+cp $MODEL "$tmp/grow.qkv"
+size=$(wc -c <"$tmp/grow.qkv")
+$RUN "$tmp/grow.qkv" -n 3 -i "the" >>"$tmp/grow.qkv" 2>"$tmp/grow.err"; rc=$?
+if [ $rc = 2 ] && grep -q "^error: stdout goes to $tmp/grow.qkv, the checkpoint, which this run reads$" "$tmp/grow.err" \
+    && [ "$(wc -c <"$tmp/grow.qkv")" = "$size" ]; then ok "stdout appended to the checkpoint: a usage error, the file unchanged"
+else fail "stdout appended to the checkpoint" "exit $rc, $(wc -c <"$tmp/grow.qkv") of $size bytes: $(head -n 1 "$tmp/grow.err")"; fi
+# a file-size limit is a failed write (SIGXFSZ killed the run, PATH.part left)
+echo kept >"$tmp/limited.qkv"
+bash -c "ulimit -f 8; exec $RUN $MODEL -m quantize --dtype q8 -o $tmp/limited.qkv" 2>"$tmp/limited.err"; rc=$?
+if [ $rc = 1 ] && [ "$(grep '^error' "$tmp/limited.err")" = "error: cannot write $tmp/limited.qkv: File too large" ] \
+    && [ "$(cat "$tmp/limited.qkv")" = kept ] && [ ! -e "$tmp/limited.qkv.part" ]; then
+    ok "ulimit -f 8 under -m quantize -o: one error line, exit 1, the old file kept, no .part left"
+else fail "ulimit -f 8 under -m quantize" "exit $rc: $(grep -v '^note' "$tmp/limited.err" | head -n 2)"; fi
 # a closed stderr (or stdin) is not lent to the files a run writes: quantize's
 # notes went into the checkpoint it wrote (in place, over the input), the
 # text trace into the JSON trace
