@@ -294,14 +294,15 @@ static void kv_store_row(KVCache *kv, int key, int layer, int kv_head, int slot,
         return;
     }
     float inverse, scale = q8_scale(x, hs, &inverse);
+    int zeros = inverse == 0.0f; /* all zeros, too small, or not finite: stored as zeros (q8_scale) */
     if (key) {
         kv->key_scales[row] = scale;
         unsigned char *panel = (unsigned char *)q8_keys_of(kv, row, &t).panels;
-        for (int i = 0; i < hs; i++) panel[q8_key_at(t, i)] = q8_key_byte(x[i], inverse);
+        for (int i = 0; i < hs; i++) panel[q8_key_at(t, i)] = q8_key_byte(zeros ? 0.0f : x[i], inverse);
     } else {
         kv->value_scales[row] = scale;
         unsigned char *quad = (unsigned char *)q8_values_of(kv, row, &t).quads;
-        for (int i = 0; i < hs; i++) quad[q8_value_at(hs, t, i)] = q8_byte(x[i], inverse);
+        for (int i = 0; i < hs; i++) quad[q8_value_at(hs, t, i)] = q8_byte(zeros ? 0.0f : x[i], inverse);
     }
 }
 

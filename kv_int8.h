@@ -11,8 +11,10 @@
 
 /* An int8 row's scale, max|x| / 127, and its inverse (0 for a row of
  * zeros, or of values so small the inverse overflows: inverse_scale); a
- * row with a NaN or an infinity gets a NaN scale and inverse 0, so no
- * float -> int is undefined and the row's products are NaN */
+ * row with a NaN or an infinity gets a NaN scale and inverse 0, so the
+ * row's products are NaN. A row of inverse 0 is stored as zeros
+ * (kv_store_row: NaN or infinity times 0 is NaN, whose float -> int is
+ * undefined). */
 static float q8_scale(const float *x, int n, float *inverse) {
     float amax = abs_max(x, n), scale = amax / 127.0f;
     *inverse = inverse_scale(1.0f, scale);

@@ -291,12 +291,16 @@ static int token_type(const Tokenizer *t, const Config *c, int i) {
 }
 
 /* The vocabulary as tokenizer.ggml.tokens, scores and token_type: in normal
- * tokens a space is written as sentencepiece's ▁ (U+2581), as GGUF has it. */
+ * tokens a space is written as sentencepiece's ▁ (U+2581), as GGUF has it;
+ * BOS and EOS without the newlines around them (llama2.c's export writes
+ * "\n<s>\n"; sentencepiece, GGUF and llama.cpp's tokenizer have "<s>"). */
 static void gguf_vocabulary(Bytes *b, const Tokenizer *t, const Config *c) {
     kv_array(b, "tokenizer.ggml.tokens", GGUF_STRING, t->vocab_size);
     for (int i = 0; i < t->vocab_size; i++) {
         const char *p = t->vocab[i];
-        int len = t->piece_lengths[i], normal = token_type(t, c, i) == GGUF_TOKEN_NORMAL, spaces = 0;
+        int len = t->piece_lengths[i], type = token_type(t, c, i), normal = type == GGUF_TOKEN_NORMAL, spaces = 0;
+        if (type == GGUF_TOKEN_CONTROL)
+            for (; len > 1 && (p[0] == '\n' || p[len - 1] == '\n'); len--) p += p[0] == '\n';
         for (int j = 0; j < len; j++) spaces += normal && p[j] == ' ';
         bytes_u64(b, (uint64_t)len + 2 * (uint64_t)spaces);
         for (int j = 0; j < len; j++) {

@@ -222,6 +222,14 @@ if [ -r $L2TOK ]; then
     else fail "GGUF with Llama 2's tokenizer: tokens" "'$a' vs '$b'"; fi
     same_text "GGUF with Llama 2's tokenizer: greedy text (Unicode prompt) equals the original's" \
         $RUN "$tmp/l2.gguf" -t 0 -n 96 -i "$P2" -- $RUN "$tmp/l2.bin" -z $L2TOK -t 0 -n 96 -i "$P2"
+    # qkv's GGUF of it is the converter's: BOS and EOS as "<s>" and "</s>"
+    # (it kept llama2.c's "\n<s>\n", which llama.cpp's tokenizer does not
+    # take for BOS)
+    if $RUN "$tmp/l2.bin" -z $L2TOK -m quantize -o "$tmp/l2-written.gguf" --dtype f32 2>/dev/null &&
+        $PY $CONVERT "$tmp/l2.bin" $L2TOK "$tmp/l2-named.gguf" --name qkv >/dev/null &&
+        cmp -s "$tmp/l2-written.gguf" "$tmp/l2-named.gguf"; then
+        ok "-m quantize -o X.gguf with Llama 2's tokenizer: byte for byte the converter's (<s>, </s>)"
+    else fail "-m quantize -o X.gguf with Llama 2's tokenizer" "not the converter's bytes"; fi
 else
     skip "GGUF with Llama 2's tokenizer" "$L2TOK is absent"
 fi

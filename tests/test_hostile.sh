@@ -74,6 +74,12 @@ if [ -f "$tmp/files/nan-norm-bench.qkv" ]; then
     if grep -q "^error: the model produced NaN logits at position 0 of a head probe$" "$tmp/nan.err"; then
         ok "-m heads on NaN logits: the position named, one line"
     else fail "-m heads on NaN logits" "$(head -n 2 "$tmp/nan.err")"; fi
+    # an int8 KV cache stores a row of NaNs as zeros (x * 0 was NaN, its
+    # conversion to int undefined: UBSan's report under CI's sanitizers)
+    $RUN "$tmp/files/nan-norm-bench.qkv" -n 3 -i "the" --kv-type q8 >/dev/null 2>"$tmp/nan.err"; rc=$?
+    if [ $rc = 1 ] && [ "$(cat "$tmp/nan.err")" = "error: the model produced NaN logits at position 1" ]; then
+        ok "NaN keys and values into an int8 KV cache: the NaN logits line alone, exit 1"
+    else fail "NaN rows into an int8 KV cache" "exit $rc: $(head -n 3 "$tmp/nan.err" | tr '\n' '|')"; fi
     # generate's streamed traces open at the first step (they were cut at the start)
     for f in keep.txt keep.json; do echo kept >"$tmp/$f"; done
     $RUN "$tmp/files/nan-norm-bench.qkv" -n 5 -i "the cat" --trace-out "$tmp/keep.txt" --trace-json "$tmp/keep.json" >/dev/null 2>&1
