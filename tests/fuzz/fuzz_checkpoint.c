@@ -1,7 +1,8 @@
 /* fuzz_checkpoint.c — libFuzzer target: any bytes as a checkpoint (qkv of
  * either architecture, llama2.c legacy or v1). A file either loads or is
  * refused with a reason; one that loads has its tokenizer section read (as
- * its kind) and one position run through every weight, as `./run` would. */
+ * its kind) and one position run through every weight, as `./run` would,
+ * with a float32 KV cache and with an int8 one. */
 #ifndef QKV_FUZZ_ENGINE_APART /* make test's replay links build/engine.o (engine.c) */
 #define QKV_MODEL_IMPLEMENTATION
 #define QKV_SAMPLER_IMPLEMENTATION
@@ -41,6 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (next < -1 || next >= m.config.vocab_size) __builtin_trap();
             sampler_free(&sampler);
         }
+        run_state_free(&s);
+    }
+    /* the position again into an int8 KV cache: its rows are quantized from
+     * whatever the weights made of them (NaN, infinity, 1e38) */
+    if (run_state_init_kv(&s, &m.config, 1, KV_Q8) == 0) {
+        forward(&m, &s, m.config.bos_id >= 0 ? m.config.bos_id : 0, 0, NULL);
         run_state_free(&s);
     }
     model_free(&m);
