@@ -544,15 +544,17 @@ void check_paths(const Options *o, const char *checkpoint) {
             }
     }
     /* stdout or stderr appended (>>) to a file the run reads: the
-     * checkpoint grew under the mapping, and the next run refused it */
-    const char *streams[2][2] = { { "stdout", "/dev/stdout" }, { "stderr", "/dev/stderr" } };
-    for (int s = 0; s < 2; s++)
-        for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
-            if (reads[r].path && same_file(streams[s][1], reads[r].path)) {
-                snprintf(msg, sizeof msg, "%s goes to %s, %s%s, which this run reads", streams[s][0], reads[r].path,
-                         r ? "the file of " : "", reads[r].flag);
-                usage_error(msg);
-            }
+     * checkpoint grew under the mapping, and the next run refused it. A
+     * stderr there ends the run at once and silently: its error line would
+     * land in the file it protects. */
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
+        if (reads[r].path && same_file("/dev/stderr", reads[r].path)) exit(2);
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
+        if (reads[r].path && same_file("/dev/stdout", reads[r].path)) {
+            snprintf(msg, sizeof msg, "stdout goes to %s, %s%s, which this run reads", reads[r].path,
+                     r ? "the file of " : "", reads[r].flag);
+            usage_error(msg);
+        }
 }
 
 void check_outputs(const Options *o) {

@@ -444,8 +444,10 @@ static void push_pair(Encoder *e, int left) {
     memcpy(e->buffer + la, t->vocab[b], (size_t)lb);
     int id = lookup_piece(t, e->buffer, la + lb);
     /* llama2.c merges only pieces scored above -1e10 (its best score's
-     * start), and so never one scored NaN (which would break the heap's order) */
-    if (id < 0 || !(t->scores[id] > -1e10f)) return;
+     * start), and so never one scored NaN (which would break the heap's
+     * order); nor into BOS or EOS (a GGUF's "<s>", sentencepiece's: text
+     * "<s>" in a prompt is text, as sentencepiece encodes it) */
+    if (id < 0 || !(t->scores[id] > -1e10f) || tokenizer_ends_text(t, id)) return;
     heap_push(&e->heap, (Merge){ t->scores[id], left, right, a, b, id });
 }
 

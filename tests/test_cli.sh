@@ -445,6 +445,10 @@ $RUN "$tmp/grow.qkv" -n 3 -i "the" >>"$tmp/grow.qkv" 2>"$tmp/grow.err"; rc=$?
 if [ $rc = 2 ] && grep -q "^error: stdout goes to $tmp/grow.qkv, the checkpoint, which this run reads$" "$tmp/grow.err" \
     && [ "$(wc -c <"$tmp/grow.qkv")" = "$size" ]; then ok "stdout appended to the checkpoint: a usage error, the file unchanged"
 else fail "stdout appended to the checkpoint" "exit $rc, $(wc -c <"$tmp/grow.qkv") of $size bytes: $(head -n 1 "$tmp/grow.err")"; fi
+# stderr there too: no line can be written (it would land in the file)
+$RUN "$tmp/grow.qkv" -n 3 -i "the" >>"$tmp/grow.qkv" 2>&1; rc=$?
+if [ $rc = 2 ] && [ "$(wc -c <"$tmp/grow.qkv")" = "$size" ]; then ok "stdout and stderr appended to the checkpoint: exit 2, the file unchanged"
+else fail "stderr appended to the checkpoint" "exit $rc, $(wc -c <"$tmp/grow.qkv") of $size bytes"; fi
 # a file-size limit is a failed write (SIGXFSZ killed the run, PATH.part left)
 echo kept >"$tmp/limited.qkv"
 bash -c "ulimit -f 8; exec $RUN $MODEL -m quantize --dtype q8 -o $tmp/limited.qkv" 2>"$tmp/limited.err"; rc=$?
@@ -469,6 +473,27 @@ if [ $rc -eq 0 ] && cmp -s "$tmp/open.json" "$tmp/closed.json"; then
 else fail "trace, stderr closed" "exit $rc, $(grep -c '== pos' "$tmp/closed.json") text lines in the JSON"; fi
 
 # ---- behaviour -------------------------------------------------------------
+# text "<s>" in a prompt is text: merges never make BOS or EOS (a vocabulary
+# with "<s" and ">" pieces merged "a<s>b" into 1 284 1 101, a BOS midway,
+# as the GGUF files qkv writes spell BOS "<s>")
+if [ -x "$PY" ]; then
+    $PY - "$tmp/lt.bin" <<'PYEND'
+import struct, sys
+raw = open("tests/data/tiny-tokenizer.bin", "rb").read()
+out, p, i = bytearray(raw[:4]), 4, 0
+pieces = {297: (b"<", -1.0), 298: (b">", -1.0), 299: (b"<s", -2.0)}  # the last three, replaced
+while p < len(raw):
+    score, n = struct.unpack_from("<fi", raw, p)
+    piece, p = raw[p + 8:p + 8 + n], p + 8 + n
+    piece, score = pieces.get(i, (piece, score))
+    out += struct.pack("<fi", score, len(piece)) + piece
+    i += 1
+open(sys.argv[1], "wb").write(out)
+PYEND
+    ids=$($RUN tests/data/gqa.qkv -z "$tmp/lt.bin" -m tokenize -i "a<s>b" 2>&1 | head -n 1)
+    if [ "$ids" = "1 284 299 298 101" ]; then ok "a prompt's text <s> stays the pieces <s and >, never a BOS midway"
+    else fail "a prompt's text <s>" "ids $ids"; fi
+else skip "a prompt's text <s>" "$PY is missing"; fi
 a=$($RUN $MODEL -n 0 -t 0 2>"$tmp/err"); b=$($RUN $MODEL -n 32 -t 0 2>/dev/null)
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "-n 0 runs the whole context (32 here), as in llama2.c"
 else fail "-n 0" "[$a] vs [$b] $(head -n 1 "$tmp/err")"; fi
