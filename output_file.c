@@ -102,9 +102,15 @@ int whole_file_open(WholeFile *w, const char *path, const char *what, char *err,
 
 int whole_file_commit(WholeFile *w, char *err, size_t err_len) {
     /* the reason of the call that failed, read at once; an earlier write's
-     * is gone (errno has moved on since), as output_close says */
+     * is gone (errno has moved on since), so one byte more is written to
+     * learn it: its cause (a full disk, a file-size limit) stops that one
+     * too, and the file is removed either way */
     int wrote = ferror(w->f) == 0, reason = 0;
-    if (fclose(w->f) != 0) reason = errno;
+    if (!wrote) {
+        clearerr(w->f);
+        if (fputc(0, w->f) == EOF || fflush(w->f) != 0) reason = errno;
+    }
+    if (fclose(w->f) != 0 && !reason) reason = errno;
     w->f = NULL;
     if (wrote && !reason && rename(w->part, w->path) != 0) reason = errno;
     int failed = !wrote || reason;

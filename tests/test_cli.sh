@@ -456,6 +456,11 @@ if [ $rc = 1 ] && [ "$(grep '^error' "$tmp/limited.err")" = "error: cannot write
     && [ "$(cat "$tmp/limited.qkv")" = kept ] && [ ! -e "$tmp/limited.qkv.part" ]; then
     ok "ulimit -f 8 under -m quantize -o: one error line, exit 1, the old file kept, no .part left"
 else fail "ulimit -f 8 under -m quantize" "exit $rc: $(grep -v '^note' "$tmp/limited.err" | head -n 2)"; fi
+# the page's write names its reason too (it said "a write to it failed")
+bash -c "ulimit -f 4; exec $RUN models/stories.bin -n 40 -s 1 --html $tmp/limited.html" >/dev/null 2>"$tmp/limited.err"; rc=$?
+if [ $rc = 1 ] && [ "$(cat "$tmp/limited.err")" = "error: cannot write $tmp/limited.html: File too large" ] \
+    && [ ! -e "$tmp/limited.html.part" ]; then ok "ulimit -f 4 under --html: one error line with the reason, exit 1, no .part left"
+else fail "ulimit -f 4 under --html" "exit $rc: $(head -n 2 "$tmp/limited.err")"; fi
 # a closed stderr (or stdin) is not lent to the files a run writes: quantize's
 # notes went into the checkpoint it wrote (in place, over the input), the
 # text trace into the JSON trace
