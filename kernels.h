@@ -72,7 +72,7 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
  * float32 8.6-10.8 -> 14.2-14.4 ms, float16 4.3-6.4 -> 9.4-10.6, int8
  * 2.7 -> 2.5; paired with plain reads of their bytes there, int8 rows
  * streamed at 67-79% of the read with the requests against 60-67%
- * without (README). */
+ * without (docs/speed-amd.md). */
 #ifndef QKV_KV_AHEAD
 #define QKV_KV_AHEAD 2048
 #endif
@@ -496,7 +496,7 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
 
 /* The float decode's own requests for its lines (prefetch_column in
  * kernels_float.c) were added on an Intel Xeon, into L1. On AMD EPYCs
- * (README, "The same on an AMD EPYC"):
+ * (docs/speed-amd.md, "The same on an AMD EPYC"):
  * - float32's AVX-512 kernel decodes faster without them (the hardware
  *   prefetchers keep its four streams fed): 5-17% on a Zen 5 (family
  *   26), 10-20% on a Zen 4 (family 25), where requests into L2 fall
