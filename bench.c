@@ -123,7 +123,7 @@ static size_t resident_bytes(void) {
 /* The progress bar's words: the position reached (progress.h draws it only
  * when stderr is a terminal; a log file keeps the plain lines). */
 static void show_position(Progress *p, double done, double total, int position, int last) {
-    if (!p->on) return; /* no words to make */
+    if (!p->columns) return; /* no words to make */
     char what[48];
     snprintf(what, sizeof what, "position %d of %d", position, last);
     progress_update(p, done, total, what);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,4 +168,13 @@ int output_close(FILE *f, const char *path, int rc, char *err, size_t err_len) {
         snprintf(err, err_len, "cannot write %s: a write to it failed", path);
     else return 0;
     return -1;
+}
+
+int terminal_columns(FILE *f) {
+    if (!isatty(fileno(f))) return 0;
+    struct winsize ws;
+    if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    int n = columns ? atoi(columns) : 0;
+    return n > 0 ? n : 80;
 }

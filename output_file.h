@@ -82,4 +82,8 @@ FILE *output_descriptor(int fd);
  * keeps its first error in err and its rc; else returns 0, or -1 with err. */
 int output_close(FILE *f, const char *path, int rc, char *err, size_t err_len);
 
+/* A terminal's columns (its size, else COLUMNS, else 80); 0 for a file or
+ * a pipe */
+int terminal_columns(FILE *f);
+
 #endif

@@ -30,16 +30,11 @@ int wants_colour(FILE *f) {
     return isatty(fileno(f)) && !(no_colour && no_colour[0]);
 }
 
-/* Characters per line: a terminal's width (its size, else COLUMNS, else 80);
- * a file or a pipe keeps FILE_WIDTH, so its lines do not depend on where it
- * was made. */
+/* Characters per line: a terminal's width (terminal_columns); a file or a
+ * pipe keeps FILE_WIDTH, so its lines do not depend on where it was made. */
 int output_width(FILE *f) {
-    if (!isatty(fileno(f))) return FILE_WIDTH;
-    struct winsize ws;
-    if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-    const char *columns = getenv("COLUMNS");
-    int n = columns ? atoi(columns) : 0;
-    return n > 0 ? n : 80;
+    int columns = terminal_columns(f);
+    return columns ? columns : FILE_WIDTH;
 }
 
 /* A terminal's rows (0 for a file or a pipe, or when it does not say) */

@@ -86,6 +86,15 @@ if command -v script >/dev/null; then
     script -qc "$RUN models/grammar.bin -m ppl -f tests/data/grammar-sample.txt" /dev/null >"$tmp/tty" 2>&1
     if grep -q 'ppl \[#*\.*\] *[0-9]*%' "$tmp/tty" && grep -q "bits/byte" "$tmp/tty"; then ok "ppl: a progress bar on a terminal"
     else fail "ppl progress bar" "$(head -c 300 "$tmp/tty" | cat -v)"; fi
+    # within a narrow terminal's width (a wrapped bar left a row behind at
+    # every redraw): at 40 and 24 columns every redraw is under the width
+    head -n 250 README.md >"$tmp/readme.txt" # about 2 s of scoring
+    for cols in 40 24; do
+        script -qc "stty cols $cols; $RUN models/stories.bin -m ppl -f $tmp/readme.txt" /dev/null >"$tmp/tty" 2>&1
+        longest=$(tr '\r' '\n' <"$tmp/tty" | sed 's/\x1b\[K//g' | grep -a '^ppl \[' | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+        if [ "$longest" -gt 0 ] && [ "$longest" -lt $cols ]; then ok "ppl: the progress bar fits $cols columns ($longest)"
+        else fail "ppl progress bar at $cols columns" "its longest redraw is $longest characters"; fi
+    done
 else echo "skip ppl progress bar: script(1) is missing"; fi
 if [ -r ../shared/data/tinystories-v1-cased.txt ]; then
     # story 0 of the original mix: held out from training
