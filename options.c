@@ -548,9 +548,9 @@ void check_paths(const Options *o, const char *checkpoint) {
      * stderr there ends the run at once and silently: its error line would
      * land in the file it protects. */
     for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
-        if (reads[r].path && same_file("/dev/stderr", reads[r].path)) exit(2);
+        if (reads[r].path && stream_goes_to(STDERR_FILENO, reads[r].path)) exit(2);
     for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++)
-        if (reads[r].path && same_file("/dev/stdout", reads[r].path)) {
+        if (reads[r].path && stream_goes_to(STDOUT_FILENO, reads[r].path)) {
             snprintf(msg, sizeof msg, "stdout goes to %s, %s%s, which this run reads", reads[r].path,
                      r ? "the file of " : "", reads[r].flag);
             usage_error(msg);

@@ -138,11 +138,15 @@ void whole_file_abandon(WholeFile *w) {
  * duplicate of the stream's descriptor the writes go where the stream's go,
  * as through a pipe (output_open). */
 int output_standard_stream(const char *path) {
-    struct stat p, s;
-    if (stat(path, &p) != 0 || !S_ISREG(p.st_mode)) return -1;
     for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
-        if (fstat(fd, &s) == 0 && s.st_dev == p.st_dev && s.st_ino == p.st_ino) return fd;
+        if (stream_goes_to(fd, path)) return fd;
     return -1;
+}
+
+int stream_goes_to(int fd, const char *path) {
+    struct stat p, s;
+    return stat(path, &p) == 0 && S_ISREG(p.st_mode) && fstat(fd, &s) == 0 && s.st_dev == p.st_dev &&
+           s.st_ino == p.st_ino;
 }
 
 FILE *output_open(const char *path, const char *what, char *err, size_t err_len) {

@@ -65,6 +65,10 @@ int output_check(const char *path, int whole, const char *what, char *err, size_
  * stream wrote: check_paths). */
 int output_standard_stream(const char *path);
 
+/* 1 when descriptor fd writes to the regular file path (by device and
+ * inode) */
+int stream_goes_to(int fd, const char *path);
+
 /* Opens path to write as the run goes (a regular file that is stdout's or
  * stderr's, as /dev/stdout is when stdout goes to a file, is written
  * through that stream's descriptor, not cut and overwritten). Returns the

@@ -14,7 +14,6 @@
 #include "gguf_format.h"
 #include "qkv_format.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,9 +434,9 @@ int quantize_checkpoint(const Model *m, const Tokenizer *t, WeightType type, con
     int n = list_tensors(m, list, gguf);
     WholeFile out; /* a new file renamed over the old, so -o may name the checkpoint being read */
     int rc = whole_file_open(&out, out_path, "-o", err, err_len);
-    errno = 0; /* a failed write sets it (ENOSPC, EFBIG); out of memory may not */
-    if (rc == 0 && write_checkpoint(out.f, m, t, type, list, n, gguf))
-        rc = fail(err, err_len, "cannot write %s: %s", out_path, errno ? strerror(errno) : "out of memory");
+    /* a failed write is whole_file_commit's to tell, with its reason */
+    if (rc == 0 && write_checkpoint(out.f, m, t, type, list, n, gguf) && !ferror(out.f))
+        rc = fail(err, err_len, "out of memory writing %s", out_path);
     if (rc == 0) rc = whole_file_commit(&out, err, err_len);
     whole_file_abandon(&out);
     free(list);
