@@ -141,6 +141,9 @@ int slope_unit(int ctx);
  * through two or three points (negative slopes, absurd ratios). */
 #define BENCH_MIN_FIT 8
 static inline int has_slope(const Bench *b) { return b->fit_count >= BENCH_MIN_FIT; }
+
+/* The plural ending of a count the bench prints: "1 position", "2 positions". */
+static inline const char *plural(long n) { return n == 1 ? "" : "s"; }
 double predicted_crossover(const Bench *b, KVType type);
 /* 1 when a --window of fewer keys than that position keeps attention below it */
 int window_stays_below(const Bench *b, double predicted);

@@ -29,7 +29,7 @@ static void print_header(const Bench *b) {
            c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_size,
            c->vocab_size, c->seq_len);
     printf("  threads %d, median of %d run%s, positions 1..%d", b->options->threads, b->repeats,
-           b->repeats == 1 ? "" : "s", b->ctx);
+           plural(b->repeats), b->ctx);
     if (b->cached.n < b->ctx)
         printf(" (each up to %d, then %d log-spaced a doubling: %d in all)", DENSE_POSITIONS, STEPS_PER_DOUBLING,
                b->cached.n);
@@ -38,8 +38,9 @@ static void print_header(const Bench *b) {
            mib(b->model->weight_bytes), b->model->n_params);
     printf("  kernel    %s (QKV_ISA caps the set, QKV_VENDOR names the maker)\n", model_kernel_name(b->model));
     int held = b->options->window ? b->options->window : b->ctx; /* a window holds W positions */
-    printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d positions\n",
-           kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)held, mib((double)kv * held), held);
+    printf("  KV cache  %s, %zu bytes per token; %zu bytes (%.1f MiB) for %d position%s\n",
+           kv_type_name((KVType)b->options->kv_type), kv, kv * (size_t)held, mib((double)kv * held), held,
+           plural(held));
 }
 
 /* The table at the log-spaced positions: the measurement next to the
@@ -88,7 +89,8 @@ static void print_slopes(const Bench *b) {
     double predicted_flops = flops_attention_per_token(c, unit);
     double predicted_ms = b->small_flop_rate > 0 ? predicted_flops / b->small_flop_rate * 1e3 : 0;
     double last_attention_s = b->cached.attention_ms[b->cached.n - 1] * 1e-3;
-    printf("\nslope (least squares over the %d positions measured in %d..%d)\n", b->fit_count, b->fit_from, b->ctx);
+    printf("\nslope (least squares over the %d position%s measured in %d..%d)\n", b->fit_count, plural(b->fit_count),
+           b->fit_from, b->ctx);
     if (!has_slope(b)) {
         /* with a window the fit starts past it once --ctx does (and a
          * --ctx of 8 does when the window is under 7) */
@@ -197,20 +199,20 @@ static void print_roofline(const Bench *b) {
     RooflineFigures f = roofline_figures(b);
     int small = b->ctx < SMALL_CONTEXT ? b->ctx : SMALL_CONTEXT;
     printf("\nroofline (%d thread%s; probes: one pass of %s reads over %.1f MiB, FMAs in registers)\n", r->threads,
-           r->threads == 1 ? "" : "s", r->isa, mib((double)r->probe_bytes));
+           plural(r->threads), r->isa, mib((double)r->probe_bytes));
     printf("  machine: read bandwidth %.1f GB/s, float32 FMA peak %.1f GFLOP/s\n", r->read_gbps, r->fma_gflops);
     printf("  decode, positions 1..%d: weights stream at %.1f GB/s = %.0f%% of the read bandwidth"
            " (%zu bytes a token)\n", small, f.decode_gbps, 100 * f.decode_gbps / r->read_gbps,
            weight_bytes_per_token(b->model));
-    printf("  decode's fastest step of those %d (the probe's figure is its fastest pass): %.1f GB/s = %.0f%%\n",
-           small * b->repeats, f.fastest_gbps, 100 * f.fastest_gbps / r->read_gbps);
+    printf("  decode's fastest of its %d step%s (the probe's figure is its fastest pass): %.1f GB/s = %.0f%%\n",
+           small * b->repeats, plural(small * b->repeats), f.fastest_gbps, 100 * f.fastest_gbps / r->read_gbps);
     if (model_matrices_of(b->model, WEIGHT_F16) > 0 && r->f16_gbps > 0) /* the arithmetic's own ceiling */
         printf("  float16's conversions alone (each weight converted and multiply-added, from L1, as its kernels do):"
                " %.1f GB/s; decode streams at %.0f%% of the lesser of it and the read\n", r->f16_gbps,
                100 * f.decode_gbps / (r->f16_gbps < r->read_gbps ? r->f16_gbps : r->read_gbps));
     print_paired(&b->paired[0], "decode", "weights");
-    printf("  prefill of %d tokens: %.1f GFLOP/s = %.0f%% of the FMA peak; the weights' products (all but"
-           " attention) %.1f GFLOP/s = %.0f%%\n", f.prompt, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
+    printf("  prefill of %d token%s: %.1f GFLOP/s = %.0f%% of the FMA peak; the weights' products (all but"
+           " attention) %.1f GFLOP/s = %.0f%%\n", f.prompt, plural(f.prompt), f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
            f.weights_gflops, 100 * f.weights_gflops / r->fma_gflops);
     const Config *c = &b->model->config;
     double kv_bytes = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) *
@@ -235,7 +237,7 @@ static void print_roofline(const Bench *b) {
     printf("summary: %s %s %d thread%s: decode %.1f tok/s, %.1f GB/s (%.0f%%; fastest step %.0f%%; paired %.0f%%);"
            " prefill %d: "
            "%.1f tok/s, %.1f GFLOP/s (%.0f%%; weights %.0f%%)\n", base_name(b->options->model_path),
-           weight_type_name((WeightType)b->model->config.weight_type), r->threads, r->threads == 1 ? "" : "s",
+           weight_type_name((WeightType)b->model->config.weight_type), r->threads, plural(r->threads),
            f.decode_tok_s, f.decode_gbps, 100 * f.decode_gbps / r->read_gbps, 100 * f.fastest_gbps / r->read_gbps,
            100 * b->paired[0].one_pass_share, f.prompt, f.prefill_tok_s, f.prefill_gflops, 100 * f.prefill_gflops / r->fma_gflops,
            100 * f.weights_gflops / r->fma_gflops);
@@ -291,18 +293,17 @@ static void print_prefill_memory(const Bench *b) {
     double kv = (double)kv_bytes_per_position((KVType)b->options->kv_type, c->n_layers, c->n_kv_heads, c->head_size) * held;
     int rows = attention_rows_for(c->n_heads, held);
     double kept = (double)rows * c->n_heads * held * 2 * sizeof(float);
-    printf("\nprefill memory, %d tokens: peak resident growth over the prefill (a child process; KV cache %.1f MiB%s)\n",
-           n, mib(kv), b->options->window ? ", the window's" : "");
+    printf("\nprefill memory, %d token%s: peak resident growth over the prefill (a child process; KV cache %.1f MiB%s)\n",
+           n, plural(n), mib(kv), b->options->window ? ", the window's" : "");
     if (b->prefill_kb[0] < 0 || b->prefill_kb[1] < 0) {
         printf("  not measured (no /proc/self/clear_refs)\n");
         return;
     }
     printf("  tiled (no observer):          %8.1f MiB = the KV cache %+.1f MiB\n", b->prefill_kb[0] / 1024.0,
            b->prefill_kb[0] / 1024.0 - mib(kv));
-    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d head%s x %d keys,"
+    printf("  score rows kept (an observer): %8.1f MiB = the KV cache %+.1f MiB (%d rows x %d head%s x %d key%s,"
            " scores and weights: %.1f MiB)\n", b->prefill_kb[1] / 1024.0, b->prefill_kb[1] / 1024.0 - mib(kv), rows,
-           c->n_heads,
-           c->n_heads == 1 ? "" : "s", held, mib(kept));
+           c->n_heads, plural(c->n_heads), held, plural(held), mib(kept));
     printf("  (all %d x %d scores of one layer's heads would be %.1f MiB; neither keeps them)\n", n, held,
            mib((double)n * held * c->n_heads * sizeof(float)));
 }

@@ -399,9 +399,9 @@ int write_svg(const Bench *b, const Derived *dp, FILE *f) {
     snprintf(line, sizeof line, "qkv: per-token latency against context, %s", base_name(b->options->model_path));
     svg_text(f, PLOT_LEFT, 28, "start", " font-size=\"17\" font-weight=\"bold\"", line);
     snprintf(line, sizeof line, "dim %d, %d layer%s, %d head%s (%d kv), vocab %d; %d thread%s; median of %d run%s",
-             c->dim, c->n_layers, c->n_layers == 1 ? "" : "s", c->n_heads, c->n_heads == 1 ? "" : "s", c->n_kv_heads,
-             c->vocab_size, b->options->threads, b->options->threads == 1 ? "" : "s", b->repeats,
-             b->repeats == 1 ? "" : "s");
+             c->dim, c->n_layers, plural(c->n_layers), c->n_heads, plural(c->n_heads), c->n_kv_heads,
+             c->vocab_size, b->options->threads, plural(b->options->threads), b->repeats,
+             plural(b->repeats));
     svg_text(f, PLOT_LEFT, 48, "start", " fill=\"#555\"", line);
     snprintf(line, sizeof line, "faint lines: each position; bold: running median over positions n \u00b1 n/%d"
              " (at least the neighbours)", SMOOTH_DIVISOR);

@@ -107,6 +107,13 @@ if grep -q "too few positions for a slope (at least 8" "$tmp/ctx2.out" && ! grep
     && grep -q "too few positions" "$tmp/ctx2.svg" && ! grep -q "least-squares" "$tmp/ctx2.svg"; then
     ok "bench --ctx 2: no slope through two points, said so (and no line in the SVG)"
 else fail "bench --ctx 2" "$(grep -A1 '^slope' "$tmp/ctx2.out" | tail -n 1)"; fi
+# one position: every count of one said in the singular ("for 1 positions",
+# "prefill of 1 tokens" and "x 1 keys" before)
+$RUN models/grammar.bin -m bench --ctx 1 --repeats 1 >"$tmp/ctx1.out" 2>&1
+plurals=$(grep -oE '(^|[^0-9.,])1 (positions|tokens|keys|steps|runs|threads|heads|layers)\b' "$tmp/ctx1.out")
+if [ -z "$plurals" ] && grep -q "for 1 position$" "$tmp/ctx1.out" && grep -q "^prefill memory, 1 token:" "$tmp/ctx1.out"; then
+    ok "bench --ctx 1: counts of one in the singular"
+else fail "bench --ctx 1: plurals" "$(echo "$plurals" | tr '\n' '|')"; fi
 $RUN models/grammar.bin -m bench --window 8 --ctx 4 --repeats 1 >"$tmp/w4.out" 2>&1
 if grep -q "^  median ms per token: positions 1..4 [0-9.]*$" "$tmp/w4.out" && ! grep -q "resident memory (MiB) at positions:$" "$tmp/w4.out"; then
     ok "bench --window 8 --ctx 4: the window's line names the 4 positions timed, no empty memory line"
@@ -151,7 +158,7 @@ else
             "run-to-run spread [0-9]+%" "FLOPs prediction: [0-9.]+ ms per 10 tokens" "prefill +decode" \
             "machine: read bandwidth [0-9.]+ GB/s, float32 FMA peak [0-9.]+ GFLOP/s" \
             "decode, positions 1..32: weights stream at [0-9.]+ GB/s = [0-9]+% of the read bandwidth" \
-            "decode's fastest step of those 64 \(the probe's figure is its fastest pass\): [0-9.]+ GB/s = [0-9]+%" \
+            "decode's fastest of its 64 steps \(the probe's figure is its fastest pass\): [0-9.]+ GB/s = [0-9]+%" \
             "prefill of 32 tokens: [0-9.]+ GFLOP/s = [0-9]+% of the FMA peak" \
             "decode paired with plain reads of its [0-9.]+ MiB of weights \(64 steps at position 32, each followed by a read in one pass, as the probe reads, and one in the step's order with its meetings\): it streams them at [0-9]+% of the first and [0-9]+% of the second \(medians of the pairs' ratios; decode [0-9.]+ GB/s, the reads [0-9.]+ and [0-9.]+\)" \
             "attention paired with plain reads of its [0-9.]+ MiB of keys and values \(64 steps at position 32, " \
@@ -162,7 +169,7 @@ else
         # printed), and the summary line gives the same share.
         why=$(awk '/read bandwidth [0-9.]+ GB\/s, float32/ { for (i = 1; i < NF; i++) if ($i == "bandwidth") probe = $(i + 1) }
             /weights stream at/ { for (i = 1; i < NF; i++) if ($i == "at") median = $(i + 1) }
-            /fastest step of those/ { for (i = 1; i < NF; i++) if ($i == "GB/s") { fast = $(i - 1); pct = $(i + 2) } }
+            /fastest of its [0-9]+ steps/ { for (i = 1; i < NF; i++) if ($i == "GB/s") { fast = $(i - 1); pct = $(i + 2) } }
             /^summary:/ { for (i = 1; i < NF; i++) if ($i == "fastest") summary = $(i + 2) }
             END { sub("%", "", pct); sub("%.*", "", summary)
                   if (fast == "" || fast + 0 < median + 0) print "fastest " fast " GB/s below the median step'"'"'s " median
