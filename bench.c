@@ -628,7 +628,26 @@ static void touch_mapping(const Model *m) {
 typedef struct {
     const Model *m;
     int n, kv_type, observed, window, sinks;
+    Progress *progress; /* the parent's bar, drawn on by the child: NULL for none */
 } ChildJob;
+
+/* The prefill's tokens between redraws of the bar: a few ms each, and the
+ * chunk's buffers are the same in n / PREFILL_PIECE calls as in one. */
+#define PREFILL_PIECE 512
+
+/* A prefill of n tokens from position 0, in pieces of PREFILL_PIECE, the
+ * bar showing how far it is: the first child's half of the bar, or the second's */
+static void prefill_showing(const ChildJob *job, RunState *s, const int *tokens, const ForwardObserver *o) {
+    int n = job->n;
+    for (int done = 0; done < n; done += PREFILL_PIECE) {
+        if (job->progress && job->progress->columns) {
+            char what[64];
+            snprintf(what, sizeof what, "%s: token %d of %d", job->observed ? "observed" : "tiled", done, n);
+            progress_update(job->progress, job->observed * n + done, 2.0 * n, what);
+        }
+        forward_tokens(job->m, s, tokens + done, n - done < PREFILL_PIECE ? n - done : PREFILL_PIECE, done, o);
+    }
+}
 
 static long child_prefill_growth_kb(const ChildJob *job) {
     const Model *m = job->m;
@@ -649,7 +668,7 @@ static long child_prefill_growth_kb(const ChildJob *job) {
     FILE *reset = fopen("/proc/self/clear_refs", "w");
     long before = status_kb("VmRSS");
     if (reset && fputs("5", reset) >= 0 && fclose(reset) == 0 && before > 0) {
-        forward_tokens(m, &s, tokens, n, 0, job->observed ? &o : NULL);
+        prefill_showing(job, &s, tokens, job->observed ? &o : NULL);
         growth = status_kb("VmHWM") - before;
     }
     return growth;
@@ -690,13 +709,14 @@ static long in_child(long (*task)(const ChildJob *job), const ChildJob *job) {
     return answer;
 }
 
-static long prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks) {
-    long growth = in_child(child_prefill_growth_kb, &(ChildJob){ m, n, kv_type, observed, window, sinks });
+static long prefill_growth_kb(const Model *m, int n, int kv_type, int observed, int window, int sinks,
+                              Progress *progress) {
+    long growth = in_child(child_prefill_growth_kb, &(ChildJob){ m, n, kv_type, observed, window, sinks, progress });
     return growth < 0 ? -1 : growth;
 }
 
 long bench_prefill_growth_kb(const Model *m, int n, int kv_type, int observed) {
-    return prefill_growth_kb(m, n, kv_type, observed, 0, 0);
+    return prefill_growth_kb(m, n, kv_type, observed, 0, 0, NULL);
 }
 
 /* Peak resident bytes so far */
@@ -774,7 +794,7 @@ static int write_outputs(const Bench *b, const Derived *d, char *err, size_t err
  * ppl and heads refuse it): one step at position 0 says (in a child:
  * in_child). Returns 0, or -1 with err. */
 static int check_first_logits(const Model *m, int kv_type, char *err, size_t err_len) {
-    long found = in_child(child_first_logits, &(ChildJob){ m, 1, kv_type, 0, 0, 0 });
+    long found = in_child(child_first_logits, &(ChildJob){ m, 1, kv_type, 0, 0, 0, NULL });
     if (found == LOGITS_FINITE) return 0;
     if (found == LOGITS_NAN || found == LOGITS_INFINITE)
         bad_logits_message(err, err_len, found == LOGITS_NAN, 0, (KVType)kv_type);
@@ -795,8 +815,11 @@ int bench_run(const Model *m, const BenchOptions *o, char *err, size_t err_len) 
     /* the children first: the parent's own steps start OpenMP (in_child) */
     b.prefill_tokens = b.ctx < PREFILL_MEMORY_TOKENS ? b.ctx : PREFILL_MEMORY_TOKENS;
     fprintf(stderr, "bench: the memory of a %d-token prefill, tiled and observed\n", b.prefill_tokens);
+    Progress progress = progress_start("bench");
     for (int observed = 0; observed < 2; observed++)
-        b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks);
+        b.prefill_kb[observed] = prefill_growth_kb(m, b.prefill_tokens, o->kv_type, observed, o->window, o->sinks,
+                                                   &progress);
+    progress_end(&progress);
     RunState s;
     Derived d = { 0 };
     int *tokens = malloc((size_t)b.ctx * sizeof(int));

@@ -107,6 +107,14 @@ if grep -q "too few positions for a slope (at least 8" "$tmp/ctx2.out" && ! grep
     && grep -q "too few positions" "$tmp/ctx2.svg" && ! grep -q "least-squares" "$tmp/ctx2.svg"; then
     ok "bench --ctx 2: no slope through two points, said so (and no line in the SVG)"
 else fail "bench --ctx 2" "$(grep -A1 '^slope' "$tmp/ctx2.out" | tail -n 1)"; fi
+# on a terminal the first phase (two child processes' prefills, a minute at
+# 8k tokens) draws the bar too, each child its half
+if command -v script >/dev/null; then
+    script -qc "stty cols 100; $RUN models/grammar.bin -m bench --ctx 8 --repeats 1 >/dev/null" /dev/null >"$tmp/tty" 2>&1
+    if grep -q "bench \[\.*\]   0%  tiled: token 0 of 8" "$tmp/tty" && grep -q "50%  observed: token 0 of 8" "$tmp/tty"; then
+        ok "bench on a terminal: the prefill-memory phase draws its bar (tiled, then observed)"
+    else fail "bench on a terminal: the prefill-memory phase's bar" "$(tr '\r' '\n' <"$tmp/tty" | head -n 4 | tr '\n' '|')"; fi
+else skip "bench on a terminal" "no script(1)"; fi
 # one position: every count of one said in the singular ("for 1 positions",
 # "prefill of 1 tokens" and "x 1 keys" before)
 $RUN models/grammar.bin -m bench --ctx 1 --repeats 1 >"$tmp/ctx1.out" 2>&1
