@@ -70,6 +70,14 @@ static void test_worked_example(void) {
     const float q_bank[2] = { 2, 0 }, q_flooded[2] = { 1, 1 };
     report(vector_close(q[2], q_bank, 2, 0, why, sizeof why) && vector_close(q[3], q_flooded, 2, 0, why, sizeof why),
            "worked example: queries ('bank' [2,0], 'flooded' [1,1])", "%s", why);
+    /* "river" and "flooded" advertise water with a 2 (their keys' first
+     * number); the values: river and flooded [1,0], bank [0,1], The nothing */
+    report(k[1][0] == 2 && k[3][0] == 2 && k[0][0] == 0 && k[2][0] == 0,
+           "worked example: keys' first number (river and flooded 2, The and bank 0)", "keys [%g,%g,%g,%g]",
+           k[0][0], k[1][0], k[2][0], k[3][0]);
+    const float v_all[8] = { 0, 0, 1, 0, 0, 1, 1, 0 };
+    report(vector_close(&v[0][0], v_all, 8, 0, why, sizeof why),
+           "worked example: values (The [0,0], river [1,0], bank [0,1], flooded [1,0])", "%s", why);
 
     /* without the mask "bank" sees all four tokens */
     attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 4, 2);
@@ -79,6 +87,15 @@ static void test_worked_example(void) {
     report(vector_close(weights, bank_weights, 4, 0.0006f, why, sizeof why),
            "worked example: bank's weights [0.028,0.472,0.028,0.472]", "%s", why);
     report(vector_close(out, bank_out, 2, 0.0006f, why, sizeof why), "worked example: bank's output [0.944,0.028]", "%s", why);
+    /* the softmax spelled out: e^0 = 1 and e^2.83 = 16.92, the row's total
+     * 35.84, so river's weight is 16.92 / 35.84 = 0.472; and 94% of bank's
+     * attention is on the two water words */
+    report(close_to(weights[1] / weights[0], 16.92f, 0.005f), "worked example: e^2.83 = 16.92 (river's weight / The's)",
+           "%.4f", weights[1] / weights[0]);
+    report(close_to(1.0f / weights[0], 35.84f, 0.005f), "worked example: the row's total 35.84 (1 / The's weight)",
+           "%.4f", 1.0f / weights[0]);
+    report(close_to(weights[1] + weights[3], 0.94f, 0.005f), "worked example: 94% on the two water words",
+           "%.4f", weights[1] + weights[3]);
 
     /* with the causal mask "bank" sees The, river, bank */
     attention_head(out, scores, weights, q[2], &k[0][0], &v[0][0], 3, 2);
@@ -87,7 +104,8 @@ static void test_worked_example(void) {
            "worked example: causal weights of bank [0.053,0.894,0.053]", "%s", why);
     report(vector_close(out, causal_out, 2, 0.0006f, why, sizeof why), "worked example: causal output [0.894,0.053]", "%s", why);
 
-    /* "The" sees only itself; "flooded", the last token, is unchanged by the mask */
+    /* "The" sees only itself; "flooded", the last token, sees every key with
+     * the mask or without (the seeds: its row is unchanged), and sums to 1 */
     attention_head(out, scores, weights, q[0], &k[0][0], &v[0][0], 1, 2);
     report(weights[0] == 1.0f, "worked example: 'The' under the mask attends only to itself", "weight %f", weights[0]);
     float full[4];
