@@ -6,7 +6,9 @@
  * trace_print_attention(). Prints "ok NAME" / "FAIL NAME: why" lines.
  * Built by tests/test_trace.sh with trace.c, heads.c, stepper.c, tokenizer.c
  * and the engine's implementation (tests/fuzz/engine.c: model.h, and
- * sampler.h, with which heads.c samples its text probes). */
+ * sampler.h, with which heads.c samples its text probes). With --print it
+ * prints the two rows (and each output) as the README shows them, and the
+ * tests check the README's block against that printout. */
 #include "../model.h"
 #include "../sampler.h"
 #include "../trace.h"
@@ -187,10 +189,67 @@ static void test_wrapping(void) {
     report(blocks == 2 && widest <= 200, "a 30-key row at 200 columns: 2 blocks", "wrong blocks or width");
 }
 
-int main(void) {
+/* The two rows as the README shows them (--print): bank's query against
+ * every key, then under the causal mask, each with its output, the
+ * weighted sum of the values, at the seeds' three decimals. The caller
+ * frees the text. */
+static char *worked_example_text(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    for (int i = 0; i < 2; i++) {
+        const RowExample *e = i ? &CAUSAL_EXAMPLE : &WORKED_EXAMPLE;
+        float out[D_K];
+        char *row = bank_row(e->n_keys, 0, out);
+        fprintf(f, i ? "with the causal mask (\"flooded\" comes after \"bank\"):\n"
+                     : "\"bank\", query [2, 0], d_k = %d, scale 1/\u221a%d = %.4f:\n", D_K, D_K, 1 / sqrtf(D_K));
+        fputs(row, f);
+        fprintf(f, "  output = \u03a3 weight \u00b7 value = [%.3f, %.3f]\n", out[0], out[1]);
+        free(row);
+    }
+    fclose(f);
+    return text;
+}
+
+/* The README's block of `$ build/test_trace_format --print` holds every
+ * line it prints, in order (run from the repository's root). */
+static void test_readme(void) {
+    FILE *f = fopen("README.md", "r");
+    if (!f) { printf("skip README's worked example: README.md not found\n"); return; }
+    char *readme = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&readme, &cap, '\0', f);
+    fclose(f);
+    const char *at = n > 0 ? strstr(readme, "$ build/test_trace_format --print\n") : NULL;
+    const char *end = at ? strstr(at, "```") : NULL;
+    char *text = worked_example_text(), why[256] = "no `$ build/test_trace_format --print` block";
+    int ok = at && end;
+    for (char *line = text, *next; ok && *line; line = next) {
+        next = strchr(line, '\n');
+        *next++ = '\0';
+        char want[256];
+        snprintf(want, sizeof want, "\n%s\n", line);
+        const char *found = strstr(at, want);
+        ok = found && found < end;
+        if (ok) at = found + strlen(want) - 1;
+        else snprintf(why, sizeof why, "not in the block, in order: '%s'", line);
+    }
+    report(ok, "README shows the worked example as the row printer prints it", why);
+    free(text);
+    free(readme);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--print")) {
+        char *text = worked_example_text();
+        fputs(text, stdout);
+        free(text);
+        return 0;
+    }
     check_example(&WORKED_EXAMPLE);
     check_example(&CAUSAL_EXAMPLE);
     test_colour();
     test_wrapping();
+    test_readme();
     return failures ? 1 : 0;
 }
