@@ -3,7 +3,9 @@
  * The claim under test: with a KV cache, the token at position n is one query
  * row against n cached keys, so its cost is the weights (the same at every
  * position) plus an attention term linear in n; recomputing the prefix instead
- * runs all n tokens again, so it grows quadratically.
+ * runs all n tokens again: n times the weights (linear in n) and n query rows
+ * against up to n keys each, the prefill's n × n scores (quadratic in n), so
+ * its curve bends upward once attention's share of it grows.
  *
  * The bench times the real forward(). An observer's stage callbacks bracket
  * attention (scores, softmax, weighted sum of values) in every layer, so each
