@@ -35,11 +35,11 @@ static const float BANK_QUERY[D_K] = { 2, 0 };
 static const char *const LABELS[N_TOKENS] = { "The", "river", "bank", "flooded" };
 
 /* Prints one row into a string (the caller frees it). */
-static char *print_row(const float *scores, const float *weights, int n_visible, int n_cols, int colour) {
+static char *print_row(const float *scores, const float *weights, int n_visible, int n_cols, int colour, int width) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, 0, NULL, 0, NULL, 0 };
+    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, width, NULL, 0, NULL, 0 };
     trace_print_attention(f, &row, colour);
     fclose(f);
     return text;
@@ -48,10 +48,14 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
 /* Bank's query against the first n_keys keys, printed as a trace row (the
  * caller frees it): 4 keys is the worked example, 3 the causal one, where
  * "flooded" is still in the future. out receives the attention output. */
-static char *bank_row(int n_keys, int colour, float out[D_K]) {
+static char *bank_row_width(int n_keys, int colour, float out[D_K], int width) {
     float scores[N_TOKENS], weights[N_TOKENS];
     attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], n_keys, D_K);
-    return print_row(scores, weights, n_keys, N_TOKENS, colour);
+    return print_row(scores, weights, n_keys, N_TOKENS, colour, width);
+}
+
+static char *bank_row(int n_keys, int colour, float out[D_K]) {
+    return bank_row_width(n_keys, colour, out, 0);
 }
 
 /* The cells of the line whose label is label (the words after it; a label
@@ -189,7 +193,7 @@ static void test_wrapping(void) {
     report(blocks == 2 && widest <= 200, "a 30-key row at 200 columns: 2 blocks", "wrong blocks or width");
 }
 
-/* The two rows as the README shows them (--print): bank's query against
+/* The two rows as the README shows them (--print, 80 columns): bank's query against
  * every key, then under the causal mask, each with its output, the
  * weighted sum of the values, at the seeds' three decimals. The caller
  * frees the text. */
@@ -200,7 +204,7 @@ static char *worked_example_text(void) {
     for (int i = 0; i < 2; i++) {
         const RowExample *e = i ? &CAUSAL_EXAMPLE : &WORKED_EXAMPLE;
         float out[D_K];
-        char *row = bank_row(e->n_keys, 0, out);
+        char *row = bank_row_width(e->n_keys, 0, out, 80); /* as an 80-column terminal shows it */
         fprintf(f, i ? "with the causal mask (\"flooded\" comes after \"bank\"):\n"
                      : "\"bank\", query [2, 0], d_k = %d, scale 1/\u221a%d = %.4f:\n", D_K, D_K, 1 / sqrtf(D_K));
         fputs(row, f);
