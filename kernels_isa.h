@@ -16,7 +16,8 @@
 
 #include "kernels.h"
 
-/* Row t of the float input, of its int8 copy, of its scales. */
+/* Row t of the float input, of its int8 copy, of its blocks' scales and
+ * of their sums. */
 static inline const float *act_row(const Activations *a, int t) { return a->x + (size_t)t * a->stride; }
 static inline const int8_t *act_q(const Activations *a, int t) { return a->q + (size_t)t * a->stride; }
 static inline const float *act_scale(const Activations *a, int t) {
@@ -45,8 +46,6 @@ static inline float half_bits_to_float(uint16_t h) {
     memcpy(&f, &bits, 4);
     return f;
 }
-
-/* float32 -> binary16, rounding to nearest even, overflow to infinity. */
 
 /* x . w over n floats. Sixteen independent partial sums let a compiler
  * keep them in vector registers (the norms' sums of squares). */
