@@ -57,7 +57,8 @@ static inline size_t align_up(size_t v, size_t alignment) { return (v + alignmen
 /* Bytes ahead of the KV cache's rows whose lines the kernels request
  * (kernels_rows.h, kv_cache.h, kv_int8.h), and the bench's in-order read
  * with them (roofline.c). A decode step reads a long context's keys from
- * memory, a block of 256 at a time, then the block's values. 8 rows ahead
+ * memory, a run of up to QKV_DECODE_RUN blocks of 256 at a time
+ * (attention.h), then the run's values. 8 rows ahead
  * (768 bytes of float16 keys of 48) left the core waiting: 2 KiB took the
  * 15M shape's float16 attention at 16,384 positions from 72-78% to 82-85%
  * of the bench's read probe (1 thread, Xeon, three runs interleaved);
@@ -499,7 +500,8 @@ void weight_packed_row_to_float(WeightType type, const void *panels, int cols, i
  * (docs/speed-amd.md, "The same on an AMD EPYC"):
  * - float32's AVX-512 kernel decodes faster without them (the hardware
  *   prefetchers keep its four streams fed): 5-17% on a Zen 5 (family
- *   26), 10-20% on a Zen 4 (family 25), where requests into L2 fall
+ *   26), 13-20% on a Zen 4 (family 25: 42M, 168 tok/s without, 135-146
+ *   with), where requests into L2 fall
  *   between. Its entry without them is taken on every AMD.
  * - On the Zen 4 the other float kernels are fastest with requests into
  *   L2 only: 1 thread, 42M float16 298-322 tok/s against 235-241 into L1
