@@ -65,7 +65,7 @@ void unpack_float_values(const void *panels, int cols, int elem, int i, int j0, 
 /* ------------------------------------------------------------------------ */
 /* Portable kernel                                                           */
 
-/* One panel's rows row0..row0+15 times position t: acc[r] for row r. */
+/* One panel's 16 rows times one position's input x: acc[r] for row r. */
 static void panel_float_portable(float acc[QKV_PANEL], const unsigned char *panel, int cols, const float *x,
                                  int half) {
     for (int r = 0; r < QKV_PANEL; r++) acc[r] = 0.0f;

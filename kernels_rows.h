@@ -44,9 +44,11 @@ static void rows_f16_portable(float *out, int os, const Activations *a, const vo
 
 /* Tiles: R rows at a time (each row's bytes stream in parallel, which is
  * what keeps the memory system busy in a decode step), times up to P
- * queries (each key vector loaded once for all of them: a prompt). One accumulator per (row, position); four rows'
- * accumulators are summed across lanes together at the end. TILE_ROWS is
- * every kernel's R; the AVX-512 ones choose their P per shape. */
+ * queries (each key vector loaded once for all of them: a prompt). One
+ * accumulator per (row, position); each four rows' accumulators are summed
+ * across lanes together at the end. TILE_ROWS is R everywhere but an AVX2
+ * float16 decode step, which takes 8 (AVX2_MATMUL); P is 6 with AVX-512
+ * (the last 1-5 positions in one tile), 3 with AVX2 (then 2 or 1). */
 #define TILE_ROWS 4
 /* Software prefetch (the kernels with fetch, into L1 or into L2 (_l2); not
  * the _hw ones: kv_fetch_ahead chooses): while a tile streams its rows, the
