@@ -249,17 +249,21 @@ static void weighted_sum_portable(KVType type, const unsigned char *rows, size_t
 
 #ifdef QKV_HAVE_X86_KERNELS
 /* The x86 kernels keep a slice of out in registers while the rows stream
- * past (a decode step reads each value row once: the time is its bytes),
- * the sum of each element in row order, as the portable loop; float rows
- * in two sums, the even rows' and the odd rows' (weighted_sum_512). */
+ * past (a decode step reads each value row once: the time is its bytes).
+ * Float rows are summed in two sums, the even rows' and the odd rows', with
+ * FMAs (weighted_sum_512), so their bits differ from the portable loop's
+ * one sum in row order (within an instruction set, a prompt and a decode
+ * step sum alike); int8 rows give every instruction set the same bits
+ * (kv_int8.h). */
 #define KV_SLICE_512 4 /* vectors of 16: head elements summed at once */
 #define KV_SLICE_256 4 /* vectors of 8, int8 rows in two sets of sums */
 #define KV_FLOAT_SLICE_256 6 /* float rows, two sums each: 12 of the 16 registers */
 /* the bytes of rows rows from row, QKV_KV_AHEAD bytes ahead (kernels.h,
  * as for the keys), where the cache's fetch_ahead says so: the value rows
  * of a long context come from memory, and on Intel the hardware prefetcher
- * alone leaves the core waiting at the start of each block (on AMD it
- * reads them faster alone, but for float32 rows on a Zen 4: into L2) */
+ * alone leaves the core waiting at the start of each block (kv_fetch_ahead:
+ * on a Zen 4 the prefetchers alone read float16 and int8 rows faster, and
+ * float32 rows with AVX-512 go into L2; other AMD families into L1) */
 INLINE void kv_prefetch_rows(const unsigned char *row, size_t row_bytes, int rows, Fetch fetch) {
     fetch_range(row + QKV_KV_AHEAD, rows * row_bytes, fetch);
 }
