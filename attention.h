@@ -235,8 +235,8 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * multiply-adds of scores (a quarter of a matrix product's threshold: its
  * keys and values come from L3 or memory, not from cache). The 15M shape,
  * int8 weights, 256 tokens, 2 threads, Xeon: attention 57-61 us a token
- * from QKV_PARALLEL_MIN_WORK, 50-53 from this (threads from 28 keys on,
- * not 114). */
+ * from QKV_PARALLEL_MIN_WORK, 50-53 from this (threads from 29 keys on,
+ * 6 heads x 48 x 29 >= 8,192, not 114). */
 #define QKV_DECODE_PARALLEL_WORK (QKV_PARALLEL_MIN_WORK / 4)
 
 /* A decode row's tasks come in runs: a thread's share of (head, block)
