@@ -1254,7 +1254,9 @@ static void sampler_with_sentinel(Sampler *s, int vocab, float temperature, floa
  * last partial vector, so a prompt's rows give a token's bits), and NaN in
  * gives NaN out. Bound: 4 ulp of the float64 value (the exp's 2, a divide
  * and a multiply), or 1e-35 absolute where g < -80 (elementwise.h's
- * clamp: silu is then below 1e-33 either way). */
+ * clamp: silu is then below 1e-33 either way). Gates far below the exp's
+ * range (-1e3, -1e6, -3e38) are in the row too: silu is 0 there, where
+ * e^-g clamped to e^88.38 had made it g / 2.4e38 (-1.25 at -3e38). */
 static void test_silu_mul(Isa isa) {
     enum { N = 203 };
     float g[N], u[N], got[N], shifted[N + 5];
@@ -1265,6 +1267,7 @@ static void test_silu_mul(Isa isa) {
         u[i] = (float)((lcg >> 4) % 1000) / 250.0f - 2.0f;
     }
     g[7] = 0.0f, g[8] = -0.0f, g[9] = 1e-30f, g[10] = 88.5f, g[11] = -88.2f;
+    g[12] = -1e3f, g[13] = -1e6f, g[14] = -3e38f;
     double worst = 0; /* in ulps */
     int same = 1;
     for (int n = 1; n <= N; n += n < 40 ? 1 : 37) {
