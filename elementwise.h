@@ -6,12 +6,15 @@
  * sampler.h's include it after kernels.h, whose instruction-set macros and
  * mask helpers it uses); not a header of its own.
  *
- * Each function's vector forms compute every element with the same
- * arithmetic as each other (a row's last, partial vector is masked, never
- * left to a scalar loop), so an element's result depends on its value and
- * the instruction set only: not on the row's length or where a thread's
- * share of the elements begins. A prompt's SwiGLU (many rows, split across
- * threads) gives the bits of one token's. */
+ * SwiGLU's vector forms compute every element with the same arithmetic
+ * (a row's last, partial vector is masked, never left to a scalar loop), so
+ * an element's result depends on its value and the instruction set only:
+ * not on the row's length or where a thread's share of the elements
+ * begins. A prompt's SwiGLU (many rows, split across threads) gives the
+ * bits of one token's. The logits' passes only compare (AVX2 leaves their
+ * last n % 8 to the portable loop), and every form gives the same index.
+ * The exp's callers in attention.h mask the last vector with AVX-512 and
+ * leave it to exp_scalar with AVX2 (block_exp_256). */
 #ifndef QKV_ELEMENTWISE_H
 #define QKV_ELEMENTWISE_H
 
