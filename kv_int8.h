@@ -202,7 +202,8 @@ static void q8_scores_portable(Q8Keys k, int skip, const float *q, int n, float 
  * set, and so is out. The rounding of c_t moves out[i] by at most
  * step / 2 · Σ_t |v_t[i]| (tested): a relative 1.5e-5 of the largest
  * weighted row's. A chunk whose weights are not finite, or all below
- * KV_Q8_TINY (step would not be a float), is summed in float instead. */
+ * KV_Q8_TINY, is summed in float instead: a margin above where step would
+ * be subnormal (amax below 3.9e-34) and 32767 / amax overflow (9.6e-35). */
 #define KV_Q8_CHUNK 256
 #define KV_Q8_TINY 1e-30f
 
