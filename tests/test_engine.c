@@ -9,6 +9,7 @@
 #include "../tokenizer.h"
 #include "../sampler.h"
 #include "../threads.h"
+#include "../rope.h" /* static inline: rope_angles_exact */
 
 #include <math.h>
 #include <stdarg.h>
@@ -164,6 +165,24 @@ static void test_kernels(void) {
     float r0[4] = { 0.3f, -0.7f, 1.5f, 2.0f }, r0_copy[4] = { 0.3f, -0.7f, 1.5f, 2.0f };
     rope(r0, 1, 4, 0, 10000.0f);
     report(vector_close(r0, r0_copy, 4, 0, why, sizeof why), "rope at pos 0 is the identity", "%s", why);
+    /* past the context (a window's positions): rope_angles_exact's turns at
+     * 2^24 + 1 (not a float) and 10^9 + 7 against pos · f reduced mod 2π in
+     * long double (f = 1 and 0.01f, head size 4: their product is exact
+     * there), within 1e-6; a float product is off by a radian or more */
+    const long long far[] = { (1LL << 24) + 1, 1000000007LL };
+    const float freq[2] = { 1.0f, 0.01f };
+    double rope_far = 0;
+    for (int k = 0; k < 2; k++) {
+        float cos_far[2], sin_far[2];
+        rope_angles_exact(cos_far, sin_far, 4, far[k], 10000.0f);
+        for (int i = 0; i < 2; i++) {
+            long double angle = fmodl((long double)far[k] * freq[i], 6.283185307179586476925286766559L);
+            rope_far = fmax(rope_far, fabs((double)cos_far[i] - (double)cosl(angle)));
+            rope_far = fmax(rope_far, fabs((double)sin_far[i] - (double)sinl(angle)));
+        }
+    }
+    report(rope_far <= 1e-6, "rope past the context: the turns at positions 2^24 + 1 and 10^9 + 7 within 1e-6 of "
+           "long double's", "worst error %.3g", rope_far);
 
     float m[6] = { 1, 2, 3, 4, 5, 6 }, xin[3] = { 1, 0, -1 }, y[2];
     Matrix mat = { WEIGHT_F32, 2, 3, m };
