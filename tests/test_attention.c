@@ -813,6 +813,61 @@ static void test_running_median(void) {
     free(d.block);
 }
 
+/* A decode row over more keys than one run of QKV_DECODE_RUN blocks (a
+ * context past 16,384 keys), on one thread: that thread's blocks of a head
+ * come in runs, each within its scratch. Against float64 attention over the
+ * same float32 rows (one head, head size 8), within 1e-5 of the sums'
+ * scale. */
+static void test_long_decode(void) {
+    enum { LONG_HS = 8, LONG_KEYS = (QKV_DECODE_RUN + 1) * QKV_KEY_BLOCK + 77 };
+    KVCache kv;
+    if (kv_cache_init(&kv, KV_F32, 1, 1, LONG_KEYS, LONG_HS)) {
+        report(0, "attention: a decode row over more than one run of blocks", "out of memory");
+        return;
+    }
+    float *keys = malloc(sizeof(float) * LONG_KEYS * LONG_HS), *values = malloc(sizeof(float) * LONG_KEYS * LONG_HS);
+    float *partials = malloc(sizeof(float) * attention_partials_floats(1, LONG_KEYS, LONG_HS));
+    float *states = malloc(sizeof(float) * attention_states_floats(1, 1, LONG_HS));
+    double *x = malloc(sizeof(double) * LONG_KEYS);
+    float q[LONG_HS], out[LONG_HS];
+    lcg = 77;
+    for (int i = 0; i < LONG_HS; i++) q[i] = uniform(-2, 2);
+    for (int i = 0; i < LONG_KEYS * LONG_HS; i++) {
+        keys[i] = uniform(-1, 1);
+        values[i] = uniform(-1, 1);
+    }
+    for (int t = 0; t < LONG_KEYS; t++) kv_cache_store(&kv, 0, t, keys + (size_t)t * LONG_HS, values + (size_t)t * LONG_HS);
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    AttentionRows a = { .n_heads = 1, .n = 1, .pos = LONG_KEYS - 1, .q = q, .q_stride = LONG_HS, .out = out,
+                        .out_stride = LONG_HS, .partials = partials, .states = states };
+    attention_layer(&kv, 0, &a);
+    omp_set_num_threads(threads);
+    double max = -INFINITY, sum = 0, want[LONG_HS] = { 0 }, magnitude[LONG_HS] = { 0 }, scale = 0, err = 0;
+    for (int t = 0; t < LONG_KEYS; t++) {
+        x[t] = 0;
+        for (int i = 0; i < LONG_HS; i++) x[t] += (double)q[i] * keys[(size_t)t * LONG_HS + i];
+        x[t] /= sqrt(LONG_HS);
+        max = fmax(max, x[t]);
+    }
+    for (int t = 0; t < LONG_KEYS; t++) {
+        double e = exp(x[t] - max);
+        sum += e;
+        for (int i = 0; i < LONG_HS; i++) {
+            want[i] += e * values[(size_t)t * LONG_HS + i];
+            magnitude[i] += e * fabs(values[(size_t)t * LONG_HS + i]);
+        }
+    }
+    for (int i = 0; i < LONG_HS; i++) scale = fmax(scale, magnitude[i] / sum);
+    for (int i = 0; i < LONG_HS; i++) err = fmax(err, fabs(out[i] - want[i] / sum) / scale);
+    char name[200];
+    snprintf(name, sizeof name, "attention: a decode row over %d keys (%d blocks, past one run of %d) on one thread "
+             "within 1e-5 of float64", LONG_KEYS, (LONG_KEYS + QKV_KEY_BLOCK - 1) / QKV_KEY_BLOCK, QKV_DECODE_RUN);
+    report(err <= 1e-5, name, "error %.3g", err);
+    kv_cache_free(&kv);
+    free(keys); free(values); free(partials); free(states); free(x);
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], PREFILL_MEMORY_ARG) == 0) {
         test_prefill_memory();
@@ -828,6 +883,7 @@ int main(int argc, char **argv) {
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
+    test_long_decode();
     test_step_reads();
     test_running_median();
     spawn_prefill_memory(argv[0]);
