@@ -56,6 +56,23 @@ else
     done
 fi
 
+# ---- token ids one past the vocabulary ----------------------------------------
+# A qkv header's bos_id (offset 56) or eos_id (60) equal to its vocab_size
+# (offset 32) names no row of the embedding (ids are 0..vocab_size-1): the
+# battery's 0, -1, 1, INT_MAX and INT_MIN never hit the edge, where a run
+# fed BOS would read one row past the table
+vocab=$(od -An -t d4 -j 32 -N 4 tests/data/gqa.qkv | tr -d ' ')
+edge_bad=
+for field in 56:bos 60:eos; do
+    cp tests/data/gqa.qkv "$tmp/edge.qkv"
+    printf "$(printf '\\%03o' $((vocab & 255)) $(((vocab >> 8) & 255)) $(((vocab >> 16) & 255)) $(((vocab >> 24) & 255)))" |
+        dd of="$tmp/edge.qkv" bs=1 seek="${field%%:*}" conv=notrunc status=none
+    run_case 1 "bos/eos id outside the vocabulary" "$tmp/edge.qkv" -n 4 -i "the"
+    [ -n "$why" ] && edge_bad="$edge_bad ${field#*:}_id $vocab: $why;"
+done
+if [ -z "$edge_bad" ]; then ok "hostile: qkv bos_id or eos_id equal to vocab_size ($vocab) refused"
+else fail "hostile: qkv bos_id or eos_id equal to vocab_size" "$edge_bad"; fi
+
 # ---- a refused run leaves the outputs already there as they were -------------
 # (-m bench and -m heads opened theirs at the start: a model refused for its
 # NaN logits left them empty; options.c checks the paths at the start instead)
