@@ -62,15 +62,19 @@ fi
 
 # ---- perplexity mode against PyTorch ----------------------------------------
 # check_ppl MODEL TEXT GOLDEN [TOLERANCE]: mean nats/token within 1e-3 (or
-# TOLERANCE) of PyTorch's
+# TOLERANCE) of PyTorch's, and the perplexity printed beside it is e to
+# PyTorch's nats/token (its log within the same tolerance)
 check_ppl() {
     local model=$1 text=$2 golden=$3 tolerance=${4:-1e-3}
-    local want got
+    local want got ppl
     want=$(grep -v '^#' "$golden" | head -n 1)
-    got=$($RUN "$model" -m ppl -f "$text" 2>/dev/null | awk '/nats\/token/ {print $2}')
+    read -r got ppl < <($RUN "$model" -m ppl -f "$text" 2>/dev/null | awk '/nats\/token/ {print $2, $4}')
     if [ -n "$got" ] && awk -v a="$got" -v b="$want" -v t="$tolerance" 'BEGIN { d = a - b; exit !(d < t && d > -t) }'; then
         ok "ppl of $model on $(basename "$text"): $got nats/token, PyTorch $want"
     else fail "ppl of $model" "engine '$got', PyTorch '$want'"; fi
+    if [ -n "$ppl" ] && awk -v p="$ppl" -v b="$want" -v t="$tolerance" 'BEGIN { d = log(p) - b; exit !(p > 0 && d < t && d > -t) }'; then
+        ok "ppl of $model on $(basename "$text"): perplexity $ppl = exp(PyTorch's $want nats/token)"
+    else fail "ppl of $model: perplexity" "engine '$ppl', exp(PyTorch's $want)"; fi
 }
 check_ppl models/grammar.bin tests/data/grammar-sample.txt tests/golden/models/grammar-ppl.txt
 check_ppl models/grammar.bin tests/data/grammar-two-docs.txt tests/golden/models/grammar-docs-ppl.txt
