@@ -186,6 +186,21 @@ else
             "$tmp/full.out")
         if [ -z "$why" ]; then ok "bench full: the fastest decode step, against the median step, the probe and the summary"
         else fail "bench full: the fastest decode step" "$why"; fi
+        # The predicted crossovers, by hand: tests/data/gqa.qkv streams its
+        # 29,728 float32 parameters, 118,912 bytes a token (test_cli.sh's
+        # -m info check works them out); a position of context adds a key
+        # and a value row per layer (2) and kv head (2) of 8 elements: 4
+        # bytes each in f32 (256), 2 in f16 (128), 1 plus a 4-byte scale a
+        # row in q8 (2 x 2 x 2 x 12 = 96). They cross at 118912 / bytes,
+        # printed to the nearest position.
+        why=$(awk 'BEGIN { want["f32"] = 256; want["f16"] = 128; want["q8"] = 96 }
+            /KV cache: +[0-9]+ bytes a position -> position [0-9]+/ {
+                type = $1; bytes = $4; at = $NF == "measured)" ? $(NF - 3) : $NF; n++
+                if (!(type in want) || bytes != want[type]) print type ": " bytes " bytes a position, expected " want[type]
+                else if ((at - 118912 / bytes) ^ 2 > 0.26) print type ": position " at ", expected 118912 / " bytes " = " 118912 / bytes }
+            END { if (n != 3) print n + 0 " predicted crossovers, expected 3" }' "$tmp/full.out")
+        if [ -z "$why" ]; then ok "bench full: the predicted crossovers are the weight bytes over each KV type's bytes a position (464, 929, 1239)"
+        else fail "bench full: predicted crossovers" "$(echo $why)"; fi
     fi
     # float16 weights: the conversions' probe, a ceiling beside the read's
     # (its share of the lesser of the two, recomputed from the printed
