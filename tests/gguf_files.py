@@ -160,11 +160,14 @@ def valid_cases():
                             ("blk.0.ffn_down.weight", GGML_F32), ("output.weight", GGML_Q4_0)):
         t = mixed.tensor(name)
         t[2], t[3] = ggml_type, tensor_data(random.Random(7), ggml_type, t[1])
-    wide = Model(seed=8)  # integer keys in other integer types, epsilon as f64, no rope.dimension_count
+    # integer keys in other integer types, epsilon as f64, no rope.dimension_count, no rope.freq_base
+    # (llama.cpp's default, 10000: test_gguf.sh reads it back)
+    wide = Model(seed=8)
     wide.set_kv("llama.context_length", U64, 16)
     wide.set_kv("llama.block_count", I32, 1)
     wide.set_kv("llama.attention.layer_norm_rms_epsilon", F64, 1e-5)
     wide.drop_kv("llama.rope.dimension_count")
+    wide.drop_kv("llama.rope.freq_base")
     no_tokenizer = Model(seed=9)
     for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
         no_tokenizer.drop_kv(key)

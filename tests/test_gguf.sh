@@ -49,6 +49,9 @@ for f in "$tmp"/good/*.gguf; do
         fail "GGUF $name generates" "$(head -c 200 "$tmp/err")"
     elif ! grep -q "^the cat sat" "$tmp/text"; then
         fail "GGUF $name generates" "the text does not start with the prompt: $(head -c 100 "$tmp/text")"
+    elif [ "$name" = wide-keys ] && ! grep -q "rope\.freq_base 10000 " "$tmp/info"; then
+        # without llama.rope.freq_base, RoPE's base is llama.cpp's default, 10000
+        fail "GGUF wide-keys: no rope.freq_base is llama.cpp's 10000" "$(grep -o 'rope\.freq_base [^ ]*' "$tmp/info")"
     else
         ok "GGUF $name loads and generates ($(grep '^tensor types' "$tmp/info" | sed 's/  */ /g'))"
     fi
