@@ -204,8 +204,8 @@ static void time_after_prefill(const Model *m, RunState *s, const int *tokens, C
                                int dense, const char *label) {
     int last = c->positions[c->n - 1];
     if (dense < c->n)
-        fprintf(stderr, "bench: %s, %d log-spaced positions %d..%d, each after a prefill up to it and %d untimed steps\n",
-                label, c->n - dense, c->positions[dense], last, WARM_STEPS);
+        fprintf(stderr, "bench: %s, %d log-spaced position%s %d..%d, each after a prefill up to it and %d untimed steps\n",
+                label, c->n - dense, plural(c->n - dense), c->positions[dense], last, WARM_STEPS);
     Progress progress = progress_start("bench");
     for (int i = dense; i < c->n; i++) {
         int position = c->positions[i], filled = c->positions[i - 1];

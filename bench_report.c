@@ -108,8 +108,8 @@ static void print_slopes(const Bench *b) {
            b->total_fit.intercept, spread);
     int W = b->options->window;
     if (W && b->fit_from > W) { /* every fitted position reads W keys: no growth to predict */
-        printf("  FLOPs prediction: 0 ms per %d %s past the window (attention reads %d keys at each)\n", unit, tokens,
-               W);
+        printf("  FLOPs prediction: 0 ms per %d %s past the window (attention reads %d key%s at each)\n", unit, tokens,
+               W, plural(W));
         predicted_ms = 0;
     } else
         printf("  FLOPs prediction: %.4f ms per %d %s = %.4g MFLOP of attention per %d %s"
@@ -274,15 +274,16 @@ static void print_crossover(const Bench *b) {
         double predicted = predicted_crossover(b, (KVType)t);
         char where[64];
         if (window_stays_below(b, predicted))
-            snprintf(where, sizeof where, "never (%.0f, past the window's %d keys)", predicted, b->options->window);
+            snprintf(where, sizeof where, "never (%.0f, past the window's %d key%s)", predicted, b->options->window,
+                     plural(b->options->window));
         else snprintf(where, sizeof where, "position %.0f", predicted);
         printf("    %-3s KV cache: %6zu bytes a position -> %s%s\n", kv_type_name((KVType)t),
                kv_bytes_per_position((KVType)t, c->n_layers, c->n_kv_heads, c->head_size), where,
                t == (int)measured ? " (the one measured)" : "");
     }
     if (b->options->window)
-        printf("  (with --window %d attention reads at most %d keys: past the window its share stops growing)\n",
-               b->options->window, b->options->window);
+        printf("  (with --window %d attention reads at most %d key%s: past the window its share stops growing)\n",
+               b->options->window, b->options->window, plural(b->options->window));
 }
 
 /* The prefill's memory: tiled, and with the rows of scores an observer
@@ -325,7 +326,7 @@ static void print_window(const Bench *b) {
     int W = o->window, unit = slope_unit(b->ctx);
     double *scratch = malloc((size_t)b->ctx * sizeof(double));
     if (!scratch) return;
-    printf("\nsliding window: --window %d --sinks %d (the KV cache holds %d positions)\n", W, o->sinks, W);
+    printf("\nsliding window: --window %d --sinks %d (the KV cache holds %d position%s)\n", W, o->sinks, W, plural(W));
     int filled = W < b->ctx ? W : b->ctx; /* --ctx below W: the window never fills */
     printf("  median ms per token: positions 1..%d %.3f", filled, median_total(&b->cached, 1, filled, scratch));
     if (b->ctx > W) printf("; %d..%d %.3f", W + 1, b->ctx, median_total(&b->cached, W + 1, b->ctx, scratch));
@@ -333,12 +334,13 @@ static void print_window(const Bench *b) {
                                 median_total(&b->cached, b->ctx - W + 1, b->ctx, scratch));
     printf("\n");
     if (b->fit_from > 1 && has_slope(b))
-        printf("  beyond the window (least squares over %d..%d): %.4f ms per %d tokens (flat: each token reads %d keys)\n",
-               b->fit_from, b->ctx, b->total_fit.slope * unit, unit, W);
+        printf("  beyond the window (least squares over %d..%d): %.4f ms per %d token%s (flat: each token reads %d key%s)\n",
+               b->fit_from, b->ctx, b->total_fit.slope * unit, unit, plural(unit), W, plural(W));
     if (full->n) {
-        int last = full->positions[full->n - 1], from = full->positions[full->n > 16 ? full->n - 16 : 0];
+        int tail = full->n > 16 ? 16 : full->n; /* the last 16 positions measured, or all of fewer */
+        int last = full->positions[full->n - 1], from = full->positions[full->n - tail];
         printf("  full cache, no window: positions 1..%d %.3f ms median, at %d %.3f ms (median of the last %d)\n",
-               last, median_total(full, 1, last, scratch), last, median_total(full, from, last, scratch), 16);
+               last, median_total(full, 1, last, scratch), last, median_total(full, from, last, scratch), tail);
     }
     if (b->cached.rss_every <= b->ctx) { /* sampled once a context: none before the first ends */
         printf("  resident memory (MiB) at positions");

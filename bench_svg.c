@@ -324,8 +324,8 @@ static void draw_linear_panel(FILE *f, const Bench *b, const Derived *d, int top
     int unit = slope_unit(b->ctx);
     if (b->repeats > 1) snprintf(spread, sizeof spread, "spread %.0f%%", 100 * b->cached.spread);
     if (has_slope(b))
-        snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d tokens of context (%s)",
-                 b->total_fit.slope * unit, unit, spread);
+        snprintf(title, sizeof title, "B. With the KV cache, linear axes: %.3g ms more per %d token%s of context (%s)",
+                 b->total_fit.slope * unit, unit, plural(unit), spread);
     else snprintf(title, sizeof title, "B. With the KV cache, linear axes (too few positions for a slope)");
     Series s[8] = {
         raw_series(cc, COLOR_TOTAL, cc->total_ms),
@@ -409,8 +409,8 @@ int write_svg(const Bench *b, const Derived *dp, FILE *f) {
     double predicted = predicted_crossover(b, (KVType)b->options->kv_type);
     char prediction[96];
     if (window_stays_below(b, predicted))
-        snprintf(prediction, sizeof prediction, "predicted never to cross: the window reads at most %d keys",
-                 b->options->window);
+        snprintf(prediction, sizeof prediction, "predicted never to cross: the window reads at most %d key%s",
+                 b->options->window, plural(b->options->window));
     else snprintf(prediction, sizeof prediction, "predicted from bytes: %.0f", predicted);
     if (b->crossover > 0)
         snprintf(line, sizeof line, "%s KV cache: attention takes as long as the rest of the step at n = %.0f"

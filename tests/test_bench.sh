@@ -122,6 +122,16 @@ plurals=$(grep -oE '(^|[^0-9.,])1 (positions|tokens|keys|steps|runs|threads|head
 if [ -z "$plurals" ] && grep -q "for 1 position$" "$tmp/ctx1.out" && grep -q "^prefill memory, 1 token:" "$tmp/ctx1.out"; then
     ok "bench --ctx 1: counts of one in the singular"
 else fail "bench --ctx 1: plurals" "$(echo "$plurals" | tr '\n' '|')"; fi
+# a window of one key and a slope per 1 token (--ctx 9: "holds 1 positions",
+# "reads 1 keys", "past the window's 1 keys", "per 1 tokens" before), in the
+# report and the SVG; the full cache's median over the 9 positions it has
+$RUN models/grammar.bin -m bench --ctx 9 --window 1 --repeats 1 --svg "$tmp/w1.svg" >"$tmp/w1.out" 2>&1
+plurals=$(cat "$tmp/w1.out" "$tmp/w1.svg" | grep -oE '(^|[^0-9.,])1 (positions|tokens|keys|steps|runs|threads|heads|layers)\b')
+if [ -z "$plurals" ] && grep -q "(the KV cache holds 1 position)$" "$tmp/w1.out" \
+    && grep -q "attention reads at most 1 key: past the window" "$tmp/w1.out" \
+    && grep -q "(median of the last 9)$" "$tmp/w1.out"; then
+    ok "bench --window 1 --ctx 9: counts of one in the singular, in the report and the SVG"
+else fail "bench --window 1 --ctx 9: plurals" "$(echo "$plurals" | tr '\n' '|') $(grep -o 'median of the last [0-9]*' "$tmp/w1.out")"; fi
 $RUN models/grammar.bin -m bench --window 8 --ctx 4 --repeats 1 >"$tmp/w4.out" 2>&1
 if grep -q "^  median ms per token: positions 1..4 [0-9.]*$" "$tmp/w4.out" && ! grep -q "resident memory (MiB) at positions:$" "$tmp/w4.out"; then
     ok "bench --window 8 --ctx 4: the window's line names the 4 positions timed, no empty memory line"
