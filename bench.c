@@ -122,13 +122,14 @@ static size_t resident_bytes(void) {
     return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* The progress bar's words: the position reached (progress.h draws it only
- * when stderr is a terminal; a log file keeps the plain lines). */
-static void show_position(Progress *p, double done, double total, int position, int last) {
-    if (!p->columns) return; /* no words to make */
-    char what[48];
-    snprintf(what, sizeof what, "position %d of %d", position, last);
-    progress_update(p, done, total, what);
+/* The progress bar's words: what ("position", "tiled: token") reached, of
+ * last (progress.h draws it only when stderr is a terminal; a log file
+ * keeps the plain lines). */
+static void show_count(Progress *p, double done, double total, const char *what, int at, int last) {
+    if (!p || !p->columns) return; /* no words to make */
+    char words[64];
+    snprintf(words, sizeof words, "%s %d of %d", what, at, last);
+    progress_update(p, done, total, words);
 }
 
 /* Untimed decode steps at each log-spaced position, after the prefill that
@@ -190,8 +191,8 @@ static void time_dense_positions(const Model *m, RunState *s, const int *tokens,
             if (c->rss && r == 0 && position % c->rss_every == 0)
                 c->rss[position / c->rss_every - 1] = resident_bytes();
             sample_step(t, i, r, step);
-            show_position(&progress, (double)r * dense + i + 1, (double)t->repeats * dense, position,
-                          c->positions[dense - 1]);
+            show_count(&progress, (double)r * dense + i + 1, (double)t->repeats * dense, "position", position,
+                       c->positions[dense - 1]);
         }
         progress_end(&progress);
     }
@@ -213,7 +214,7 @@ static void time_after_prefill(const Model *m, RunState *s, const int *tokens, C
             forward_tokens(m, s, tokens + filled, position - 1 - filled, filled, NULL);
         for (int w = 0; w < WARM_STEPS; w++) timed_forward(m, s, tokens, position - 1, 1);
         for (int r = 0; r < t->repeats; r++) sample_step(t, i, r, timed_forward(m, s, tokens, position - 1, 1));
-        show_position(&progress, i - dense + 1, c->n - dense, position, last);
+        show_count(&progress, i - dense + 1, c->n - dense, "position", position, last);
     }
     progress_end(&progress);
 }
@@ -633,20 +634,18 @@ typedef struct {
     Progress *progress; /* the parent's bar, drawn on by the child: NULL for none */
 } ChildJob;
 
-/* The prefill's tokens between redraws of the bar: a few ms each, and the
- * chunk's buffers are the same in n / PREFILL_PIECE calls as in one. */
-#define PREFILL_PIECE 512
+/* The prefill's tokens between redraws of the bar: whole chunks (512 of
+ * QKV_CHUNK's 128), so forward_tokens runs the same chunks, and touches
+ * the same rows of their buffers, in n / PREFILL_PIECE calls as in one. */
+#define PREFILL_PIECE (4 * QKV_CHUNK)
 
 /* A prefill of n tokens from position 0, in pieces of PREFILL_PIECE, the
  * bar showing how far it is: the first child's half of the bar, or the second's */
 static void prefill_showing(const ChildJob *job, RunState *s, const int *tokens, const ForwardObserver *o) {
     int n = job->n;
     for (int done = 0; done < n; done += PREFILL_PIECE) {
-        if (job->progress && job->progress->columns) {
-            char what[64];
-            snprintf(what, sizeof what, "%s: token %d of %d", job->observed ? "observed" : "tiled", done, n);
-            progress_update(job->progress, job->observed * n + done, 2.0 * n, what);
-        }
+        show_count(job->progress, job->observed * n + done, 2.0 * n, job->observed ? "observed: token" : "tiled: token",
+                   done, n);
         forward_tokens(job->m, s, tokens + done, n - done < PREFILL_PIECE ? n - done : PREFILL_PIECE, done, o);
     }
 }
