@@ -171,6 +171,8 @@ def valid_cases():
     no_tokenizer = Model(seed=9)
     for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
         no_tokenizer.drop_kv(key)
+    rope_base = Model(seed=18)  # Llama 3's RoPE base: read from the file, not the default every other case states
+    rope_base.set_kv("llama.rope.freq_base", F32, 500000.0)
     value_only = Model(seed=16)  # value_length alone, equal to dim / heads: key_length's default agrees
     value_only.set_kv("llama.attention.value_length", U32, 16)
     extra = Model(seed=10)  # keys qkv does not read, nested arrays among them
@@ -194,6 +196,7 @@ def valid_cases():
         "extra-keys": extra,
         "head-size-24": Model(dim=32, heads=3, kv_heads=1, head_size=24, seed=15),  # 3 x 24 = 72 columns into wo
         "value-length-only": value_only,
+        "rope-base-500000": rope_base,
         "stated-defaults": stated,
     }
 

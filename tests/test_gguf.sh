@@ -52,6 +52,9 @@ for f in "$tmp"/good/*.gguf; do
     elif [ "$name" = wide-keys ] && ! grep -q "rope\.freq_base 10000 " "$tmp/info"; then
         # without llama.rope.freq_base, RoPE's base is llama.cpp's default, 10000
         fail "GGUF wide-keys: no rope.freq_base is llama.cpp's 10000" "$(grep -o 'rope\.freq_base [^ ]*' "$tmp/info")"
+    elif [ "$name" = rope-base-500000 ] && ! grep -q "rope\.freq_base 500000 " "$tmp/info"; then
+        # every other case states 10000, the default too: this one tells a read key from the default
+        fail "GGUF rope-base-500000: llama.rope.freq_base read" "$(grep -o 'rope\.freq_base [^ ]*' "$tmp/info")"
     else
         ok "GGUF $name loads and generates ($(grep '^tensor types' "$tmp/info" | sed 's/  */ /g'))"
     fi
