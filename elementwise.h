@@ -11,8 +11,10 @@
  * an element's result depends on its value and the instruction set only:
  * not on the row's length or where a thread's share of the elements
  * begins. A prompt's SwiGLU (many rows, split across threads) gives the
- * bits of one token's. The logits' passes only compare (AVX2 leaves their
- * last n % 8 to the portable loop), and every form gives the same index.
+ * bits of one token's. The logits' passes only compare (AVX2 leaves the
+ * last elements to scalar loops: n % 8 of the check, n % 16 of the
+ * maximum's pass and n % 8 of its search), and every form gives the same
+ * index.
  * The exp's callers in attention.h mask the last vector with AVX-512 and
  * leave it to exp_scalar with AVX2 (block_exp_256). */
 #ifndef QKV_ELEMENTWISE_H
