@@ -5,7 +5,9 @@
  * files with bytes added; qkv tensors that overlap the header, the tokenizer,
  * the tensor table or each other; non-zero reserved bytes; NaN and infinite
  * weights; tokenizers of 0, 1 and 2 entries; GPT-2 files with broken
- * merges or character pieces.
+ * merges or character pieces; a llama2.c version-2 (int8) file, written
+ * here from the Q8_0 fixture, with every header field changed, cut at every
+ * tensor and padded; qkv header values just past each check's edge.
  *
  *     build/make_hostile OUTDIR >OUTDIR/cases.tsv
  *
@@ -92,6 +94,11 @@ static const Field V1_FIELDS[] = {
     { "n_heads", 20, 4 }, { "n_kv_heads", 24, 4 }, { "vocab_size", 28, 4 }, { "seq_len", 32, 4 },
     { "shared_classifier", 36, 1 }, { NULL, 0, 0 },
 };
+static const Field V2_FIELDS[] = {
+    { "magic", 0, 4 }, { "version", 4, 4 }, { "dim", 8, 4 }, { "hidden_dim", 12, 4 }, { "n_layers", 16, 4 },
+    { "n_heads", 20, 4 }, { "n_kv_heads", 24, 4 }, { "vocab_size", 28, 4 }, { "seq_len", 32, 4 },
+    { "shared_classifier", 36, 1 }, { "group_size", 37, 4 }, { NULL, 0, 0 },
+};
 
 /* Every field set to each of the five values (a u64 field gets the value
  * sign-extended; the one-byte flag its low byte). */
@@ -170,28 +177,117 @@ static Boundaries section_boundaries(const Model *m) {
 }
 
 /* Cut at every boundary and one byte before it; then one, four and 64 bytes
- * too many: neither is the file the header describes. */
-static void truncations(const char *fixture, const char *tag) {
-    Model m;
-    char err[256], name[128];
-    if (model_load(&m, fixture, err, sizeof err)) { fprintf(stderr, "make_hostile: %s\n", err); exit(1); }
-    Boundaries b = section_boundaries(&m);
-    Bytes bytes = read_all(fixture);
-    for (int i = 0; i < b.n; i++)
+ * too many: neither is the file the header describes. bytes->data has room
+ * for 64 more. */
+static void emit_cuts(const Bytes *bytes, const Boundaries *b, const char *tag, const char *args) {
+    char name[128];
+    for (int i = 0; i < b->n; i++)
         for (size_t back = 0; back <= 1; back++) {
-            size_t at = b.at[i] - back;
-            if (b.at[i] < back || at >= bytes.size) continue;
+            size_t at = b->at[i] - back;
+            if (b->at[i] < back || at >= bytes->size) continue;
             snprintf(name, sizeof name, "%s-cut-at-%zu", tag, at);
-            emit(name, bytes.data, at, "1", "truncated|not a checkpoint|runs past|shorter|bytes", model_args(fixture));
+            emit(name, bytes->data, at, "1", "truncated|not a checkpoint|runs past|shorter|bytes", args);
         }
     static const size_t extra[] = { 1, 4, 64 };
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
-        memset(bytes.data + bytes.size, 0, extra[i]);
+        memset(bytes->data + bytes->size, 0, extra[i]);
         snprintf(name, sizeof name, "%s-plus-%zu-bytes", tag, extra[i]);
-        emit(name, bytes.data, bytes.size + extra[i], "1", "does not match|padded|size", model_args(fixture));
+        emit(name, bytes->data, bytes->size + extra[i], "1", "does not match|padded|size", args);
     }
+}
+
+static void truncations(const char *fixture, const char *tag) {
+    Model m;
+    char err[256];
+    if (model_load(&m, fixture, err, sizeof err)) { fprintf(stderr, "make_hostile: %s\n", err); exit(1); }
+    Boundaries b = section_boundaries(&m);
+    Bytes bytes = read_all(fixture);
+    emit_cuts(&bytes, &b, tag, model_args(fixture));
     free(bytes.data);
     model_free(&m);
+}
+
+/* ---- llama2.c version 2 (runq.c's int8), written from a Q8_0 fixture ---- */
+
+/* Appends n bytes to *out (grown as needed). */
+static void append(Bytes *out, size_t *cap, const void *data, size_t n) {
+    if (out->size + n + 64 > *cap) {
+        while (out->size + n + 64 > *cap) *cap = *cap ? 2 * *cap : 4096;
+        if (!(out->data = realloc(out->data, *cap))) { fprintf(stderr, "make_hostile: out of memory\n"); exit(1); }
+    }
+    memcpy(out->data + out->size, data, n);
+    out->size += n;
+}
+
+/* A Q8_0 matrix as version 2 stores it: its int8 values, then a float32
+ * scale per group of 32 (the block's float16 scale, exactly); the
+ * boundaries between the two and after them noted. */
+static void append_v2_matrix(Bytes *out, size_t *cap, Boundaries *b, const Matrix *w) {
+    size_t blocks = (size_t)w->rows * w->cols / 32;
+    const unsigned char *p = w->data;
+    for (size_t i = 0; i < blocks; i++) append(out, cap, p + 34 * i + 2, 32);
+    add_boundary(b, out->size);
+    for (size_t i = 0; i < blocks; i++) {
+        uint16_t h;
+        memcpy(&h, p + 34 * i, 2);
+        float scale = half_to_float(h);
+        append(out, cap, &scale, 4);
+    }
+    add_boundary(b, out->size);
+}
+
+/* fixture (Q8_0, tied, dim and hidden_dim whole blocks) rewritten as
+ * OUTDIR/name in llama2.c's version 2, group size 32; its boundaries into *b */
+static void write_v2(const char *fixture, const char *name, char *path, size_t path_len, Boundaries *b) {
+    Model m;
+    char err[256];
+    if (model_load(&m, fixture, err, sizeof err)) { fprintf(stderr, "make_hostile: %s\n", err); exit(1); }
+    const Config *c = &m.config;
+    Bytes out = { NULL, 0 };
+    size_t cap = 0;
+    unsigned char header[256] = { 0 };
+    const int32_t fields[] = { 0x616b3432, 2, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads,
+                               c->vocab_size, c->seq_len };
+    memcpy(header, fields, sizeof fields);
+    header[36] = (unsigned char)c->shared_classifier;
+    put32(header + 37, 32);
+    append(&out, &cap, header, sizeof header);
+    b->n = 0;
+    add_boundary(b, out.size);
+    for (int l = 0; l < c->n_layers; l++) append(&out, &cap, m.weights.layers[l].attention_norm, 4 * (size_t)c->dim);
+    add_boundary(b, out.size);
+    for (int l = 0; l < c->n_layers; l++) append(&out, &cap, m.weights.layers[l].ffn_norm, 4 * (size_t)c->dim);
+    add_boundary(b, out.size);
+    append(&out, &cap, m.weights.final_norm, 4 * (size_t)c->dim);
+    add_boundary(b, out.size);
+    append_v2_matrix(&out, &cap, b, &m.weights.token_embedding);
+    for (int k = 0; k < 7; k++) /* wq, wk, wv, wo, w1, w2, w3: each for every layer */
+        for (int l = 0; l < c->n_layers; l++) {
+            const LayerWeights *lw = &m.weights.layers[l];
+            const Matrix *mats[] = { &lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w1, &lw->w2, &lw->w3 };
+            if (mats[k]->type != WEIGHT_Q8_0) { fprintf(stderr, "make_hostile: %s is not all Q8_0\n", fixture); exit(1); }
+            append_v2_matrix(&out, &cap, b, mats[k]);
+        }
+    if (!c->shared_classifier) append_v2_matrix(&out, &cap, b, &m.weights.classifier);
+    snprintf(path, path_len, "%s/%s", out_dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(out.data, 1, out.size, f) != out.size || fclose(f)) { fprintf(stderr, "make_hostile: cannot write %s\n", path); exit(1); }
+    free(out.data);
+    model_free(&m);
+}
+
+static Boundaries v2_bounds;
+
+/* The version-2 file: loads as is (one normal run, the control), then every
+ * header field changed, then cut at every tensor and padded. */
+static void llama2c_v2(void) {
+    char path[512];
+    write_v2("tests/data/q8.qkv", "q8.v2.bin", path, sizeof path, &v2_bounds);
+    printf("%s\t%s\t%s\t%s\t%s\t%s\n", group, "v2-as-written", "0", ".", path, "-z\t" TOKENIZER "\t" RUN_ARGS);
+    header_fields(path, "v2", V2_FIELDS);
+    Bytes bytes = read_all(path);
+    emit_cuts(&bytes, &v2_bounds, "v2", "-z\t" TOKENIZER "\t" RUN_ARGS);
+    free(bytes.data);
 }
 
 /* ---- qkv: overlapping sections, reserved bytes ---- */
@@ -236,6 +332,50 @@ static void qkv_layout(const char *fixture) {
     }
     free(copy);
     free(b.data);
+}
+
+/* ---- qkv header values just past a check's edge (the battery's 0, -1, 1,
+ * INT_MAX and INT_MIN never reach them), each with the error it must give ---- */
+
+/* fixture with the 4 bytes at offset set to value (and, if tensor, that
+ * entry's type set to entry_type); must give one error matching pattern */
+static void edge_case(const char *fixture, const char *name, int offset, uint32_t value, const char *tensor,
+                      uint32_t entry_type, const char *pattern) {
+    Bytes b = read_all(fixture);
+    memcpy(b.data + offset, &value, 4);
+    if (tensor) memcpy(table_entry(b.data, tensor) + 64, &entry_type, 4);
+    emit(name, b.data, b.size, "1", pattern, RUN_ARGS);
+    free(b.data);
+}
+
+static uint32_t float_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* A tensor the file must have, renamed (its last letter replaced): missing. */
+static void renamed_tensor(const char *fixture, const char *name, const char *tensor, const char *pattern) {
+    Bytes b = read_all(fixture);
+    unsigned char *e = table_entry(b.data, tensor);
+    e[strlen(tensor) - 1] = 'X';
+    emit(name, b.data, b.size, "1", pattern, RUN_ARGS);
+    free(b.data);
+}
+
+static void header_edges(void) {
+    const char *gqa = "tests/data/gqa.qkv"; /* 4 heads */
+    edge_case(gqa, "edge-head-size-65536.qkv", 28, 1 << 16, NULL, 0,
+              "^error: n_heads\\*head_size 262144 too large$");
+    edge_case(gqa, "edge-norm-eps-2.qkv", 40, float_bits(2.0f), NULL, 0, "^error: bad norm_eps 2$");
+    edge_case(gqa, "edge-norm-eps-inf.qkv", 40, float_bits(INFINITY), NULL, 0, "^error: bad norm_eps inf$");
+    edge_case(gqa, "edge-rope-theta-1.qkv", 44, float_bits(1.0f), NULL, 0, "^error: bad rope_theta 1$");
+    edge_case(gqa, "edge-rope-theta-inf.qkv", 44, float_bits(INFINITY), NULL, 0, "^error: bad rope_theta inf$");
+    edge_case(gqa, "edge-alignment-48.qkv", 68, 48, NULL, 0,
+              "^error: bad tensor alignment 48 \\(a power of two from 4 to 4096\\)$");
+    /* a q8_0 header and a q8_0 embedding of 45 columns: no whole blocks (the
+     * type agrees with the header, so the width is what is wrong) */
+    edge_case("tests/data/gpt2.qkv", "edge-q8-embedding-45-columns.qkv", 52, WEIGHT_Q8_0, "tok_embeddings",
+              WEIGHT_Q8_0, "^error: tensor tok_embeddings: 45 columns are not a whole number of q8_0 blocks$");
+    renamed_tensor("tests/data/gpt2.qkv", "gpt2-no-norm-bias.qkv", "norm.bias", "^error: tensor norm.bias missing$");
+    renamed_tensor("tests/data/gpt2.qkv", "gpt2-no-pos-embeddings.qkv", "pos_embeddings",
+                   "^error: tensor pos_embeddings missing$");
 }
 
 /* ---- GPT-2's tokenizers: merges that break the rules, pieces that are not characters ---- */
@@ -386,6 +526,10 @@ int main(int argc, char **argv) {
     poisoned("tests/data/f16.qkv", "inf-embedding.f16.qkv", "inf-embedding", RUN_ARGS, "[0-9]+");
     poisoned("tests/data/sepcls.legacy.bin", "nan-norm.legacy.bin", "nan-norm", RUN_ARGS, "[0-9]+");
     poisoned("tests/data/mqa.v1.bin", "inf-embedding.v1.bin", "inf-embedding", RUN_ARGS, "[0-9]+");
+    group = "llama2.c version 2 (int8): every header field, cuts at every tensor, bytes added";
+    llama2c_v2();
+    group = "qkv header values past each check's edge, and GPT-2 files missing a tensor: the error named";
+    header_edges();
     group = "tokenizers of 0, 1, 2 entries and a negative piece length";
     tokenizers();
     return 0;
