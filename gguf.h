@@ -197,7 +197,13 @@ static int gguf_int(GgufFile *g, int k, long long lo, long long hi, long long de
     case GGUF_I16: x = (int16_t)(v->at[0] | v->at[1] << 8); break;
     case GGUF_U32: x = read_u32(v->at); break;
     case GGUF_I32: x = read_i32(v->at); break;
-    case GGUF_U64: u = read_u64(v->at); x = u > LLONG_MAX ? LLONG_MAX : (long long)u; break;
+    case GGUF_U64: /* past LLONG_MAX: past every range, and said as the file has it */
+        u = read_u64(v->at);
+        if (u > LLONG_MAX)
+            return load_error(g->f, "GGUF metadata %s = %llu is outside %lld..%lld", GGUF_KEYS[k],
+                              (unsigned long long)u, lo, hi);
+        x = (long long)u;
+        break;
     case GGUF_I64: memcpy(&i64, v->at, 8); x = i64; break;
     default: return load_error(g->f, "GGUF metadata %s has type %d, not an integer", GGUF_KEYS[k], v->type);
     }

@@ -184,8 +184,15 @@ def valid_cases():
                           ("llama.rope.scaling.type", STRING, "none"), ("llama.rope.scaling.factor", F32, 8.0),
                           ("llama.rope.scale_linear", F32, 4.0)):
         stated.set_kv(key, vtype, v)
+    # integer keys in the narrow types (u8, i8, u16, i16) and i64, none of them read by another case
+    narrow = Model(seed=19)
+    for key, vtype, v in (("llama.context_length", U16, 16), ("llama.block_count", U8, 1),
+                          ("llama.feed_forward_length", I16, 64), ("llama.attention.head_count", I8, 2),
+                          ("llama.attention.head_count_kv", I64, 1), ("tokenizer.ggml.eos_token_id", U8, 2)):
+        narrow.set_kv(key, vtype, v)
     return {
         "tiny-f32": Model(),
+        "narrow-int-keys": narrow,
         "tiny-v2": Model(version=2, seed=2),
         "tiny-f16-untied": Model(matrix_type=GGML_F16, tied=False, seed=3),
         "tiny-q8_0-align64": Model(matrix_type=GGML_Q8_0, alignment=64, seed=4),
@@ -297,6 +304,31 @@ def hostile_cases():
     edit("tokenizer-tokens-not-strings", "array", lambda m: m.set_kv("tokenizer.ggml.tokens", ARRAY, (U32, list(range(270)))))
     edit("bos-outside-vocab", "bos", lambda m: m.set_kv("tokenizer.ggml.bos_token_id", U32, 270))
     edit("vocab-size-disagrees", "vocab_size", lambda m: m.set_kv("llama.vocab_size", U32, 271))
+    # keys of the wrong type or past their range, where the battery above has none
+    edit("context-length-not-integer", "llama.context_length has type 8, not an integer",
+         lambda m: m.set_kv("llama.context_length", STRING, "16"))
+    edit("rope-dims-not-integer", "llama.rope.dimension_count has type 6, not an integer",
+         lambda m: m.set_kv("llama.rope.dimension_count", F32, 16.0))
+    edit("unknown-id-not-integer", "tokenizer.ggml.unknown_token_id has type 7, not an integer",
+         lambda m: m.set_kv("tokenizer.ggml.unknown_token_id", BOOL, 0))
+    edit("context-length-u64-past-i64", "llama.context_length = 18446744073709551615 is outside 1..2147483647",
+         lambda m: m.set_kv("llama.context_length", U64, (1 << 64) - 1))
+    edit("rms-epsilon-not-float", "layer_norm_rms_epsilon has type 4, not a float",
+         lambda m: m.set_kv("llama.attention.layer_norm_rms_epsilon", U32, 1))
+    edit("eos-outside-vocab", "eos_token_id = 270 is outside 0..269",
+         lambda m: m.set_kv("tokenizer.ggml.eos_token_id", U32, 270))
+    edit("token-types-not-i32", "tokenizer.ggml.token_type is not an array of type 5",
+         lambda m: m.set_kv("tokenizer.ggml.token_type", ARRAY, (U32, [1] * 270)))
+    def heads_3_key_length(m):  # 32 / 3 has no default: value_length must be stated too
+        m.set_kv("llama.attention.head_count", U32, 3)
+        m.set_kv("llama.attention.key_length", U32, 16)
+    edit("value-length-missing", "not divisible by head_count 3, and attention.value_length is missing",
+         heads_3_key_length)
+    def long_token(m):  # one piece of 65537 bytes: tokenizer.c's pieces are at most 65536
+        toks = m.kvs[[k for k, _, _ in m.kvs].index("tokenizer.ggml.tokens")][2][1]
+        toks[300 - 31] = "x" * 65537
+        m.set_kv("tokenizer.ggml.tokens", ARRAY, (STRING, toks))
+    edit("token-too-long", "GGUF token 269 is 65537 bytes long \\(at most 65536\\)", long_token)
 
     def tensor_edit(name, word, tensor, field, v):
         def change(m):
