@@ -428,6 +428,21 @@ done
 # would have read as an empty prompt)
 expect_error "-i - with stdin closed" 1 "cannot read stdin: it is closed" -- sh -c "$RUN $MODEL -i - -n 4 <&-"
 expect_error "--prompt-file - with stdin closed" 1 "cannot read stdin: it is closed" -- sh -c "$RUN $MODEL --prompt-file - -n 4 <&-"
+# a text read whole (cli.c's read_stream): a NUL byte, in a file or on stdin,
+# and stdin past 16 MiB (a file that long is refused by its size, before a
+# byte is read: only a stream reaches the reader's own limit)
+printf 'the\0cat' >"$tmp/nul.txt"
+expect_error "--prompt-file with a NUL byte" 1 "^error: $tmp/nul.txt contains a NUL byte: not a text file$" -- \
+    $RUN $MODEL --prompt-file "$tmp/nul.txt" -n 4
+expect_error "--prompt-file - with a NUL byte" 1 "^error: stdin contains a NUL byte: not a text file$" -- \
+    bash -c "printf 'the\\0cat' | $RUN $MODEL --prompt-file - -n 4"
+expect_error "-i - of 17 MiB on stdin" 1 "^error: stdin is longer than the 16 MiB qkv reads as a text$" -- \
+    bash -c "head -c 17825792 /dev/zero | tr '\\0' a | $RUN $MODEL -i - -n 4"
+# --html's temporary file cannot be made where a directory has its name
+mkdir "$tmp/blocked.html.part"
+expect_error "--html whose .part is a directory" 1 \
+    "^error: cannot write --html $tmp/blocked.html: its temporary $tmp/blocked.html.part: Is a directory$" -- \
+    $RUN $MODEL -n 3 -t 0 --html "$tmp/blocked.html"
 # a file written whole and renamed may not be the file stdout or stderr goes
 # to: renamed over it, it replaced the text written there (--html
 # /dev/stdout > FILE kept the page, lost the story)
