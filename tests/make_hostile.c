@@ -409,6 +409,16 @@ static void gpt2_tokenizers(void) {
     b.data[first_piece] = 0xFF;
     emit("gpt2-char-not-utf8.qkv", b.data, b.size, "1", "not one UTF-8 character", RUN_ARGS);
     free(b.data);
+    b = read_all("tests/data/gpt2-bpe.qkv"); /* piece 0, the byte 0x00, made a second 0x01: no 0x00 left */
+    first_piece = (size_t)read_u64(b.data + 72) + 4 + 8;
+    if (read_i32(b.data + first_piece - 4) != 1 || b.data[first_piece] != 0) {
+        fprintf(stderr, "make_hostile: gpt2-bpe.qkv's piece 0 is not the byte 0x00\n");
+        exit(1);
+    }
+    b.data[first_piece] = 1;
+    emit("gpt2-bpe-no-byte-00.qkv", b.data, b.size, "1",
+         "^error: GPT-2 tokenizer: byte 0x00 has no token \\(byte-level BPE needs all 256\\)$", RUN_ARGS);
+    free(b.data);
 }
 
 /* ---- NaN and infinite weights: the logits say so, with their position ---- */
