@@ -179,6 +179,31 @@ $RUN "$tmp/untied-q8_0.gguf" -m quantize -o "$tmp/AGAIN.GGUF" --dtype q8 2>/dev/
 if cmp -s "$tmp/AGAIN.GGUF" "$tmp/untied-q8_0.gguf"; then ok "-m quantize -o X.GGUF (upper case): GGUF, the same bytes"
 else fail "-m quantize -o X.GGUF" "not the GGUF bytes ($(head -c 4 "$tmp/AGAIN.GGUF"))"; fi
 
+# GGUF is written for llama2.c's tokenizer only: a Llama model with a
+# character vocabulary (written here by export/qkvfile.py) is refused with
+# one line naming it, and no file is made
+if have_numpy; then
+    $PY - "$tmp/char-llama.qkv" <<'EOF'
+import sys
+sys.path.insert(0, "export")
+import numpy as np
+import qkvfile
+c = qkvfile.default_config(16, 32, 1, 2, 2, 8, 16, bos_id=-1, eos_id=-1)
+c["tokenizer_kind"] = qkvfile.TOKENIZER_CHAR
+c = qkvfile.complete_config(c)
+rng = np.random.default_rng(1)
+tensors = {n: (0.1 * rng.standard_normal(s) + (len(s) == 1)).astype(np.float32) for n, s in qkvfile.tensor_shapes(c)}
+qkvfile.write_qkv(sys.argv[1], c, tensors, [(ch, 0.0) for ch in "abcdefg "])
+EOF
+    $RUN "$tmp/char-llama.qkv" -m quantize -o "$tmp/char-llama.gguf" >/dev/null 2>"$tmp/err"
+    rc=$?
+    read_stderr "$tmp/err"
+    if [ $rc -eq 1 ] && [ "$err_lines" -eq 1 ] && [ ! -e "$tmp/char-llama.gguf" ] && matches "$err_first" \
+        "^error: qkv writes GGUF files for the llama architecture with a llama2.c tokenizer; this model is a character-level one: write a qkv file instead$"; then
+        ok "-m quantize -o X.gguf of a Llama model with characters: refused with one line, no file"
+    else fail "-m quantize -o X.gguf of a Llama model with characters" "exit $rc: $(head -c 300 "$tmp/err")"; fi
+else skip "-m quantize -o X.gguf of a Llama model with characters" "numpy is missing"; fi
+
 # -m quantize from a GGUF: the embedded tokenizer and the weights make it through
 $RUN "$tmp/untied-f32.gguf" -m quantize -o "$tmp/from-gguf.qkv" --dtype f32 2>/dev/null
 same_text "-m quantize of a GGUF: the qkv file (no -z) writes the original's text" \
