@@ -187,6 +187,7 @@ typedef struct {
     float *mlp_up;     /* [QKV_CHUNK, hidden_dim] SwiGLU's w3 x */
     float *attention_scores;  /* [n_heads, capacity] raw q·k of the position the observer is told of */
     float *attention_weights; /* [n_heads, capacity] softmax of the scaled scores (both point into:) */
+    const float *attention_output; /* [n_heads, head_size] each head's Σ weight · value there (in matmul_in) */
     float *chunk_scores;      /* [attention_rows, n_heads, capacity] the scores of a chunk's positions, */
     float *chunk_weights;     /* [attention_rows, n_heads, capacity] and their weights, for an observer */
     int attention_rows;       /* positions whose observed attention is computed together (<= QKV_OBSERVED_ROWS) */
@@ -236,8 +237,10 @@ typedef struct {
      * position's rows) hold row h at h*s->kv_cache.capacity, entries 0..n_visible-1
      * by slot: entry kv_slot(kv, p) is the key of position p, for the
      * n_visible positions kv_view_position lists (0..pos without a
-     * window). forward_tokens calls it for every position of a chunk in
-     * layer 0, then in layer 1, and so on. */
+     * window); attention_output holds each head's output, the weighted
+     * sum of the values, head h's head_size numbers at h*head_size.
+     * forward_tokens calls it for every position of a chunk in layer 0,
+     * then in layer 1, and so on. */
     void (*attention)(void *ctx, int layer, int pos, int n_visible, const RunState *s);
     /* Called at stage boundaries (for timing): around the attention of
      * each layer (of all the positions computed together). */
@@ -707,14 +710,17 @@ static int watches_attention(const ForwardObserver *o) {
 #endif
 }
 
-/* The observer reads attention_scores and attention_weights: point them at
- * row t's block of the chunk's scores and weights, then tell it. */
-static void notify_attention(const ForwardObserver *o, int layer, int pos, RunState *s, int t) {
+/* The observer reads attention_scores, attention_weights and
+ * attention_output: point them at observed row t's block of the chunk's
+ * scores and weights, and at its output, row first + t of the chunk, then
+ * tell it. */
+static void notify_attention(const ForwardObserver *o, int layer, int pos, RunState *s, int first, int t) {
 #ifndef QKV_NO_OBSERVER
     if (!o || !o->attention) return;
     size_t block = (size_t)s->attention_block * t;
     s->attention_scores = s->chunk_scores + block;
     s->attention_weights = s->chunk_weights + block;
+    s->attention_output = s->matmul_in + (size_t)(first + t) * s->width;
     o->attention(o->ctx, layer, pos, kv_visible(&s->kv_cache, pos), s);
 #endif
 }
@@ -827,7 +833,7 @@ static void transformer_block(const Model *m, RunState *s, int layer, int pos, i
         notify_stage(o, STAGE_ATTENTION_BEGIN, layer);
         attention(c, s, layer, pos + first, first, rows, observed);
         notify_stage(o, STAGE_ATTENTION_END, layer);
-        for (int t = 0; t < rows; t++) notify_attention(o, layer, pos + first + t, s, t);
+        for (int t = 0; t < rows; t++) notify_attention(o, layer, pos + first + t, s, first, t);
     }
     Activations heads = activations(s, s->matmul_in, n, s->width, c->n_heads * c->head_size);
     matmul_rows(s->block_out, dim, &heads, &w->wo);

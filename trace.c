@@ -33,20 +33,24 @@ int capture_init(Capture *cap, const Config *c) {
     cap->n_layers = c->n_layers;
     cap->n_heads = c->n_heads;
     cap->seq_len = c->seq_len;
+    cap->head_size = c->head_size;
     cap->n_visible = 0;
     cap->scores = calloc(n, sizeof(float));
     cap->weights = calloc(n, sizeof(float));
-    return cap->scores && cap->weights ? 0 : -1;
+    cap->outputs = calloc((size_t)c->n_layers * c->n_heads * c->head_size, sizeof(float));
+    return cap->scores && cap->weights && cap->outputs ? 0 : -1;
 }
 
 void capture_free(Capture *cap) {
     free(cap->scores);
     free(cap->weights);
-    cap->scores = cap->weights = NULL;
+    free(cap->outputs);
+    cap->scores = cap->weights = cap->outputs = NULL;
 }
 
 /* The ForwardObserver callback: row h of the run state is at h*capacity,
- * by cache slot; the capture keeps the keys in order of position. */
+ * by cache slot; the capture keeps the keys in order of position, and the
+ * heads' outputs as they are. */
 void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
     Capture *cap = ctx;
     const KVCache *kv = &s->kv_cache;
@@ -60,6 +64,8 @@ void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunSt
             cap->weights[to + i] = weights[slot];
         }
     }
+    size_t outputs = (size_t)cap->n_heads * cap->head_size;
+    memcpy(cap->outputs + layer * outputs, s->attention_output, outputs * sizeof(float));
     cap->n_visible = n_visible;
     cap->sinks = kv->sinks < n_visible ? kv->sinks : n_visible;
     cap->window_start = pos + 1 - (n_visible - cap->sinks); /* kv_window_start, or sinks while none is evicted */
@@ -74,6 +80,11 @@ const float *step_scores(const Step *st, const Capture *cap, int layer, int head
 
 const float *step_weights(const Step *st, const Capture *cap, int layer, int head) {
     return step_scores(st, cap, layer, head) + (size_t)cap->n_layers * cap->n_heads * st->n_visible;
+}
+
+const float *step_output(const Step *st, const Capture *cap, int layer, int head) {
+    size_t per_head = (size_t)cap->n_layers * cap->n_heads * st->n_visible;
+    return st->attention + 2 * per_head + ((size_t)layer * cap->n_heads + head) * cap->head_size;
 }
 
 int step_key_position(const Step *st, int i) { return i < st->sinks ? i : st->window_start + i - st->sinks; }
@@ -134,7 +145,8 @@ Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const 
     st->window_start = cap->window_start;
     if (n_top > vocab) n_top = vocab;
     size_t per_head = (size_t)cap->n_layers * cap->n_heads * st->n_visible;
-    st->attention = malloc(2 * per_head * sizeof(float));
+    size_t outputs = (size_t)cap->n_layers * cap->n_heads * cap->head_size;
+    st->attention = malloc((2 * per_head + outputs) * sizeof(float));
     st->top = malloc((size_t)n_top * sizeof(Candidate));
     if (!st->attention || !st->top) {
         free(st->attention);
@@ -148,6 +160,7 @@ Step *record_step(Recording *rec, const Capture *cap, int pos, int token, const 
             memcpy(st->attention + to, cap->scores + from, (size_t)st->n_visible * sizeof(float));
             memcpy(st->attention + per_head + to, cap->weights + from, (size_t)st->n_visible * sizeof(float));
         }
+    memcpy(st->attention + 2 * per_head, cap->outputs, outputs * sizeof(float));
     st->n_top = n_top;
     top_candidates(st->top, n_top, logits, vocab, temperature, probs);
     rec->n++;

@@ -86,12 +86,14 @@ typedef struct {
     int sinks;                 /* keys 0..sinks-1 are attention sinks (--window), marked */
     const int *shown;          /* [n_shown] the columns shown, in order; NULL: all n_cols */
     int n_shown;
+    const float *output;       /* [head_size] the head's output, Σ weight · value; NULL: not shown */
 } AttentionRow;
 
 /* Prints key positions, key tokens, q·k, q·k/√d_k, the mask, the weights (with
  * ANSI 256-colour heat if colour) and the most attended keys, wrapped into
  * blocks of as many key columns as fit in row->width, so rows stay readable
- * at any context length. */
+ * at any context length; then the output (when given), as many of its
+ * numbers as fit one line. */
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour);
 
 /* A line for the reader on f (generate's speed line): on a terminal its

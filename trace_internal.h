@@ -12,11 +12,12 @@
 /* The attention of the latest position, every layer and head, copied from
  * the run state right after forward() computed it. */
 typedef struct {
-    int n_layers, n_heads, seq_len;
+    int n_layers, n_heads, seq_len, head_size;
     int n_visible;  /* keys seen: step_key_position gives their positions */
     int sinks, window_start; /* kv_window.h's view: keys 0..sinks-1, then window_start.. */
     float *scores;  /* [n_layers, n_heads, seq_len] raw q·k, in order of position */
     float *weights; /* [n_layers, n_heads, seq_len] softmax of the scaled scores */
+    float *outputs; /* [n_layers, n_heads, head_size] each head's Σ weight · value */
 } Capture;
 
 typedef struct {
@@ -34,7 +35,8 @@ typedef struct {
     int sinks;        /* with --window: key i < sinks is position i (a sink), */
     int window_start; /*   key i >= sinks position window_start + i - sinks;
                            positions sinks..window_start-1 were evicted */
-    float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights;
+    float *attention; /* [2, n_layers, n_heads, n_visible]: scores, then weights,
+                         then [n_layers, n_heads, head_size] the heads' outputs;
                          NULL once no output needs it */
     Candidate *top;   /* [n_top], largest logit first */
     int n_top;
@@ -83,6 +85,8 @@ void capture_free(Capture *cap);
 void capture_attention(void *ctx, int layer, int pos, int n_visible, const RunState *s);
 const float *step_scores(const Step *st, const Capture *cap, int layer, int head);
 const float *step_weights(const Step *st, const Capture *cap, int layer, int head);
+/* The head's output, Σ weight · value: head_size numbers */
+const float *step_output(const Step *st, const Capture *cap, int layer, int head);
 /* The position of a step's key i (kv_view_position's; i >= n_visible: the
  * later positions of a prompt, masked). */
 int step_key_position(const Step *st, int i);

@@ -89,6 +89,10 @@ static void json_attention(const Json *j, const Step *st, const Capture *cap, co
             json_numbers(j, step_scores(st, cap, l, h), st->n_visible);
             fputs(",\"weights\":", j->f);
             json_numbers(j, step_weights(st, cap, l, h), st->n_visible);
+            if (!j->in_html) { /* the page draws no outputs: it would carry a quarter more */
+                fputs(",\"output\":", j->f);
+                json_numbers(j, step_output(st, cap, l, h), c->head_size);
+            }
             if (window) json_field(j, "sink_share", step_sink_share(st, cap, l, h));
             fputc('}', j->f);
         }

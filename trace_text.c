@@ -338,9 +338,36 @@ static void print_attention_blocks(FILE *out, const AttentionRow *row, int colou
     }
 }
 
+/* The head's output, the weighted sum of the values (the seeds' last move,
+ * "mix"), on one line: every number that fits the width (the seeds' two;
+ * the first few of a real head's 48 or 64, with how many: --trace-json
+ * holds them all). A terminal too narrow for the formula and a number
+ * gets the numbers alone. */
+static void print_row_output(FILE *out, const AttentionRow *row) {
+    int width = row->width ? row->width : FILE_WIDTH, n = row->head_size, shown = 0;
+    char line[1024] = "  output = Σ weight · value = [", item[48], tail[48];
+    snprintf(item, sizeof item, "%.3f", row->output[0]);
+    snprintf(tail, sizeof tail, n > 1 ? ", …] (1 of %d)" : "]", n);
+    if (display_width(line) + display_width(item) + display_width(tail) > width) strcpy(line, "  output = [");
+    size_t len = strlen(line);
+    int columns = display_width(line);
+    for (; shown < n; shown++) {
+        snprintf(item, sizeof item, "%s%.3f", shown ? ", " : "", row->output[shown]);
+        snprintf(tail, sizeof tail, shown + 1 < n ? ", …] (%d of %d)" : "]", shown + 1, n);
+        int fits = columns + display_width(item) + display_width(tail) <= width;
+        if ((shown && !fits) || len + strlen(item) >= sizeof line) break;
+        memcpy(line + len, item, strlen(item) + 1);
+        len += strlen(item);
+        columns += display_width(item);
+    }
+    snprintf(tail, sizeof tail, shown < n ? ", …] (%d of %d)" : "]", shown, n);
+    fprintf(out, "%s%s\n", line, tail);
+}
+
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {
     print_attention_blocks(out, row, colour);
     print_row_summary(out, row);
+    if (row->output) print_row_output(out, row);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -489,7 +516,7 @@ static void print_chosen_note(FILE *out, int shown, const AttentionRow *row, con
 static AttentionRow step_columns(const Tracer *tr, const Step *st, const Labels *lb, int width, int n_cols) {
     int window = tr->opt.window > 0;
     return (AttentionRow){ NULL, NULL, st->n_visible, n_cols, tr->model->config.head_size, lb->ptrs, width,
-                           window ? lb->positions : NULL, window ? st->sinks : 0, NULL, 0 };
+                           window ? lb->positions : NULL, window ? st->sinks : 0, NULL, 0, NULL };
 }
 
 /* One head's table: every key, or (one_block, for a step view short of
@@ -505,6 +532,7 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
     AttentionRow row = step_columns(tr, st, lb, width, n_cols);
     row.scores = step_scores(st, &tr->capture, l, h);
     row.weights = step_weights(st, &tr->capture, l, h);
+    row.output = step_output(st, &tr->capture, l, h);
     int shown[MAX_CHOSEN];
     if (one_block && n_cols > keys_per_block(width)) {
         row.n_shown = most_weighted_columns(&row.weights, 1, st->n_visible, width, shown);

@@ -50,6 +50,7 @@ Usage as a module:
     result.logits[pos]              # float64 [vocab_size]
     result.scores[pos][layer][head]  # float64 [pos+1], raw q.k
     result.weights[pos][layer][head] # float64 [pos+1], softmax
+    result.outputs[pos][layer][head] # float64 [head_size], sum of weight * value
 """
 import argparse
 import os
@@ -135,6 +136,7 @@ class Result:
         self.logits = []   # [pos] -> array [vocab_size]
         self.scores = []   # [pos][layer][head] -> array [pos+1], raw q.k
         self.weights = []  # [pos][layer][head] -> array [pos+1], softmax weights
+        self.outputs = []  # [pos][layer][head] -> array [head_size], the head's sum of weight * value
 
 
 def cached_positions(pos, window, sinks):
@@ -198,7 +200,7 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
         x = w["tok_embeddings"][token].copy()
         if gpt2:  # GPT-2: a learned embedding of the position is added; no RoPE
             x = x + w["pos_embeddings"][pos]
-        pos_scores, pos_weights = [], []
+        pos_scores, pos_weights, pos_outputs = [], [], []
         for layer in range(n_layers):
             p = "layers.%d." % layer
             h = norm(x, p + "attention_norm")
@@ -229,6 +231,7 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
                 layer_weights.append(att)
             pos_scores.append(layer_scores)
             pos_weights.append(layer_weights)
+            pos_outputs.append(out.copy())
 
             x = x + linear(p + "attention.wo", out.reshape(n_heads * head_size))
             h = norm(x, p + "ffn_norm")
@@ -243,6 +246,7 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
         result.logits.append(mm(classifier, x))
         result.scores.append(pos_scores)
         result.weights.append(pos_weights)
+        result.outputs.append(pos_outputs)
     return result
 
 

@@ -912,6 +912,33 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
  * forward_tokens, and the KV cache both leave behind. */
 /* A prompt in chunks gives the bits of token-by-token decoding, with each
  * KV cache type. */
+/* The heads' outputs an observer is given, by position and layer */
+typedef struct {
+    float *outputs; /* [positions, n_layers, q_dim] */
+    int n_layers, q_dim, told;
+} OutputRecord;
+
+static void record_outputs(void *ctx, int layer, int pos, int n_visible, const RunState *s) {
+    OutputRecord *r = ctx;
+    (void)n_visible;
+    memcpy(r->outputs + ((size_t)pos * r->n_layers + layer) * r->q_dim, s->attention_output,
+           (size_t)r->q_dim * sizeof(float));
+    r->told++;
+}
+
+/* forward_logits in chunks, observed or not, against the logits forward()
+ * gave (stepped); returns whether every row is the same */
+static int chunks_equal(const Model *m, RunState *s, const int *tokens, int n, const float *stepped,
+                        const ForwardObserver *o) {
+    int V = m->config.vocab_size, rows_equal = 1;
+    for (int pos = 0; pos < n; pos += QKV_CHUNK) {
+        int len = n - pos < QKV_CHUNK ? n - pos : QKV_CHUNK;
+        float *logits = forward_logits(m, s, tokens + pos, len, pos, o);
+        rows_equal &= memcmp(logits, stepped + (size_t)pos * V, (size_t)len * V * sizeof(float)) == 0;
+    }
+    return rows_equal;
+}
+
 static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType kv_type) {
     char name[512];
     int V = m->config.vocab_size, n = m->config.seq_len < 3 * QKV_CHUNK + 5 ? m->config.seq_len : 3 * QKV_CHUNK + 5;
@@ -919,20 +946,31 @@ static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType 
     uint32_t lcg = 12345;
     for (int i = 0; i < n; i++) { lcg = lcg * 1664525u + 1013904223u; tokens[i] = (int)((lcg >> 8) % (uint32_t)V); }
     float *stepped = malloc((size_t)n * V * sizeof(float));
+    int q_dim = m->config.n_heads * m->config.head_size, n_layers = m->config.n_layers;
+    size_t outputs = (size_t)n * n_layers * q_dim;
+    OutputRecord by_step = { calloc(outputs, sizeof(float)), n_layers, q_dim, 0 };
+    OutputRecord by_chunk = { calloc(outputs, sizeof(float)), n_layers, q_dim, 0 };
+    ForwardObserver step_observer = { &by_step, record_outputs, NULL }, chunk_observer = { &by_chunk, record_outputs, NULL };
     RunState one, many;
     run_state_init_kv(&one, &m->config, 0, kv_type);
     run_state_init_kv(&many, &m->config, 0, kv_type);
     for (int pos = 0; pos < n; pos++)
-        memcpy(stepped + (size_t)pos * V, forward(m, &one, tokens[pos], pos, NULL), (size_t)V * sizeof(float));
-    int rows_equal = 1;
-    for (int pos = 0; pos < n; pos += QKV_CHUNK) {
-        int len = n - pos < QKV_CHUNK ? n - pos : QKV_CHUNK;
-        float *logits = forward_logits(m, &many, tokens + pos, len, pos, NULL);
-        rows_equal &= memcmp(logits, stepped + (size_t)pos * V, (size_t)len * V * sizeof(float)) == 0;
-    }
+        memcpy(stepped + (size_t)pos * V, forward(m, &one, tokens[pos], pos, &step_observer), (size_t)V * sizeof(float));
     snprintf(name, sizeof name, "%s, %s KV cache: forward_logits equals forward() at all %d positions (chunks of %d)",
              path, kv_type_name(kv_type), n, QKV_CHUNK);
-    report(rows_equal, name, "logits differ");
+    report(chunks_equal(m, &many, tokens, n, stepped, NULL), name, "logits differ");
+    /* observed, a chunk's attention goes attention_rows positions at a time:
+     * each position's outputs are still its own row's */
+    run_state_free(&many);
+    run_state_init_kv(&many, &m->config, 0, kv_type);
+    int observed = chunks_equal(m, &many, tokens, n, stepped, &chunk_observer) && by_step.told == n * n_layers &&
+                   by_chunk.told == n * n_layers && memcmp(by_step.outputs, by_chunk.outputs, outputs * sizeof(float)) == 0;
+    snprintf(name, sizeof name, "%s, %s KV cache: observed in chunks (%d positions' attention together), the same "
+             "logits, and each position's heads' outputs those forward() shows", path, kv_type_name(kv_type),
+             many.attention_rows);
+    report(observed, name, "logits or outputs differ, or not every position was told");
+    free(by_step.outputs);
+    free(by_chunk.outputs);
     run_state_free(&many);
     run_state_init_kv(&many, &m->config, 0, kv_type);
     float *last = forward_tokens(m, &many, tokens, n, 0, NULL);

@@ -34,11 +34,14 @@ $RUN $MODEL -t 0 -n 20 -i "$PROMPT" --trace-json "$tmp/t.jsonl" >"$tmp/out" 2>"$
 if [ $? -ne 0 ]; then fail "--trace-json run" "$(head -n 1 "$tmp/err")"
 elif [ $have_python = 1 ]; then $CHECK jsonl $MODEL "$tmp/t.jsonl" "$n_prompt"; fi
 
-# the trained toy-grammar model too, when it is there
+# the trained toy-grammar model too, when it is there, with a prompt past
+# the 32 rows whose attention an observer receives together (the second
+# group's outputs are rows 32.. of the chunk)
+LONG_PROMPT="the cat sat on the mat . the dog ran to the big tree . the small bird sat on the stone . the cat ran to the garden . the dog sat"
 if [ -r models/grammar.bin ] && [ $have_python = 1 ]; then
-    $RUN models/grammar.bin -t 0 -n 16 -i "$PROMPT" --trace-json "$tmp/g.jsonl" >/dev/null 2>&1
-    $CHECK jsonl models/grammar.bin "$tmp/g.jsonl" "$($RUN models/grammar.bin -m tokenize -i "$PROMPT" | head -n 1 | wc -w)" \
-        "trace-json models/grammar.bin"
+    $RUN models/grammar.bin -t 0 -n 48 -i "$LONG_PROMPT" --trace-json "$tmp/g.jsonl" >/dev/null 2>&1
+    $CHECK jsonl models/grammar.bin "$tmp/g.jsonl" "$($RUN models/grammar.bin -m tokenize -i "$LONG_PROMPT" | head -n 1 | wc -w)" \
+        "trace-json models/grammar.bin, a 38-token prompt"
 fi
 
 # sampling: the sample object says how each token was chosen

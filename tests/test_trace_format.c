@@ -34,12 +34,13 @@ static const float VALUES[N_TOKENS][D_K] = { { 0, 0 }, { 1, 0 }, { 0, 1 }, { 1, 
 static const float BANK_QUERY[D_K] = { 2, 0 };
 static const char *const LABELS[N_TOKENS] = { "The", "river", "bank", "flooded" };
 
-/* Prints one row into a string (the caller frees it). */
-static char *print_row(const float *scores, const float *weights, int n_visible, int n_cols, int colour, int width) {
+/* Prints one row, with its output, into a string (the caller frees it). */
+static char *print_row(const float *scores, const float *weights, const float *out, int n_visible, int n_cols,
+                       int colour, int width) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, width, NULL, 0, NULL, 0 };
+    AttentionRow row = { scores, weights, n_visible, n_cols, D_K, LABELS, width, NULL, 0, NULL, 0, out };
     trace_print_attention(f, &row, colour);
     fclose(f);
     return text;
@@ -51,7 +52,7 @@ static char *print_row(const float *scores, const float *weights, int n_visible,
 static char *bank_row_width(int n_keys, int colour, float out[D_K], int width) {
     float scores[N_TOKENS], weights[N_TOKENS];
     attention_head(out, scores, weights, BANK_QUERY, &KEYS[0][0], &VALUES[0][0], n_keys, D_K);
-    return print_row(scores, weights, n_keys, N_TOKENS, colour, width);
+    return print_row(scores, weights, out, n_keys, N_TOKENS, colour, width);
 }
 
 static char *bank_row(int n_keys, int colour, float out[D_K]) {
@@ -107,6 +108,7 @@ typedef struct {
     const char *summary[2], *summary_name; /* words the summary line holds */
     float out[D_K];                       /* bank's attention output */
     const char *out_name;
+    const char *out_line;                 /* and the line the row printer shows of it */
 } RowExample;
 
 static const RowExample WORKED_EXAMPLE = {
@@ -120,6 +122,7 @@ static const RowExample WORKED_EXAMPLE = {
         "worked example: softmax weights [0.028, 0.472, 0.028, 0.472]" } },
     { "sum 1.000000", "river (pos 1) 0.472" }, "worked example: row sum and most attended key",
     { 0.944f, 0.028f }, "worked example: bank's output [0.944, 0.028]",
+    "  output = Σ weight · value = [0.944, 0.028]\n",
 };
 
 /* The causal version: "flooded" comes after "bank", so it is masked. */
@@ -132,6 +135,7 @@ static const RowExample CAUSAL_EXAMPLE = {
       { "weight", { "0.053", "0.894", "0.053", "masked" }, "causal example: weights [0.053, 0.894, 0.053, masked]" } },
     { "sum 1.000000", "river (pos 1) 0.894" }, "causal example: row sum and river gets 89.4%",
     { 0.894f, 0.053f }, "causal example: bank's output [0.894, 0.053]",
+    "  output = Σ weight · value = [0.894, 0.053]\n",
 };
 
 static void check_example(const RowExample *e) {
@@ -142,6 +146,9 @@ static void check_example(const RowExample *e) {
     report(strstr(text, e->summary[0]) && strstr(text, e->summary[1]), e->summary_name, "summary line differs");
     report(fabsf(out[0] - e->out[0]) < 5e-4f && fabsf(out[1] - e->out[1]) < 5e-4f, e->out_name,
            "attention_head output differs");
+    char name[160];
+    snprintf(name, sizeof name, "%s, printed at the seed's three decimals", e->out_name);
+    report(strstr(text, e->out_line) != NULL, name, "no such output line");
     free(text);
 }
 
@@ -169,7 +176,7 @@ static char *wrapped_row(int width, int *blocks, int *widest) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    AttentionRow row = { scores, weights, N, N, 4, labels, width, NULL, 0, NULL, 0 };
+    AttentionRow row = { scores, weights, N, N, 4, labels, width, NULL, 0, NULL, 0, NULL };
     trace_print_attention(f, &row, 0);
     fclose(f);
     *blocks = 0;
@@ -197,6 +204,58 @@ static void test_wrapping(void) {
     report(blocks == 2 && widest <= 200, "a 30-key row at 200 columns: 2 blocks", "wrong blocks or width");
 }
 
+/* A head of 48 numbers' output line at width columns (0: a file's): the
+ * first numbers that fit, each the value rounded to three decimals, and
+ * how many of the 48 they are. Returns the count shown, or -1 when the
+ * line breaks a rule; *columns gets its width. */
+static int output_line(int width, int *columns) {
+    enum { HS = 48 };
+    float scores[1] = { 0 }, weights[1] = { 1 }, out[HS];
+    const char *labels[1] = { "w" };
+    for (int i = 0; i < HS; i++) out[i] = (float)(i % 2 ? -1 : 1) * (0.25f + (float)i / 8);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    AttentionRow row = { scores, weights, 1, 1, HS, labels, width, NULL, 0, NULL, 0, out };
+    trace_print_attention(f, &row, 0);
+    fclose(f);
+    const char *line = strstr(text, "  output = "), *open = line ? strchr(line, '[') : NULL;
+    int shown = 0, ok = open != NULL;
+    *columns = 0;
+    for (const char *p = line; ok && *p && *p != '\n'; p++) *columns += ((unsigned char)*p & 0xC0) != 0x80;
+    for (const char *p = open ? open + 1 : NULL; ok && shown < HS;) {
+        char want[16];
+        snprintf(want, sizeof want, "%.3f", out[shown]); /* 0.250, -0.375, 0.500, ... */
+        if (strncmp(p, want, strlen(want))) break;
+        p += strlen(want);
+        shown++;
+        if (strncmp(p, ", ", 2)) break;
+        p += 2;
+    }
+    char tail[32];
+    snprintf(tail, sizeof tail, shown < HS ? "…] (%d of %d)\n" : "]\n", shown, HS);
+    const char *end = open ? strstr(open, shown < HS ? "…]" : "]") : NULL;
+    ok = ok && end && !strncmp(end, tail, strlen(tail)) && shown > 0;
+    free(text);
+    return ok ? shown : -1;
+}
+
+/* The output line of a real head (48 numbers) fits the width: as many of
+ * its numbers as fit, at least one, and how many of the 48 */
+static void test_output_line(void) {
+    int columns, shown = output_line(0, &columns);
+    report(shown >= 8 && columns <= 106 && columns > 106 - 9,
+           "output line in a file: the first numbers that fill 106 columns, '(k of 48)'", "wrong count or width");
+    shown = output_line(80, &columns);
+    report(shown >= 4 && columns <= 80 && columns > 80 - 9, "output line at 80 columns: filled, within 80",
+           "wrong count or width");
+    shown = output_line(40, &columns);
+    report(shown >= 1 && columns <= 40, "output line at 40 columns: the numbers alone, within 40",
+           "wrong count or width");
+    shown = output_line(500, &columns);
+    report(shown == 48 && columns <= 500, "output line at 500 columns: all 48 numbers", "wrong count or width");
+}
+
 /* The two rows as the README shows them (--print, 80 columns): bank's query against
  * every key, then under the causal mask, each with its output, the
  * weighted sum of the values, at the seeds' three decimals. The caller
@@ -212,7 +271,6 @@ static char *worked_example_text(void) {
         fprintf(f, i ? "with the causal mask (\"flooded\" comes after \"bank\"):\n"
                      : "\"bank\", query [2, 0], d_k = %d, scale 1/\u221a%d = %.4f:\n", D_K, D_K, 1 / sqrtf(D_K));
         fputs(row, f);
-        fprintf(f, "  output = \u03a3 weight \u00b7 value = [%.3f, %.3f]\n", out[0], out[1]);
         free(row);
     }
     fclose(f);
@@ -261,6 +319,7 @@ int main(int argc, char **argv) {
     check_example(&CAUSAL_EXAMPLE);
     test_colour();
     test_wrapping();
+    test_output_line();
     test_readme();
     return failures ? 1 : 0;
 }

@@ -106,8 +106,8 @@ def compare_attention(steps, res, config, name, digits=9):
     loose = digits < 9
     weight_tol, score_tol = (1.5e-5, 1.5e-4) if loose else (WEIGHT_TOL, SCORE_TOL)
     sum_tol, self_tol = (1e-5, 1e-4) if loose else (SUM_TOL, 1e-6)
-    worst_w = worst_s = worst_sum = worst_self = 0.0
-    bad_len = negative = rows = 0
+    worst_w = worst_s = worst_sum = worst_self = worst_o = 0.0
+    bad_len = negative = rows = outputs = 0
     hs = config["head_size"]
     for st in steps:
         p = st["pos"]
@@ -122,6 +122,10 @@ def compare_attention(steps, res, config, name, digits=9):
                 rs = res.scores[p][L["layer"]][H["head"]]
                 worst_w = max(worst_w, max(abs(a - b) for a, b in zip(w, rw)))
                 worst_s = max(worst_s, max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(s, rs)))
+                if "output" in H:  # JSON Lines (the page leaves it out)
+                    ro = res.outputs[p][L["layer"]][H["head"]]
+                    outputs += len(H["output"]) == hs
+                    worst_o = max(worst_o, max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(H["output"], ro)))
                 worst_sum = max(worst_sum, abs(math.fsum(w) - 1.0))
                 negative += sum(1 for v in w if v < 0)
                 # the weights are the softmax of these very scores / sqrt(d)
@@ -134,6 +138,10 @@ def compare_attention(steps, res, config, name, digits=9):
           name + ": weights equal reference.py within %g (%d rows)" % (weight_tol, rows), "worst error %.3g" % worst_w)
     check(rows > 0 and worst_s <= score_tol, name + ": raw scores q.k equal reference.py within %g relative" % score_tol,
           "worst error %.3g" % worst_s)
+    if not loose:
+        check(outputs == rows and worst_o <= score_tol,
+              name + ": each head's output (sum of weight * value) equals reference.py within %g relative" % score_tol,
+              "%d of %d rows with head_size numbers, worst error %.3g" % (outputs, rows, worst_o))
     check(rows > 0 and worst_sum <= sum_tol and negative == 0,
           name + ": every row sums to 1 within %g, no negative weight" % sum_tol,
           "worst |sum-1| %.3g, %d negative" % (worst_sum, negative))
@@ -177,12 +185,13 @@ def cmd_jsonl(model, path, n_prompt, name="trace-json"):
 
 
 def cmd_text_vs_json(text_path, json_path):
-    """The text trace's rows (layer 0 head 0) are the JSON's numbers, rounded."""
+    """The text trace's rows (layer 0 head 0) are the JSON's numbers, rounded;
+    its output line the first numbers of the head's output and how many."""
     name = "text trace"
     steps = {st["pos"]: st for st in read_jsonl(json_path, "trace-json (for the text)")}
     text = open(text_path, encoding="utf-8").read()
     blocks = re.split(r"\n== pos (\d+):", text)[1:]
-    mismatches, seen = [], 0
+    mismatches, seen, bad_outputs = [], 0, []
     for pos_s, block in zip(blocks[0::2], blocks[1::2]):
         pos = int(pos_s)
         head = steps[pos]["layers"][0]["heads"][0]
@@ -197,9 +206,19 @@ def cmd_text_vs_json(text_path, json_path):
         got_s = [c for c in cells["q·k"] if c != "·"]
         if got_w != want_w or got_s != want_s:
             mismatches.append("pos %d: %s vs %s" % (pos, got_w, want_w))
+        out = re.search(r"\n  output = Σ weight · value = \[(.*?)(, …\] \((\d+) of (\d+)\)|\])\n", block)
+        numbers = out.group(1).split(", ") if out else []
+        want_o = ["%.3f" % v for v in head["output"][:len(numbers)]]
+        whole = out and (out.group(3) is None and len(numbers) == len(head["output"]) or
+                         out.group(3) == str(len(numbers)) and out.group(4) == str(len(head["output"])))
+        if not out or not numbers or numbers != want_o or not whole:
+            bad_outputs.append("pos %d: %s vs %s" % (pos, out.group(0) if out else "no output line", want_o))
         seen += 1
     check(seen == len(steps) and not mismatches, name + ": its scores and weights are the JSON's (%d steps)" % seen,
           mismatches[:2] or "%d blocks for %d steps" % (seen, len(steps)))
+    check(seen == len(steps) and not bad_outputs,
+          name + ": its output lines start the JSON's outputs, rounded, and say how many of head_size",
+          bad_outputs[:2] or "%d blocks for %d steps" % (seen, len(steps)))
 
 
 # ---- hostile token text ------------------------------------------------------
