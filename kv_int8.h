@@ -305,7 +305,7 @@ static inline int32_t bytes_lane(const unsigned char *x) {
  * over int8 rows is not far from its arithmetic: with the rows in L2 it
  * takes 1.8-2.0 ns a key and head (scores 0.53-0.61, weighted sums with
  * their weights 0.73-0.81, the rest the blocks' softmax) against 2.7-3.1 ns
- * for the key's 104 bytes from memory. From memory it ran at 14-27 GB/s
+ * for a position's 104 bytes (key, value, their scales) from memory. From memory it ran at 14-27 GB/s
  * against plain reads of 22-40 GB/s (the host's load), and the bench's
  * paired share (15M shape, 16,384 positions, 1 thread) was 57-92% over 23
  * runs of these kernels, 80% or more in 16. float32 rows (3.0 ns in L2 for
