@@ -6,7 +6,7 @@ The reference numbers come from export/reference.py, an independent NumPy
 float64 forward pass, run over exactly the tokens the engine's run used.
 
     trace_check.py jsonl MODEL FILE.jsonl N_PROMPT [NAME]   schema, invariants, reference
-    trace_check.py text-vs-json TEXT JSONL           text trace numbers = JSON numbers
+    trace_check.py text-vs-json TEXT JSONL [NAME]    text trace numbers = JSON numbers
     trace_check.py weird-model SRC DST               copy SRC with hostile byte-token pieces
     trace_check.py small-vocab-model SRC DST         copy SRC cut to a smaller vocabulary
     trace_check.py swapped-pieces-model SRC DST      copy SRC with two pieces' ids swapped
@@ -184,10 +184,9 @@ def cmd_jsonl(model, path, n_prompt, name="trace-json"):
     check(not greedy_bad, name + ": greedy picks the top logit", "positions %s" % greedy_bad)
 
 
-def cmd_text_vs_json(text_path, json_path):
+def cmd_text_vs_json(text_path, json_path, name="text trace"):
     """The text trace's rows (layer 0 head 0) are the JSON's numbers, rounded;
     its output line the first numbers of the head's output and how many."""
-    name = "text trace"
     steps = {st["pos"]: st for st in read_jsonl(json_path, "trace-json (for the text)")}
     text = open(text_path, encoding="utf-8").read()
     blocks = re.split(r"\n== pos (\d+):", text)[1:]
