@@ -89,7 +89,9 @@ static void json_attention(const Json *j, const Step *st, const Capture *cap, co
             json_numbers(j, step_scores(st, cap, l, h), st->n_visible);
             fputs(",\"weights\":", j->f);
             json_numbers(j, step_weights(st, cap, l, h), st->n_visible);
-            if (!j->in_html) { /* the page draws no outputs: it would carry a quarter more */
+            /* the page draws no outputs: head_size more numbers a head, a fifth
+             * more at stories.bin's 256 positions, more than double on a short run */
+            if (!j->in_html) {
                 fputs(",\"output\":", j->f);
                 json_numbers(j, step_output(st, cap, l, h), c->head_size);
             }
