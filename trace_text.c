@@ -520,8 +520,8 @@ static AttentionRow step_columns(const Tracer *tr, const Step *st, const Labels 
 }
 
 /* One head's table: every key, or (one_block, for a step view short of
- * rows) the keys of one block with the most weight and a line for the
- * summary's two. 0, or -1 out of memory. */
+ * rows) the keys of one block with the most weight, a line for the
+ * summary's two and the output line. 0, or -1 out of memory. */
 int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int l, int h, int n_cols,
                      const Labels *lb, int colour, int one_block) {
     const Config *c = &tr->model->config;
@@ -543,6 +543,7 @@ int print_head_table(FILE *out, int width, const Tracer *tr, const Step *st, int
     else {
         print_attention_blocks(out, &row, colour);
         print_chosen_note(out, row.shown ? row.n_shown : n_cols, &row, "the most attended");
+        print_row_output(out, &row); /* the seeds' fourth move stays when the rest is cut */
     }
     return 0;
 }

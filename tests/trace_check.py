@@ -518,6 +518,14 @@ def cmd_step_fit(trace_path, argv):
           "sum); the mask in words",
           "%d views, rows over 24: %s, note %s (the shown keys' weight %.3f), shown %s, file's 8 largest %s"
           % (len(views), tall, note, sum(shown.values()), shown, largest))
+    # the shortened table keeps the head's output: the file's first numbers
+    numbers = lambda line: re.findall(r"-?\d+\.\d{3}", line.split("[", 1)[1]) if line else []
+    in_view = next((l for l in head_view if l.startswith("  output = ")), None)
+    in_file = next((l for l in block if l.startswith("  output = ")), None) if note and pos else None
+    shown_out = numbers(in_view)
+    check(len(shown_out) >= 4 and shown_out == numbers(in_file)[:len(shown_out)] and in_view.endswith(" of 48)"),
+          "step view at 80 x 24 on the stories model: the shortened table keeps the head's output line, the first "
+          "numbers of the trace file's", "view %r, file %r" % (in_view, in_file))
     grid = views[-1]
     rows = [l for l in grid if re.match(r"^  [ >] H\d ", l)]
     check(any(l.startswith("layer 0: every head's weights") for l in grid) and len(rows) == 6
