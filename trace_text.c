@@ -338,30 +338,36 @@ static void print_attention_blocks(FILE *out, const AttentionRow *row, int colou
     }
 }
 
-/* The head's output, the weighted sum of the values (the seeds' last move,
- * "mix"), on one line: every number that fits the width (the seeds' two;
- * the first few of a real head's 48 or 64, with how many: --trace-json
- * holds them all). A terminal too narrow for the formula and a number
- * gets the numbers alone. */
-static void print_row_output(FILE *out, const AttentionRow *row) {
-    int width = row->width ? row->width : FILE_WIDTH, n = row->head_size, shown = 0;
-    char line[1024] = "  output = Σ weight · value = [", item[48], tail[48];
-    snprintf(item, sizeof item, "%.3f", row->output[0]);
-    snprintf(tail, sizeof tail, n > 1 ? ", …] (1 of %d)" : "]", n);
-    if (display_width(line) + display_width(item) + display_width(tail) > width) strcpy(line, "  output = [");
-    size_t len = strlen(line);
-    int columns = display_width(line);
+/* line = lead, then as many of the output's numbers as fit width with the
+ * tail that says how many ("…] (k of n)", or "]" for all of them), and a
+ * newline (at least one number, even past the width); returns how many */
+static int output_numbers(const AttentionRow *row, const char *lead, int width, char *line, size_t cap) {
+    int n = row->head_size, shown = 0, columns = display_width(lead);
+    size_t len = (size_t)snprintf(line, cap, "%s", lead);
+    char item[48], tail[48];
     for (; shown < n; shown++) {
         snprintf(item, sizeof item, "%s%.3f", shown ? ", " : "", row->output[shown]);
         snprintf(tail, sizeof tail, shown + 1 < n ? ", …] (%d of %d)" : "]", shown + 1, n);
         int fits = columns + display_width(item) + display_width(tail) <= width;
-        if ((shown && !fits) || len + strlen(item) >= sizeof line) break;
-        memcpy(line + len, item, strlen(item) + 1);
-        len += strlen(item);
+        if ((shown && !fits) || len + strlen(item) + sizeof tail >= cap) break;
+        len += (size_t)snprintf(line + len, cap - len, "%s", item);
         columns += display_width(item);
     }
-    snprintf(tail, sizeof tail, shown < n ? ", …] (%d of %d)" : "]", shown, n);
-    fprintf(out, "%s%s\n", line, tail);
+    snprintf(line + len, cap - len, shown < n ? ", …] (%d of %d)\n" : "]\n", shown, n);
+    return shown;
+}
+
+/* The head's output, the weighted sum of the values (the seeds' last move,
+ * "mix"), on one line: every number that fits the width (the seeds' two;
+ * the first few of a real head's 48 or 64, with how many: --trace-json
+ * holds them all). Where the formula leaves room for fewer than three,
+ * the numbers go alone. */
+static void print_row_output(FILE *out, const AttentionRow *row) {
+    int width = row->width ? row->width : FILE_WIDTH, fewest = row->head_size < 3 ? row->head_size : 3;
+    char line[1024];
+    if (output_numbers(row, "  output = Σ weight · value = [", width, line, sizeof line) < fewest)
+        output_numbers(row, "  output = [", width, line, sizeof line);
+    fputs(line, out);
 }
 
 void trace_print_attention(FILE *out, const AttentionRow *row, int colour) {

@@ -208,7 +208,7 @@ static void test_wrapping(void) {
  * first numbers that fit, each the value rounded to three decimals, and
  * how many of the 48 they are. Returns the count shown, or -1 when the
  * line breaks a rule; *columns gets its width. */
-static int output_line(int width, int *columns) {
+static int output_line(int width, int *columns, int *formula) {
     enum { HS = 48 };
     float scores[1] = { 0 }, weights[1] = { 1 }, out[HS];
     const char *labels[1] = { "w" };
@@ -222,6 +222,7 @@ static int output_line(int width, int *columns) {
     const char *line = strstr(text, "  output = "), *open = line ? strchr(line, '[') : NULL;
     int shown = 0, ok = open != NULL;
     *columns = 0;
+    *formula = line && !strncmp(line, "  output = Σ weight · value = [", strlen("  output = Σ weight · value = ["));
     for (const char *p = line; ok && *p && *p != '\n'; p++) *columns += ((unsigned char)*p & 0xC0) != 0x80;
     for (const char *p = open ? open + 1 : NULL; ok && shown < HS;) {
         char want[16];
@@ -243,17 +244,26 @@ static int output_line(int width, int *columns) {
 /* The output line of a real head (48 numbers) fits the width: as many of
  * its numbers as fit, at least one, and how many of the 48 */
 static void test_output_line(void) {
-    int columns, shown = output_line(0, &columns);
-    report(shown >= 8 && columns <= 106 && columns > 106 - 9,
-           "output line in a file: the first numbers that fill 106 columns, '(k of 48)'", "wrong count or width");
-    shown = output_line(80, &columns);
-    report(shown >= 4 && columns <= 80 && columns > 80 - 9, "output line at 80 columns: filled, within 80",
+    int columns, formula, shown = output_line(0, &columns, &formula);
+    report(formula && shown >= 8 && columns <= 106 && columns > 106 - 9,
+           "output line in a file: the formula, the first numbers that fill 106 columns, '(k of 48)'",
            "wrong count or width");
-    shown = output_line(40, &columns);
-    report(shown >= 1 && columns <= 40, "output line at 40 columns: the numbers alone, within 40",
+    shown = output_line(80, &columns, &formula);
+    report(formula && shown >= 4 && columns <= 80 && columns > 80 - 9,
+           "output line at 80 columns: the formula, filled, within 80", "wrong count or width");
+    /* the formula (31 columns), 0.250, -0.375, 0.500 (20) and ", …] (3 of 48)" (14): 65 */
+    shown = output_line(65, &columns, &formula);
+    report(formula && shown == 3 && columns == 65, "output line at 65 columns: the formula and three numbers",
            "wrong count or width");
-    shown = output_line(500, &columns);
-    report(shown == 48 && columns <= 500, "output line at 500 columns: all 48 numbers", "wrong count or width");
+    shown = output_line(64, &columns, &formula);
+    report(!formula && shown >= 3 && columns <= 64 && columns > 64 - 9,
+           "output line at 64 columns: room for two numbers after the formula, so the numbers alone, filled",
+           "wrong count or width");
+    shown = output_line(40, &columns, &formula);
+    report(!formula && shown >= 1 && columns <= 40, "output line at 40 columns: the numbers alone, within 40",
+           "wrong count or width");
+    shown = output_line(500, &columns, &formula);
+    report(formula && shown == 48 && columns <= 500, "output line at 500 columns: all 48 numbers", "wrong count or width");
 }
 
 /* The two rows as the README shows them (--print, 80 columns): bank's query against
