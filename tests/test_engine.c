@@ -906,12 +906,6 @@ static void test_cache_equals_recompute(const Golden *g, const char *path) {
     model_free(&m);
 }
 
-/* The prompt path takes QKV_CHUNK positions at a time as one matrix; its
- * numbers must be those of one forward() per position, bit for bit, across
- * chunk boundaries: every row of forward_logits, the last logits of
- * forward_tokens, and the KV cache both leave behind. */
-/* A prompt in chunks gives the bits of token-by-token decoding, with each
- * KV cache type. */
 /* The heads' outputs an observer is given, by position and layer */
 typedef struct {
     float *outputs; /* [positions, n_layers, q_dim] */
@@ -939,6 +933,13 @@ static int chunks_equal(const Model *m, RunState *s, const int *tokens, int n, c
     return rows_equal;
 }
 
+/* The prompt path takes QKV_CHUNK positions at a time as one matrix; its
+ * numbers must be those of one forward() per position, bit for bit, across
+ * chunk boundaries: every row of forward_logits, the last logits of
+ * forward_tokens, and the KV cache both leave behind; observed, each
+ * position's heads' outputs. */
+/* A prompt in chunks gives the bits of token-by-token decoding, with each
+ * KV cache type. */
 static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType kv_type) {
     char name[512];
     int V = m->config.vocab_size, n = m->config.seq_len < 3 * QKV_CHUNK + 5 ? m->config.seq_len : 3 * QKV_CHUNK + 5;
