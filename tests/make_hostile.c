@@ -276,12 +276,11 @@ static void write_v2(const char *fixture, const char *name, char *path, size_t p
     model_free(&m);
 }
 
-static Boundaries v2_bounds;
-
 /* The version-2 file: loads as is (one normal run, the control), then every
  * header field changed, then cut at every tensor and padded. */
 static void llama2c_v2(void) {
     char path[512];
+    Boundaries v2_bounds;
     write_v2("tests/data/q8.qkv", "q8.v2.bin", path, sizeof path, &v2_bounds);
     printf("%s\t%s\t%s\t%s\t%s\t%s\n", group, "v2-as-written", "0", ".", path, "-z\t" TOKENIZER "\t" RUN_ARGS);
     header_fields(path, "v2", V2_FIELDS);

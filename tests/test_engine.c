@@ -935,11 +935,9 @@ static int chunks_equal(const Model *m, RunState *s, const int *tokens, int n, c
 
 /* The prompt path takes QKV_CHUNK positions at a time as one matrix; its
  * numbers must be those of one forward() per position, bit for bit, across
- * chunk boundaries: every row of forward_logits, the last logits of
- * forward_tokens, and the KV cache both leave behind; observed, each
- * position's heads' outputs. */
-/* A prompt in chunks gives the bits of token-by-token decoding, with each
- * KV cache type. */
+ * chunk boundaries, with each KV cache type: every row of forward_logits,
+ * the last logits of forward_tokens, and the KV cache both leave behind;
+ * observed, each position's heads' outputs. */
 static void test_chunks_equal_steps_kv(const Model *m, const char *path, KVType kv_type) {
     char name[512];
     int V = m->config.vocab_size, n = m->config.seq_len < 3 * QKV_CHUNK + 5 ? m->config.seq_len : 3 * QKV_CHUNK + 5;
