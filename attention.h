@@ -82,7 +82,7 @@ void attention_layer(const KVCache *kv, int layer, const AttentionRows *a);
 #include <math.h>
 #include <string.h>
 
-#include "elementwise.h" /* exp */
+#include "elementwise.h" /* a block's softmax: block_softmax */
 
 /* A partial (or running) softmax: max, sum, then out[head_size]. */
 #define PARTIAL_FLOATS(head_size) ((size_t)(head_size) + 2)
@@ -95,80 +95,6 @@ size_t attention_partials_floats(int n_heads, int capacity, int head_size) {
 
 size_t attention_states_floats(int n_rows, int n_heads, int head_size) {
     return (size_t)n_rows * n_heads * 2 * PARTIAL_FLOATS(head_size);
-}
-
-/* ------------------------------------------------------------------------ */
-/* A block's softmax: the max, then e = exp(x − max) and its sum             */
-
-static float block_max_portable(const float *x, int n) {
-    float max = x[0];
-    for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
-    return max;
-}
-
-/* e[i] = exp(x[i] * scale − max), returns Σ e; e may be x */
-static float block_exp_portable(const float *x, float *e, int n, float scale, float max) {
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) sum += e[i] = exp_scalar(x[i] * scale - max);
-    return sum;
-}
-
-#ifdef QKV_HAVE_X86_KERNELS
-TARGET_AVX512 static float block_max_512(const float *x, int n) {
-    __m512 max = _mm512_set1_ps(-INFINITY);
-    for (int i = 0; i < n; i += 16) max = _mm512_max_ps(max, _mm512_mask_loadu_ps(max, kv_mask(i, n), x + i));
-    return _mm512_reduce_max_ps(max);
-}
-
-TARGET_AVX512 static float block_exp_512(const float *x, float *e, int n, float scale, float max) {
-    __m512 sum = _mm512_setzero_ps(), s = _mm512_set1_ps(scale), m = _mm512_set1_ps(max);
-    for (int i = 0; i < n; i += 16) {
-        __mmask16 lanes = kv_mask(i, n);
-        __m512 v = _mm512_maskz_mov_ps(lanes, exp_512(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(lanes, x + i), s, m)));
-        sum = _mm512_add_ps(sum, v);
-        _mm512_mask_storeu_ps(e + i, lanes, v);
-    }
-    return _mm512_reduce_add_ps(sum);
-}
-
-/* Whole vectors of 8, then the last n % 8 by the portable loop */
-TARGET_AVX2 static float block_max_256(const float *x, int n) {
-    __m256 max = _mm256_set1_ps(-INFINITY);
-    int i = 0;
-    float lanes[8], m = -INFINITY;
-    for (; i + 8 <= n; i += 8) max = _mm256_max_ps(max, _mm256_loadu_ps(x + i));
-    _mm256_storeu_ps(lanes, max);
-    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-TARGET_AVX2 static float block_exp_256(const float *x, float *e, int n, float scale, float max) {
-    __m256 sum = _mm256_setzero_ps(), s = _mm256_set1_ps(scale), m = _mm256_set1_ps(max);
-    int i = 0;
-    float lanes[8], total = 0.0f;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = exp_256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), s, m));
-        sum = _mm256_add_ps(sum, v);
-        _mm256_storeu_ps(e + i, v);
-    }
-    _mm256_storeu_ps(lanes, sum);
-    for (int l = 0; l < 8; l++) total += lanes[l];
-    return total + block_exp_portable(x + i, e + i, n - i, scale, max);
-}
-#endif
-
-typedef struct {
-    float (*max)(const float *x, int n);
-    float (*exp)(const float *x, float *e, int n, float scale, float max);
-} BlockSoftmax;
-
-static BlockSoftmax block_softmax(Isa isa) {
-#ifdef QKV_HAVE_X86_KERNELS
-    if (isa >= ISA_AVX512) return (BlockSoftmax){ block_max_512, block_exp_512 };
-    if (isa >= ISA_AVX2) return (BlockSoftmax){ block_max_256, block_exp_256 };
-#endif
-    return (BlockSoftmax){ block_max_portable, block_exp_portable };
 }
 
 /* ------------------------------------------------------------------------ */
@@ -262,11 +188,14 @@ static void decode_run(const LayerPass *l, int head, int block, int run, int n_k
         e = observed_row(l, a->weights, 0, head) + first;
     }
     kv_scores(l->kv, head_keys(l, head, first), a->q + (size_t)head * hs, 1, hs, n, scores, n);
+    float *partials = a->partials + ((size_t)head * blocks + block) * PARTIAL_FLOATS(hs);
+    if (kv_decode_partials(l->kv, head_values(l, head, first), scores, e, n, QKV_KEY_BLOCK, l->scale, partials,
+                           PARTIAL_FLOATS(hs)))
+        return;
     for (int b = 0; b < run; b++) {
         int at = b * QKV_KEY_BLOCK, count = n - at < QKV_KEY_BLOCK ? n - at : QKV_KEY_BLOCK;
-        float *partial = a->partials + ((size_t)head * blocks + block + b) * PARTIAL_FLOATS(hs);
         block_partial(l->kv, &l->softmax, scores + at, e + at, count, head_values(l, head, first + at), l->scale,
-                      partial, 1);
+                      partials + (size_t)b * PARTIAL_FLOATS(hs), 1);
     }
 }
 

@@ -1,10 +1,13 @@
 /* elementwise.h — exp and SiLU, one element at a time or a vector of 8 or
- * 16: the softmax's exp (attention.h) and the MLP's SwiGLU (model.h); and
- * the sampler's passes over the logits (their check, greedy's maximum).
+ * 16: a block of keys' softmax (its max, exp and sum: attention.h's, and
+ * kv_int8.h's decode, which makes it a vector at a time) and the MLP's
+ * SwiGLU (model.h); and the sampler's passes over the logits (their
+ * check, greedy's maximum).
  *
- * Part of the engine's implementation (attention.h's, model.h's and
- * sampler.h's include it after kernels.h, whose instruction-set macros and
- * mask helpers it uses); not a header of its own.
+ * Part of the engine's implementation (kv_cache.h's, attention.h's,
+ * model.h's and sampler.h's include it after kernels.h, whose
+ * instruction-set macros and mask helpers it uses); not a header of its
+ * own.
  *
  * SwiGLU's vector forms compute every element with the same arithmetic
  * (a row's last, partial vector is masked, never left to a scalar loop), so
@@ -15,8 +18,8 @@
  * last elements to scalar loops: n % 8 of the check, n % 16 of the
  * maximum's pass and n % 8 of its search), and every form gives the same
  * index.
- * The exp's callers in attention.h mask the last vector with AVX-512 and
- * leave it to exp_scalar with AVX2 (block_exp_256). */
+ * The block's exp masks the last vector with AVX-512 and leaves it to
+ * exp_scalar with AVX2 (block_exp_256). */
 #ifndef QKV_ELEMENTWISE_H
 #define QKV_ELEMENTWISE_H
 
@@ -85,6 +88,86 @@ TARGET_AVX2 INLINE __m256 exp_256(__m256 x) {
     return _mm256_andnot_ps(flushed, _mm256_mul_ps(y, _mm256_castsi256_ps(two_n)));
 }
 #endif
+
+/* ------------------------------------------------------------------------ */
+/* A block's softmax: the max, then e = exp(x − max) and its sum             */
+
+static float block_max_portable(const float *x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
+/* e[i] = exp(x[i] * scale − max), returns Σ e; e may be x */
+static float block_exp_portable(const float *x, float *e, int n, float scale, float max) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += e[i] = exp_scalar(x[i] * scale - max);
+    return sum;
+}
+
+#ifdef QKV_HAVE_X86_KERNELS
+TARGET_AVX512 static float block_max_512(const float *x, int n) {
+    __m512 max = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16) max = _mm512_max_ps(max, _mm512_mask_loadu_ps(max, tail_mask(i, n), x + i));
+    return _mm512_reduce_max_ps(max);
+}
+
+/* exp(x · s − m) in the lanes of x's 16, 0 in the others (block_exp_512's
+ * vector; kv_int8.h's decode makes a block's a vector at a time) */
+TARGET_AVX512 INLINE __m512 block_exp16(const float *x, __mmask16 lanes, __m512 s, __m512 m) {
+    return _mm512_maskz_mov_ps(lanes, exp_512(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(lanes, x), s, m)));
+}
+
+TARGET_AVX512 static float block_exp_512(const float *x, float *e, int n, float scale, float max) {
+    __m512 sum = _mm512_setzero_ps(), s = _mm512_set1_ps(scale), m = _mm512_set1_ps(max);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 lanes = tail_mask(i, n);
+        __m512 v = block_exp16(x + i, lanes, s, m);
+        sum = _mm512_add_ps(sum, v);
+        _mm512_mask_storeu_ps(e + i, lanes, v);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/* Whole vectors of 8, then the last n % 8 by the portable loop */
+TARGET_AVX2 static float block_max_256(const float *x, int n) {
+    __m256 max = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    float lanes[8], m = -INFINITY;
+    for (; i + 8 <= n; i += 8) max = _mm256_max_ps(max, _mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(lanes, max);
+    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+TARGET_AVX2 static float block_exp_256(const float *x, float *e, int n, float scale, float max) {
+    __m256 sum = _mm256_setzero_ps(), s = _mm256_set1_ps(scale), m = _mm256_set1_ps(max);
+    int i = 0;
+    float lanes[8], total = 0.0f;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = exp_256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), s, m));
+        sum = _mm256_add_ps(sum, v);
+        _mm256_storeu_ps(e + i, v);
+    }
+    _mm256_storeu_ps(lanes, sum);
+    for (int l = 0; l < 8; l++) total += lanes[l];
+    return total + block_exp_portable(x + i, e + i, n - i, scale, max);
+}
+#endif
+
+typedef struct {
+    float (*max)(const float *x, int n);
+    float (*exp)(const float *x, float *e, int n, float scale, float max);
+} BlockSoftmax;
+
+static BlockSoftmax block_softmax(Isa isa) {
+#ifdef QKV_HAVE_X86_KERNELS
+    if (isa >= ISA_AVX512) return (BlockSoftmax){ block_max_512, block_exp_512 };
+    if (isa >= ISA_AVX2) return (BlockSoftmax){ block_max_256, block_exp_256 };
+#endif
+    return (BlockSoftmax){ block_max_portable, block_exp_portable };
+}
 
 /* ------------------------------------------------------------------------ */
 /* SwiGLU's product: gate <- silu(gate) * up = gate / (1 + e^-gate) * up     */

@@ -99,6 +99,19 @@ void kv_scores(const KVCache *kv, const unsigned char *keys, const float *q, int
 void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float *weights, int n_visible,
                      float *out, int fetch);
 
+/* A decode row's partial softmaxes over its n keys in blocks of `block`
+ * (the last may be shorter), values from the first key's row (a multiple
+ * of 4): block b's, with x its keys' scores (kv_scores') times scale,
+ *     partials[b · stride ...] = {max x, Σ_t e_t, Σ_t e_t · v_t}, e = exp(x − max x)
+ * (e[n] receives the exps; it may be scores), the bits that elementwise.h's
+ * block_softmax and kv_weighted_sum give block by block, the rows ahead
+ * requested as the cache's fetch_ahead says. Returns 0, doing nothing,
+ * where the cache has no kernel of its own for it (then the caller goes
+ * block by block): it has for int8 rows with VNNI, blocks of 256
+ * (kv_int8.h). */
+int kv_decode_partials(const KVCache *kv, const unsigned char *values, const float *scores, float *e, int n,
+                       int block, float scale, float *partials, size_t stride);
+
 #endif /* QKV_KV_CACHE_H */
 
 /* ======================================================================== */
@@ -285,7 +298,8 @@ TARGET_AVX2 INLINE __m256 kv_load8(KVType type, const unsigned char *data, int i
 }
 #endif
 
-/* The int8 rows' layout and kernels */
+/* The int8 rows' layout and kernels (a decode row's softmax among them) */
+#include "elementwise.h"
 #include "kv_int8.h"
 
 /* One key (key = 1) or value row of floats into its slot of a layer's kv
@@ -461,6 +475,12 @@ void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float
     }
 #endif
     weighted_sum_portable(kv->type, values, kv->row_bytes, weights, n_visible, 0, kv->head_size, out);
+}
+
+int kv_decode_partials(const KVCache *kv, const unsigned char *values, const float *scores, float *e, int n,
+                       int block, float scale, float *partials, size_t stride) {
+    return kv->type == KV_Q8 &&
+           q8_decode_partials(kv, values, scores, e, n, block, scale, partials, stride, kv->fetch_ahead);
 }
 
 #endif /* QKV_KV_CACHE_IMPLEMENTED */

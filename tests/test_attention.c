@@ -288,6 +288,41 @@ static void test_fetch_ahead(KVType type, Isa isa) {
     fixture_free(&f);
 }
 
+/* int8 rows with VNNI: a decode row makes each block's softmax inside the
+ * last block's sums (kv_decode_partials); AVX-512 without VNNI goes block
+ * by block with the same integers and the same exps. So the two give the
+ * same bits, for ordinary blocks and for a block whose weights are summed
+ * in float (its values 1e-32: the weights' max is below KV_Q8_TINY), and
+ * so do a prompt's last row and the same row decoded. */
+static void test_q8_decode_blocks(void) {
+    const char *name = "attention, q8 KV cache, avx512vnni: a decode row's blocks made together (each one's softmax "
+                       "inside the last's sums) give the bits of AVX-512's block by block and of a prompt's last "
+                       "row, with one block summed in float";
+    if (isa_available() < ISA_AVX512_VNNI) {
+        printf("skip %s: this CPU has no AVX-512 VNNI\n", name);
+        return;
+    }
+    Fixture f;
+    fixture_init(&f, KV_Q8, ISA_AVX512_VNNI);
+    float tiny[KV_HEADS * HS];
+    for (int t = QKV_KEY_BLOCK; t < 2 * QKV_KEY_BLOCK; t++) {
+        for (int i = 0; i < KV_HEADS * HS; i++) tiny[i] = f.values[(size_t)t * KV_HEADS * HS + i] * 1e-32f;
+        kv_cache_store(&f.kv, 0, t, f.keys + (size_t)t * KV_HEADS * HS, tiny);
+    }
+    static float decoded[HEADS * HS], widened[HEADS * HS], prompt[ROWS * HEADS * HS];
+    run_rows(&f, ROWS - 1, 1, KEYS - 1, decoded, NULL, NULL);
+    run_rows(&f, 0, ROWS, KEYS - ROWS, prompt, NULL, NULL);
+    f.kv.isa = ISA_AVX512;
+    run_rows(&f, ROWS - 1, 1, KEYS - 1, widened, NULL, NULL);
+    int finite = 1;
+    for (int i = 0; i < HEADS * HS; i++) finite &= isfinite(decoded[i]) != 0;
+    int as_widened = memcmp(decoded, widened, sizeof decoded) == 0;
+    int as_prompt = memcmp(decoded, prompt + (size_t)(ROWS - 1) * HEADS * HS, sizeof decoded) == 0;
+    report(finite && as_widened && as_prompt, name, "finite %d, as AVX-512 %d, as the prompt's row %d", finite,
+           as_widened, as_prompt);
+    fixture_free(&f);
+}
+
 /* A prompt's rows folded block by block against the same rows one position
  * at a time: the same bits, within 1e-6 of the whole-row softmax, and an
  * observer changes nothing but receives every score and the true softmax. */
@@ -873,9 +908,12 @@ int main(int argc, char **argv) {
         test_prefill_memory();
         return failures ? 1 : 0;
     }
-    Isa widest = isa_available() < ISA_AVX512 ? isa_available() : ISA_AVX512; /* VNNI adds nothing here */
+    /* VNNI has kernels of int8 rows only (their products, and a decode
+     * row's blocks made together: kv_decode_partials) */
+    Isa widest = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI;
     for (int isa = 0; isa <= (int)widest; isa++)
         for (int type = 0; type < KV_TYPE_COUNT; type++) {
+            if (isa == ISA_AVX512_VNNI && type != KV_Q8) continue;
             test_against_float64((KVType)type, (Isa)isa);
             test_split_equals_one_block((KVType)type, (Isa)isa);
             test_prompt_rows((KVType)type, (Isa)isa);
@@ -883,6 +921,7 @@ int main(int argc, char **argv) {
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
+    test_q8_decode_blocks();
     test_long_decode();
     test_step_reads();
     test_running_median();
