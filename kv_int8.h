@@ -319,7 +319,10 @@ static inline int32_t bytes_lane(const unsigned char *x) {
  * pairs), the values' first 2-4 KiB requested at each block's start
  * (69-75% against 75-78% of a plain read, in process; 1 KiB level),
  * panels 4-16 KiB ahead, and runs of 8 or 16 blocks (attention.h: 62-66%
- * against 69%). */
+ * against 69%). What paid was to make each block's softmax among the value
+ * loads (kv_decode_partials, below), and what cost was a pass with no
+ * load in flight (the values' lines requested while the exps were made,
+ * into L1 or L2, paired worse, not better, in a test program). */
 
 /* The panel of keys from key first on; its bytes KV_Q8_PREFETCH_BYTES
  * ahead requested as fetch says */
@@ -585,12 +588,13 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Va
  * has room for). The same operations in the same order as block_max_512,
  * block_exp_512, q8_weights_512 and weight_bytes_512: the bits a prompt's
  * rows get block by block. Measured, 15M shape at 16,384 positions, 1
- * thread, AMD EPYC Zen 4, the bench's paired share, 8 runs interleaved:
- * 55-88% block by block, 78-92% this way (README, "The int8 kernels").
- * Made among the keys' loads instead (a block's exps, a vector after each
- * panel scored in the next block; the rounding among the values' loads)
- * it paired at 67-77% against 88-92% (4 runs interleaved): the scores'
- * loop holds q's bytes in 24 registers, and the exps need more. */
+ * thread, AMD EPYC Zen 4, the bench's paired share, runs interleaved:
+ * 55-88% block by block (16 runs, median 80.5%), 72-93% this way (15,
+ * median 89%); README, "The int8 kernels". Made among the keys' loads
+ * instead (a block's exps, a vector after each panel scored in the next
+ * block; the rounding among the values' loads) it paired at 67-77%
+ * against 88-92% (4 runs each), perhaps because the short scores' loop
+ * keeps q's bytes in 24 of the 32 registers. */
 typedef struct {
     const float *scores, *scales; /* the block's raw scores; its value rows' scales */
     float *e;                     /* exp(x - max) */
