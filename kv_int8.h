@@ -223,8 +223,12 @@ static float q8_weights_step(float amax) {
 }
 
 /* out[i] += Σ_t w[t] · scale_t · v_t[i] in float, rows in order (a chunk
- * that cannot be rounded: a NaN gives NaN, as it should) */
-static void q8_chunk_float(Q8Values v, const float *w, int n, float *out) {
+ * that cannot be rounded: a NaN gives NaN, as it should). Never inlined: one
+ * copy, compiled for the baseline, so its bits do not depend on its caller
+ * (inlined into a TARGET_VNNI function, -ffp-contract=fast fused its
+ * multiply and add, and a decode row's float blocks differed from a
+ * prompt's). */
+__attribute__((noinline)) static void q8_chunk_float(Q8Values v, const float *w, int n, float *out) {
     for (int i = 0; i < v.hs; i++) {
         float sum = 0.0f;
         for (int t = 0; t < n; t++) sum += w[t] * v.scales[t] * (float)q8_value(v, t, i);

@@ -291,13 +291,17 @@ static void test_fetch_ahead(KVType type, Isa isa) {
 /* int8 rows with VNNI: a decode row makes each block's softmax inside the
  * last block's sums (kv_decode_partials); AVX-512 without VNNI goes block
  * by block with the same integers and the same exps. So the two give the
- * same bits, for ordinary blocks and for a block whose weights are summed
- * in float (its values 1e-32: the weights' max is below KV_Q8_TINY), and
- * so do a prompt's last row and the same row decoded. */
-static void test_q8_decode_blocks(void) {
-    const char *name = "attention, q8 KV cache, avx512vnni: a decode row's blocks made together (each one's softmax "
-                       "inside the last's sums) give the bits of AVX-512's block by block and of a prompt's last "
-                       "row, with one block summed in float";
+ * same bits, for ordinary blocks and for blocks whose weights are summed
+ * in float (their values times 1e-32: the weights' max is below
+ * KV_Q8_TINY), and so do a prompt's last row and the same row decoded.
+ * Keys from..to-1 get the tiny values: one block, where the float sum's
+ * bits hardly reach the output, or every key, where they are the output. */
+static void test_q8_decode_blocks(int from, int to, const char *which) {
+    char name[400];
+    snprintf(name, sizeof name,
+             "attention, q8 KV cache, avx512vnni: a decode row's blocks made together (each one's softmax inside "
+             "the last's sums) give the bits of AVX-512's block by block and of a prompt's last row, with %s "
+             "summed in float", which);
     if (isa_available() < ISA_AVX512_VNNI) {
         printf("skip %s: this CPU has no AVX-512 VNNI\n", name);
         return;
@@ -305,7 +309,7 @@ static void test_q8_decode_blocks(void) {
     Fixture f;
     fixture_init(&f, KV_Q8, ISA_AVX512_VNNI);
     float tiny[KV_HEADS * HS];
-    for (int t = QKV_KEY_BLOCK; t < 2 * QKV_KEY_BLOCK; t++) {
+    for (int t = from; t < to; t++) {
         for (int i = 0; i < KV_HEADS * HS; i++) tiny[i] = f.values[(size_t)t * KV_HEADS * HS + i] * 1e-32f;
         kv_cache_store(&f.kv, 0, t, f.keys + (size_t)t * KV_HEADS * HS, tiny);
     }
@@ -921,7 +925,8 @@ int main(int argc, char **argv) {
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
     for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
-    test_q8_decode_blocks();
+    test_q8_decode_blocks(QKV_KEY_BLOCK, 2 * QKV_KEY_BLOCK, "one block");
+    test_q8_decode_blocks(0, KEYS, "every block");
     test_long_decode();
     test_step_reads();
     test_running_median();
