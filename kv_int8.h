@@ -606,7 +606,7 @@ typedef struct {
     float max, total;             /* max of the scaled scores; Σ e */
     __m512 scale, max_lanes, sum, amax, nonfinite;
     float inverse;                /* 32767 / max |wt| */
-    __mmask32 negative;           /* a weight below 0: no VNNI bytes */
+    int negative;                 /* a weight below 0: no VNNI bytes */
     Q8Weights q;
     float wt[KV_Q8_CHUNK];        /* e_t · scale_t */
     unsigned char high[KV_Q8_CHUNK], low[KV_Q8_CHUNK];
@@ -643,19 +643,12 @@ TARGET_VNNI INLINE void q8_block_exps(Q8Block *b, int k) {
     b->inverse = 32767.0f / amax;
 }
 
-/* Keys 32r..32r+31: the weights rounded (query_int16_512's) and split
- * into bytes (weight_bytes_512's) */
+/* Keys 32r..32r+31: the weights rounded (query_int16_512) and split into
+ * bytes (weight_bytes_512), as q8_weights_512 and q8_sums_vnni do them */
 TARGET_VNNI INLINE void q8_block_round(Q8Block *b, int r) {
-    int i = 32 * r;
-    __m512 inverse = _mm512_set1_ps(b->inverse);
-    for (int j = i; j < i + 32; j += 16) {
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(kv_mask(j, b->n), b->wt + j), inverse);
-        _mm256_storeu_si256((__m256i *)(b->q.c + j), _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(x)));
-    }
-    __m512i w = _mm512_loadu_si512(b->q.c + i);
-    b->negative |= _mm512_movepi16_mask(w);
-    _mm256_storeu_si256((__m256i *)(b->high + i), _mm512_cvtepi16_epi8(_mm512_srli_epi16(w, 7)));
-    _mm256_storeu_si256((__m256i *)(b->low + i), _mm512_cvtepi16_epi8(_mm512_and_si512(w, _mm512_set1_epi16(127))));
+    int i = 32 * r, count = b->n - i < 32 ? b->n - i : 32;
+    query_int16_512(b->wt + i, count, b->inverse, b->q.c + i);
+    b->negative |= !weight_bytes_512(b->q.c + i, count, b->high + i, b->low + i);
 }
 
 /* The block's next step, if any is left (none rounds a block summed in
