@@ -480,7 +480,7 @@ void kv_weighted_sum(const KVCache *kv, const unsigned char *values, const float
 int kv_decode_partials(const KVCache *kv, const unsigned char *values, const float *scores, float *e, int n,
                        int block, float scale, float *partials, size_t stride) {
     return kv->type == KV_Q8 &&
-           q8_decode_partials(kv, values, scores, e, n, block, scale, partials, stride, kv->fetch_ahead);
+           q8_decode_partials(kv, values, scores, e, n, block, scale, partials, stride);
 }
 
 #endif /* QKV_KV_CACHE_IMPLEMENTED */

@@ -361,14 +361,21 @@ TARGET_AVX512 INLINE void query_int16_512(const float *q, int count, float inver
     }
 }
 
+/* abs_max_512 a vector at a time: the lanes' max |v| so far, and v · 0
+ * added up (NaN once a v is not finite) */
+TARGET_AVX512 INLINE void abs_max_lanes(__m512 v, __m512 *amax, __m512 *nonfinite) {
+    *amax = _mm512_max_ps(*amax, _mm512_abs_ps(v));
+    *nonfinite = _mm512_add_ps(*nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
+}
+
+TARGET_AVX512 INLINE float abs_max_of_lanes(__m512 amax, __m512 nonfinite) {
+    return _mm512_cmp_ps_mask(nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN : _mm512_reduce_max_ps(amax);
+}
+
 TARGET_AVX512 INLINE float abs_max_512(const float *x, int n) {
     __m512 amax = _mm512_setzero_ps(), nonfinite = _mm512_setzero_ps();
-    for (int i = 0; i < n; i += 16) {
-        __m512 v = _mm512_maskz_loadu_ps(kv_mask(i, n), x + i);
-        amax = _mm512_max_ps(amax, _mm512_abs_ps(v));
-        nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, _mm512_setzero_ps()));
-    }
-    return _mm512_cmp_ps_mask(nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN : _mm512_reduce_max_ps(amax);
+    for (int i = 0; i < n; i += 16) abs_max_lanes(_mm512_maskz_loadu_ps(kv_mask(i, n), x + i), &amax, &nonfinite);
+    return abs_max_of_lanes(amax, nonfinite);
 }
 
 
@@ -584,8 +591,8 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Va
  * A block's softmax and int16 weights (its max, the exps and their sum,
  * the weights' rounding) read no memory. Made between one block's sums
  * and the next (block_partial in attention.h) they left the memory idle
- * for about a third of a decode row's time: the hardware prefetchers run
- * ahead only of loads being made. A decode row reads its values block
+ * for a quarter to a third of a decode row's arithmetic: the hardware
+ * prefetchers run ahead only of loads being made. A decode row reads its values block
  * after block (kv_decode_partials), so there the next block's softmax is
  * made a step at a time inside this block's sums loop: 16 keys' exps, or
  * 32 keys' rounding, every 8 value rows (24 steps of the 32 a block of 256
@@ -633,12 +640,10 @@ TARGET_VNNI INLINE void q8_block_exps(Q8Block *b, int k) {
     _mm512_mask_storeu_ps(b->e + i, lanes, v);
     __m512 wt = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(lanes, b->scales + i));
     _mm512_storeu_ps(b->wt + i, wt);
-    b->amax = _mm512_max_ps(b->amax, _mm512_abs_ps(wt));
-    b->nonfinite = _mm512_add_ps(b->nonfinite, _mm512_mul_ps(wt, _mm512_setzero_ps()));
+    abs_max_lanes(wt, &b->amax, &b->nonfinite);
     if (k + 1 < b->exps) return;
     b->total = _mm512_reduce_add_ps(b->sum);
-    float amax = _mm512_cmp_ps_mask(b->nonfinite, _mm512_setzero_ps(), _CMP_NEQ_UQ) ? NAN
-                                                                                    : _mm512_reduce_max_ps(b->amax);
+    float amax = abs_max_of_lanes(b->amax, b->nonfinite);
     b->q.step = q8_weights_step(amax);
     b->inverse = 32767.0f / amax;
 }
@@ -900,19 +905,18 @@ static void q8_scores(const KVCache *kv, const unsigned char *keys, const float 
     q8_kernels(kv->isa).scores(k, skip, q, n, scores, kv->fetch_ahead);
 }
 
-/* kv_decode_partials for int8 rows: with VNNI (the kernel above), else 0 */
+/* kv_decode_partials for int8 rows: with VNNI (the kernel above), else 0
+ * (blocks of another size than a chunk: none) */
 static int q8_decode_partials(const KVCache *kv, const unsigned char *values, const float *scores, float *e, int n,
-                              int block, float scale, float *partials, size_t stride, Fetch fetch) {
+                              int block, float scale, float *partials, size_t stride) {
 #ifdef QKV_HAVE_X86_KERNELS
     if (kv->isa < ISA_AVX512_VNNI || block != KV_Q8_CHUNK) return 0;
     int skip;
     Q8Values v = q8_values_of(kv, (size_t)(values - kv->values) / kv->value_bytes, &skip); /* skip is 0 */
-    q8_decode_partials_vnni(v, scores, e, n, scale, partials, stride, fetch);
+    q8_decode_partials_vnni(v, scores, e, n, scale, partials, stride, kv->fetch_ahead);
     return 1;
 #else
-    (void)kv, (void)values, (void)scores, (void)e, (void)n, (void)block, (void)scale, (void)partials, (void)stride,
-        (void)fetch;
-    return 0;
+    return 0; /* the build has -Wno-unused-parameter */
 #endif
 }
 
