@@ -177,7 +177,10 @@ static float *observed_row(const LayerPass *l, float *rows, int t, int h) {
  * 4.8-5.4 -> 4.2-4.7 (float16) and 11.0-14.7 -> 8.7-9.4 (float32) with
  * runs of 64 blocks; runs of 4 and 16 fell between (README). */
 
-/* The partials of blocks block..block+run-1 of one head */
+/* The partials of blocks block..block+run-1 of one head: the run's
+ * scores, then block by block, unless the cache makes the partials itself
+ * (kv_decode_partials: int8 rows with VNNI make each block's softmax among
+ * the last block's value loads, with the same bits) */
 static void decode_run(const LayerPass *l, int head, int block, int run, int n_keys) {
     const AttentionRows *a = l->a;
     int hs = l->head_size, first = block * QKV_KEY_BLOCK, blocks = key_blocks(n_keys);

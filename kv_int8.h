@@ -600,8 +600,8 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Va
  * block_exp_512, q8_weights_512 and weight_bytes_512: the bits a prompt's
  * rows get block by block. Measured, 15M shape at 16,384 positions, 1
  * thread, AMD EPYC Zen 4, the bench's paired share, runs interleaved:
- * 55-88% block by block (16 runs, median 80.5%), 72-93% this way (15,
- * median 89%); README, "The int8 kernels". Made among the keys' loads
+ * 55-88% block by block (19 runs, median 83%), 53-93% this way (21,
+ * median 88%); README, "The int8 kernels". Made among the keys' loads
  * instead (a block's exps, a vector after each panel scored in the next
  * block; the rounding among the values' loads) it paired at 67-77%
  * against 88-92% (4 runs each), perhaps because the short scores' loop
