@@ -717,13 +717,20 @@ TARGET_AVX512 static void q8_sums_avx512(Q8Values v, const Q8Weights *q, int n, 
     Q8_SLICES_512(q8_quads_512, v.hs, fetch, v, q, n, out)
 }
 
+/* out += a chunk's products from its weights' bytes (weight_bytes_512;
+ * bytes 0: a weight was negative, the widening kernel sums them), with
+ * next's steps made among the loads (a decode row's, or NULL) */
+TARGET_VNNI INLINE void q8_sums_of_bytes(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch,
+                                         const unsigned char *high, const unsigned char *low, int bytes,
+                                         Q8Block *next) {
+    if (!bytes) q8_sums_avx512(v, q, n, out, fetch);
+    else Q8_SLICES_512(q8_quads_vnni, v.hs, fetch, v, q, n, out, high, low, next)
+}
+
 TARGET_VNNI static void q8_sums_vnni(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
     unsigned char high[KV_Q8_CHUNK], low[KV_Q8_CHUNK];
-    if (!weight_bytes_512(q->c, n, high, low)) {
-        q8_sums_avx512(v, q, n, out, fetch);
-        return;
-    }
-    Q8_SLICES_512(q8_quads_vnni, v.hs, fetch, v, q, n, out, high, low, NULL)
+    int bytes = weight_bytes_512(q->c, n, high, low);
+    q8_sums_of_bytes(v, q, n, out, fetch, high, low, bytes, NULL);
 }
 
 /* kv_decode_partials for int8 rows with VNNI, blocks of KV_Q8_CHUNK keys:
@@ -743,8 +750,7 @@ TARGET_VNNI static void q8_decode_partials_vnni(Q8Values v, const float *scores,
         p[0] = block->max, p[1] = block->total;
         for (int i = 0; i < v.hs; i++) out[i] = 0.0f;
         if (block->q.step == 0.0f) q8_chunk_float(rows, block->e, keys, out);
-        else if (block->negative) q8_sums_avx512(rows, &block->q, keys, out, fetch);
-        else Q8_SLICES_512(q8_quads_vnni, v.hs, fetch, rows, &block->q, keys, out, block->high, block->low, next)
+        else q8_sums_of_bytes(rows, &block->q, keys, out, fetch, block->high, block->low, !block->negative, next);
         if (next) q8_block_finish(next);
     }
 }
