@@ -11,10 +11,19 @@
 
 #include <stddef.h>
 
-/* Instruction sets, each a superset of the one before. ISA_AMX is AVX-512
- * VNNI plus AMX's int8 tiles, which the int8 and 4-bit kernels use for a
- * prompt (a decode step stays on VNNI). */
-typedef enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AVX512_VNNI = 3, ISA_AMX = 4, ISA_COUNT } Isa;
+/* Instruction sets, each a superset of the one before but one: ISA_AVX_VNNI
+ * is AVX2 plus VNNI's integer dot products on 256-bit vectors, which the
+ * int8 and 4-bit kernels use: AVX-VNNI's VEX form (Intel's cores from Alder
+ * Lake and Sapphire Rapids on, their AVX2-only Xeons such as Sierra
+ * Forest, AMD's Zen 5), else AVX-512 VNNI's EVEX form of the same
+ * instruction (Ice Lake, Zen 4: so the path runs, and is tested, there
+ * too). An AVX-512 CPU without VNNI (Skylake-X) has neither: QKV_ISA=avxvnni
+ * gives it AVX2 (isa_available). ISA_AMX is AVX-512 VNNI plus AMX's int8
+ * tiles, which the int8 and 4-bit kernels use for a prompt (a decode step
+ * stays on VNNI). */
+typedef enum {
+    ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX_VNNI = 2, ISA_AVX512 = 3, ISA_AVX512_VNNI = 4, ISA_AMX = 5, ISA_COUNT
+} Isa;
 
 /* CPU makers, for a kernel whose best form differs between them with the
  * same instructions (their prefetchers differ: see KERNELS). */
@@ -32,9 +41,19 @@ Vendor cpu_vendor(void);
  * 0x19: a C integer). */
 int cpu_family(void);
 /* The best instruction set this CPU and OS support, capped by the
- * environment variable QKV_ISA (portable, avx2, avx512, avx512vnni, amx) so
- * tests and CI can force each path. */
+ * environment variable QKV_ISA (portable, avx2, avxvnni, avx512, avx512vnni,
+ * amx) so tests and CI can force each path. */
 Isa isa_available(void);
+/* The set a CPU whose best is cpu (with AVX-VNNI's VEX form or not) runs
+ * under the cap (-1: none): the lower of the two, but AVX2 for
+ * ISA_AVX_VNNI on a CPU with neither form of 256-bit VNNI (an AVX-512 CPU
+ * without VNNI) */
+Isa isa_within(Isa cpu, int avx_vnni, int cap);
+/* Whether this CPU can run isa's kernels within QKV_ISA's cap */
+int isa_runs(Isa isa);
+/* Whether this CPU has AVX-VNNI's VEX form (CPUID.(7,1):EAX bit 4); without
+ * it ISA_AVX_VNNI's kernels take AVX-512 VNNI's EVEX form */
+int cpu_has_avx_vnni(void);
 /* The last-level cache's bytes (the environment variable QKV_CACHE_BYTES,
  * else the largest cache Linux's sysfs lists for CPU 0, else 32 MiB), and
  * whether a decode step's bytes_per_token of weights come from
@@ -92,6 +111,15 @@ static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
 #endif
 }
 
+/* AVX-VNNI (VEX-encoded vpdpbusd on ymm): CPUID.(7,1):EAX bit 4 */
+static int probe_avx_vnni(void) {
+#ifndef QKV_HAVE_AVX_VNNI
+    return 0; /* a compiler without its VEX form: ISA_AVX_VNNI only where AVX-512 VNNI is */
+#endif
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+}
+
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their
  * registers. */
 static Isa probe_cpu(void) {
@@ -105,7 +133,7 @@ static Isa probe_cpu(void) {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1)) return ISA_PORTABLE;
     int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) &&
                  (xcr0_lo & 0xe6) == 0xe6; /* F, DQ, BW, VL; opmask and upper ZMM state */
-    if (!avx512) return ISA_AVX2;
+    if (!avx512) return probe_avx_vnni() ? ISA_AVX_VNNI : ISA_AVX2;
     if (!((c >> 11) & 1)) return ISA_AVX512;
     return amx_usable(d, xcr0_lo) ? ISA_AMX : ISA_AVX512_VNNI;
 }
@@ -130,28 +158,33 @@ static Vendor probe_vendor(void) {
     return VENDOR_ANY;
 }
 #else
+static int probe_avx_vnni(void) { return 0; }
 static Isa probe_cpu(void) { return ISA_PORTABLE; }
 static Vendor probe_vendor(void) { return VENDOR_ANY; }
 static int probe_family(void) { return 0; }
 #endif
 
-/* probe_cpu, probe_vendor and probe_family, asked once, as one value (the
- * instruction set in the low byte, the maker in the next, the family
- * above): CPUID is slow in a virtual machine (a trap to the host), and a
+/* probe_cpu, probe_vendor, probe_family and probe_avx_vnni, asked once, as
+ * one value (the instruction set in the low byte, the maker in the next,
+ * the family in the 12 bits above, AVX-VNNI above that): CPUID is slow in a virtual machine (a trap to the host), and a
  * prompt quantizes its activations hundreds of times. Two threads that
  * both ask store the same answer. */
 static int cpu_of_this_machine(void) {
     static _Atomic int known = -1;
     int cpu = known;
-    if (cpu < 0) known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8 | (probe_family() & 0xfff) << 16;
+    if (cpu < 0)
+        known = cpu = (int)probe_cpu() | (int)probe_vendor() << 8 | (probe_family() & 0xfff) << 16 |
+                      probe_avx_vnni() << 28;
     return cpu;
 }
 
 static Isa isa_of_cpu(void) { return (Isa)(cpu_of_this_machine() & 0xff); }
 static Vendor vendor_of_cpu(void) { return (Vendor)((cpu_of_this_machine() >> 8) & 0xff); }
-static int family_of_cpu(void) { return cpu_of_this_machine() >> 16; }
+static int family_of_cpu(void) { return (cpu_of_this_machine() >> 16) & 0xfff; }
 
-const char *const ISA_NAMES[ISA_COUNT] = { "portable", "avx2", "avx512", "avx512vnni", "amx" };
+int cpu_has_avx_vnni(void) { return (cpu_of_this_machine() >> 28) & 1; }
+
+const char *const ISA_NAMES[ISA_COUNT] = { "portable", "avx2", "avxvnni", "avx512", "avx512vnni", "amx" };
 const char *const VENDOR_NAMES[VENDOR_COUNT] = { "any", "intel", "amd" };
 
 int name_index(const char *value, const char *const *names, int n) {
@@ -162,12 +195,18 @@ int name_index(const char *value, const char *const *names, int n) {
 
 const char *isa_name(Isa isa) { return isa >= 0 && isa < ISA_COUNT ? ISA_NAMES[isa] : "?"; }
 
-Isa isa_available(void) {
-    Isa isa = isa_of_cpu();
-    const char *cap = getenv("QKV_ISA");
-    int asked = cap ? name_index(cap, ISA_NAMES, ISA_COUNT) : -1;
-    return asked >= 0 && (Isa)asked < isa ? (Isa)asked : isa;
+Isa isa_within(Isa cpu, int avx_vnni, int cap) {
+    Isa isa = cap >= 0 && (Isa)cap < cpu ? (Isa)cap : cpu;
+    int vnni256 = avx_vnni || cpu >= ISA_AVX512_VNNI; /* AVX-VNNI's form, or AVX-512 VNNI's with VL */
+    return isa == ISA_AVX_VNNI && !vnni256 ? ISA_AVX2 : isa;
 }
+
+Isa isa_available(void) {
+    const char *cap = getenv("QKV_ISA");
+    return isa_within(isa_of_cpu(), cpu_has_avx_vnni(), cap ? name_index(cap, ISA_NAMES, ISA_COUNT) : -1);
+}
+
+int isa_runs(Isa isa) { return isa <= isa_available() && isa_within(isa_of_cpu(), cpu_has_avx_vnni(), isa) == isa; }
 
 const char *vendor_name(Vendor vendor) { return vendor >= 0 && vendor < VENDOR_COUNT ? VENDOR_NAMES[vendor] : "?"; }
 

@@ -528,6 +528,8 @@ static const KernelEntry KERNELS[] = {
     { WEIGHT_F16, ISA_AVX2, "f16 avx2+f16c", matmul_f16_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_Q8_0, ISA_AVX2, "q8_0 avx2", matmul_q8_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_Q4_0, ISA_AVX2, "q4_0 avx2", matmul_q4_avx2, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_Q8_0, ISA_AVX_VNNI, "q8_0 avxvnni", matmul_q8_avxvnni, VENDOR_ANY, 0, 0, FETCH_L1 },
+    { WEIGHT_Q4_0, ISA_AVX_VNNI, "q4_0 avxvnni", matmul_q4_avxvnni, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_F32, ISA_AVX512, "f32 avx512", matmul_f32_avx512, VENDOR_ANY, 0, 0, FETCH_L1 },
     { WEIGHT_F32, ISA_AVX512, "f32 avx512 hw-prefetch", matmul_f32_avx512_hw, VENDOR_AMD, 0, 0, FETCH_NONE },
     { WEIGHT_F16, ISA_AVX512, "f16 avx512", matmul_f16_avx512, VENDOR_ANY, 0, 0, FETCH_L1 },

@@ -275,6 +275,71 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
     }
 }
 
+/* 256-bit VNNI (ISA_AVX_VNNI): a panel (rows row0..row0+15, two vectors of
+ * eight) times positions t..t+P-1, P at most 2, both halves at once (each
+ * broadcast of four activations serves the sixteen rows, as with
+ * AVX-512). vpdpbusd takes the stored q + 128 (Q8_0) and the nibbles (Q4_0)
+ * as they are, each lane starting from the offset's share (-128 or -8 sum
+ * x): the same exact integer sums as block_dots_avx2, one instruction where
+ * AVX2 takes three or four; then panel_avx2's scales, in its order (the
+ * same bits). Written once for both encodings: DPBUSD is the VEX intrinsic
+ * or the EVEX one, TARGET to match. */
+#define PANEL_VNNI256(NAME, TARGET, DPBUSD)                                                                    \
+    TARGET INLINE void NAME(float *out, int os, const Activations *a, const unsigned char *panel, int blocks,   \
+                            int row0, int begin, int end, int t, int P, int q4, Fetch fetch) {                  \
+        const __m256i low4 = _mm256_set1_epi8(0x0f);                                                           \
+        int value_bytes = packed_value_bytes(q4);                                                              \
+        const unsigned char *scales = panel + (size_t)blocks * QKV_PANEL * value_bytes;                        \
+        __m256 acc[2][3];                                                                                      \
+        for (int p = 0; p < P; p++) acc[0][p] = acc[1][p] = _mm256_setzero_ps();                               \
+        for (int b = 0; b < blocks; b++) {                                                                     \
+            const unsigned char *values = panel + (size_t)b * QKV_PANEL * value_bytes;                         \
+            const int8_t *x[3];                                                                                \
+            __m256i dots[2][3];                                                                                \
+            if (fetch && a->n == 1) fetch_block(panel, b, value_bytes, fetch);                                 \
+            for (int p = 0; p < P; p++) {                                                                      \
+                x[p] = act_q(a, t + p) + b * QKV_QBLOCK;                                                       \
+                dots[0][p] = dots[1][p] = _mm256_set1_epi32(-(q4 ? 8 : 128) * act_sum(a, t + p)[b]);           \
+            }                                                                                                  \
+            for (int c = 0; c < value_bytes / 4; c++) {                                                        \
+                __m256i w0 = _mm256_loadu_si256((const __m256i *)(values + c * 64));                          \
+                __m256i w1 = _mm256_loadu_si256((const __m256i *)(values + c * 64 + 32));                     \
+                if (!q4) {                                                                                     \
+                    for (int p = 0; p < P; p++) {                                                              \
+                        __m256i bx = _mm256_set1_epi32(X4(x[p], 4 * c));                                       \
+                        dots[0][p] = DPBUSD(dots[0][p], w0, bx);                                               \
+                        dots[1][p] = DPBUSD(dots[1][p], w1, bx);                                               \
+                    }                                                                                          \
+                    continue;                                                                                  \
+                }                                                                                              \
+                for (int nibble = 0; nibble < 2; nibble++) { /* the low four bits, then the high */            \
+                    __m256i q0 = _mm256_and_si256(nibble ? _mm256_srli_epi16(w0, 4) : w0, low4);             \
+                    __m256i q1 = _mm256_and_si256(nibble ? _mm256_srli_epi16(w1, 4) : w1, low4);             \
+                    for (int p = 0; p < P; p++) {                                                              \
+                        __m256i bx = _mm256_set1_epi32(X4(x[p], 16 * nibble + 4 * c));                         \
+                        dots[0][p] = DPBUSD(dots[0][p], q0, bx);                                               \
+                        dots[1][p] = DPBUSD(dots[1][p], q1, bx);                                               \
+                    }                                                                                          \
+                }                                                                                              \
+            }                                                                                                  \
+            for (int half = 0; half < 2; half++) {                                                             \
+                __m256 ws = _mm256_cvtph_ps(                                                                   \
+                    _mm_loadu_si128((const __m128i *)(scales + (size_t)b * QKV_PANEL * 2 + half * 16)));       \
+                for (int p = 0; p < P; p++)                                                                    \
+                    acc[half][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[half][p]),                          \
+                                                   _mm256_mul_ps(ws, _mm256_set1_ps(act_scale(a, t + p)[b])),  \
+                                                   acc[half][p]);                                              \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (int half = 0; half < 2; half++)                                                                   \
+            for (int p = 0; p < P; p++) store_rows_avx2(out, os, t + p, row0 + half * 8, begin, end, acc[half][p]); \
+    }
+
+#ifdef QKV_HAVE_AVX_VNNI
+PANEL_VNNI256(panel_avxvnni, TARGET_AVX_VNNI, _mm256_dpbusd_avx_epi32)
+#endif
+PANEL_VNNI256(panel_vnni256_evex, TARGET_VNNI256_EVEX, _mm256_dpbusd_epi32)
+
 /* A kernel over panels: every panel that holds a row of [begin, end), its
  * positions PMAX at a time, then one at a time; a decode step's requests
  * at level FETCH. */
@@ -293,6 +358,28 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
 
 PANEL_MATMUL(matmul_q8_avx2, TARGET_AVX2, panel_avx2, 0, 2, FETCH_L1)
 PANEL_MATMUL(matmul_q4_avx2, TARGET_AVX2, panel_avx2, 1, 2, FETCH_L1)
+#ifdef QKV_HAVE_AVX_VNNI
+PANEL_MATMUL(matmul_q8_avxvnni_vex, TARGET_AVX_VNNI, panel_avxvnni, 0, 3, FETCH_L1)
+PANEL_MATMUL(matmul_q4_avxvnni_vex, TARGET_AVX_VNNI, panel_avxvnni, 1, 2, FETCH_L1)
+#endif
+PANEL_MATMUL(matmul_q8_vnni256_evex, TARGET_VNNI256_EVEX, panel_vnni256_evex, 0, 3, FETCH_L1)
+PANEL_MATMUL(matmul_q4_vnni256_evex, TARGET_VNNI256_EVEX, panel_vnni256_evex, 1, 3, FETCH_L1)
+
+/* ISA_AVX_VNNI's kernels: the VEX form where the CPU has AVX-VNNI, else
+ * AVX-512 VNNI's EVEX form (cpu.h: isa_available gives ISA_AVX_VNNI only
+ * where one of them is) */
+#ifdef QKV_HAVE_AVX_VNNI
+#define VNNI256_FORM(VEX, EVEX) (cpu_has_avx_vnni() ? VEX : EVEX)
+#else
+#define VNNI256_FORM(VEX, EVEX) EVEX
+#endif
+static void matmul_q8_avxvnni(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end) {
+    VNNI256_FORM(matmul_q8_avxvnni_vex, matmul_q8_vnni256_evex)(out, os, a, w, cols, begin, end);
+}
+
+static void matmul_q4_avxvnni(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end) {
+    VNNI256_FORM(matmul_q4_avxvnni_vex, matmul_q4_vnni256_evex)(out, os, a, w, cols, begin, end);
+}
 
 /* Int8 and 4-bit weights: a 512-bit vector is one four-byte chunk of a
  * panel's 16 rows, so each int32 lane adds up one row's block.

@@ -890,11 +890,12 @@ typedef struct {
 
 static Q8Kernels q8_kernels(Isa isa) {
 #ifdef QKV_HAVE_X86_KERNELS
-    static const Q8Kernels by_isa[ISA_AVX512_VNNI + 1] = {
-        { q8_scores_portable, q8_weights_portable, q8_sums_portable },
-        { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
-        { q8_scores_avx512, q8_weights_512, q8_sums_avx512 },
-        { q8_scores_vnni, q8_weights_512, q8_sums_vnni },
+    static const Q8Kernels by_isa[ISA_AVX512_VNNI + 1] = { /* 256-bit VNNI: AVX2's rows */
+        [ISA_PORTABLE] = { q8_scores_portable, q8_weights_portable, q8_sums_portable },
+        [ISA_AVX2] = { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
+        [ISA_AVX_VNNI] = { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
+        [ISA_AVX512] = { q8_scores_avx512, q8_weights_512, q8_sums_avx512 },
+        [ISA_AVX512_VNNI] = { q8_scores_vnni, q8_weights_512, q8_sums_vnni },
     };
     return by_isa[isa < ISA_AVX512_VNNI ? isa : ISA_AVX512_VNNI];
 #else

@@ -235,7 +235,7 @@ static void test_float16(void) {
      * of a zero) */
     for (int k = 0; k < kernel_count(); k++) {
         const KernelEntry *e = kernel_at(k);
-        if (e->type != WEIGHT_F16 || e->isa > isa_available()) continue;
+        if (e->type != WEIGHT_F16 || !isa_runs(e->isa)) continue;
         int bad_kernel = 0;
         uint16_t lane[16] = { 0 }, panel[16 * QKV_PANEL];
         float one[16] = { 1 };
@@ -439,7 +439,7 @@ static void test_matmul_kernels(void) {
     for (int k = 0; k < kernel_count(); k++) {
         const KernelEntry *e = kernel_at(k);
         char name[200];
-        if (e->isa > isa_available()) {
+        if (!isa_runs(e->isa)) {
             snprintf(name, sizeof name, "matmul kernel %s", e->name);
             skip(name, "this CPU lacks its instructions (or QKV_ISA caps them)");
             continue;
@@ -470,6 +470,38 @@ static void test_matmul_kernels(void) {
             report(as_portable, name, "a result differs");
         }
     }
+}
+
+/* The instruction set a CPU runs under QKV_ISA's cap (cpu.h's isa_within),
+ * for CPUs of each kind, by hand: 256-bit VNNI where the CPU has either
+ * form of it, else AVX2 in its place (an AVX-512 CPU without VNNI asked
+ * for avxvnni must not get kernels it cannot run). */
+static void test_isa_within(void) {
+    static const struct { const char *cpu; Isa best; int avx_vnni, cap; Isa want; } cases[] = {
+        { "Haswell", ISA_AVX2, 0, -1, ISA_AVX2 },
+        { "Haswell", ISA_AVX2, 0, ISA_AVX_VNNI, ISA_AVX2 },
+        { "Haswell", ISA_AVX2, 0, ISA_PORTABLE, ISA_PORTABLE },
+        { "Alder Lake", ISA_AVX_VNNI, 1, -1, ISA_AVX_VNNI },
+        { "Alder Lake", ISA_AVX_VNNI, 1, ISA_AMX, ISA_AVX_VNNI },
+        { "Alder Lake", ISA_AVX_VNNI, 1, ISA_AVX2, ISA_AVX2 },
+        { "Skylake-X", ISA_AVX512, 0, -1, ISA_AVX512 },
+        { "Skylake-X", ISA_AVX512, 0, ISA_AVX_VNNI, ISA_AVX2 },
+        { "Skylake-X", ISA_AVX512, 0, ISA_AVX512_VNNI, ISA_AVX512 },
+        { "Zen 4", ISA_AVX512_VNNI, 0, ISA_AVX_VNNI, ISA_AVX_VNNI },
+        { "Zen 4", ISA_AVX512_VNNI, 0, ISA_AVX512, ISA_AVX512 },
+        { "Zen 5", ISA_AVX512_VNNI, 1, -1, ISA_AVX512_VNNI },
+        { "Sapphire Rapids", ISA_AMX, 1, ISA_AVX_VNNI, ISA_AVX_VNNI },
+        { "no AVX2", ISA_PORTABLE, 0, ISA_AVX_VNNI, ISA_PORTABLE },
+    };
+    int n = (int)(sizeof cases / sizeof cases[0]), bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (isa_within(cases[i].best, cases[i].avx_vnni, cases[i].cap) != cases[i].want) bad = i;
+    report(bad < 0, "QKV_ISA's cap: each CPU kind's set (avxvnni on an AVX-512 CPU without VNNI is avx2), 14 cases",
+           "%s capped at %d: %s, expected %s", bad < 0 ? "" : cases[bad].cpu, bad < 0 ? 0 : cases[bad].cap,
+           bad < 0 ? "" : isa_name(isa_within(cases[bad].best, cases[bad].avx_vnni, cases[bad].cap)),
+           bad < 0 ? "" : isa_name(cases[bad].want));
+    report(isa_runs(isa_available()) && !isa_runs(ISA_COUNT), "isa_runs: this CPU runs its own set, none past AMX",
+           "isa_runs(%s) %d", isa_name(isa_available()), isa_runs(isa_available()));
 }
 
 /* An environment variable's value, to put back after a test sets it */
@@ -1981,6 +2013,7 @@ int main(void) {
     test_sampler_distribution();
     test_sampler_hostile();
     test_logit_passes();
+    test_isa_within();
     for (int isa = 0; isa <= (int)isa_available() && isa <= ISA_AVX512; isa++) test_silu_mul((Isa)isa);
     test_small_tokenizers();
     test_tokenizer_pieces();

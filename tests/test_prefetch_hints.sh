@@ -10,19 +10,15 @@
 # branch: the sanitizers' -O1 build does; so its check is the prefetcht1.)
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 . "$(dirname "$0")/lib.sh"
-OBJ=build/engine.o
-name="KV cache kernels' prefetch hints in $OBJ: rows kernels prefetcht0 only, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
-if ! command -v objdump >/dev/null 2>&1; then echo "skip $name: no objdump"; exit 0; fi
-if [ ! -f $OBJ ]; then echo "FAIL $name: no $OBJ"; exit 0; fi
+name="KV cache kernels' prefetch hints in build/engine.o: rows kernels prefetcht0 only, _l2 prefetcht1, _hw none; value sums and int8 kernels both"
+dis=$(engine_disassembly "$name") || exit 0
 # every function's counts of each hint, one line each ("<name>: t0 t1"), in
-# one pass over the disassembly (an awk over it per function took 4 s); a
-# compiler's clone of a function (name.isra.0, .constprop.0, .part.0) is
-# counted as the function
-counts=$(objdump -d --no-show-raw-insn $OBJ | awk '
-    /^[0-9a-f]+ <[^>]*>:$/ { f = $2; gsub(/\.(isra|constprop|part)(\.[0-9]+)+/, "", f); seen[f] = 1; next }
-    /prefetcht0/ { t0[f]++ }
-    /prefetcht1/ { t1[f]++ }
-    END { for (f in seen) printf "%s %d %d\n", f, t0[f], t1[f] }')
+# one pass over the disassembly (an awk over it per function took 4 s)
+counts=$(awk '
+    NF == 1 { seen[$1] = 1; next }
+    /prefetcht0/ { t0[$1]++ }
+    /prefetcht1/ { t1[$1]++ }
+    END { for (f in seen) printf "%s %d %d\n", f, t0[f], t1[f] }' <<<"$dis")
 # hints FUNCTION: "t0 t1", the counts of each hint in its body, or "absent"
 hints() {
     awk -v f="<$1>:" '$1 == f { print $2, $3; found = 1 } END { if (!found) print "absent" }' <<<"$counts"
