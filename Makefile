@@ -10,7 +10,7 @@ OPENMP ?= -fopenmp
 QKV_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas $(CFLAGS) $(OPENMP)
 LDLIBS = -lm
 SOURCES = run.c options.c cli.c ppl.c tokenizer.c trace.c trace_text.c trace_json.c step_view.c stepper.c bench.c bench_report.c bench_svg.c quantize.c roofline.c heads.c output_file.c
-HEADERS = options.h cli.h ppl.h progress.h threads.h team.h model.h cost.h alloc.h cpu.h kernels.h kernels_isa.h kernels_float.h kernels_rows.h kernels_int8.h elementwise.h kv_cache.h kv_int8.h kv_window.h rope.h attention.h checkpoint.h weights_pack.h gguf.h gguf_format.h qkv_format.h tokenizer.h unicode_classes.h sampler.h trace.h trace_internal.h stepper.h bench.h bench_internal.h quantize.h roofline.h heads.h output_file.h input_file.h
+HEADERS = options.h cli.h ppl.h progress.h threads.h team.h model.h cost.h alloc.h cpu.h kernels.h kernels_isa.h kernels_float.h kernels_rows.h kernels_int8.h elementwise.h kv_cache.h kv_int8.h kv_int8_256.h kv_window.h rope.h attention.h checkpoint.h weights_pack.h gguf.h gguf_format.h qkv_format.h tokenizer.h unicode_classes.h sampler.h trace.h trace_internal.h stepper.h bench.h bench_internal.h quantize.h roofline.h heads.h output_file.h input_file.h
 
 .PHONY: all run test bench clean models fuzz FORCE
 

@@ -365,14 +365,8 @@ PANEL_MATMUL(matmul_q4_avxvnni_vex, TARGET_AVX_VNNI, panel_avxvnni, 1, 2, FETCH_
 PANEL_MATMUL(matmul_q8_vnni256_evex, TARGET_VNNI256_EVEX, panel_vnni256_evex, 0, 3, FETCH_L1)
 PANEL_MATMUL(matmul_q4_vnni256_evex, TARGET_VNNI256_EVEX, panel_vnni256_evex, 1, 3, FETCH_L1)
 
-/* ISA_AVX_VNNI's kernels: the VEX form where the CPU has AVX-VNNI, else
- * AVX-512 VNNI's EVEX form (cpu.h: isa_available gives ISA_AVX_VNNI only
- * where one of them is) */
-#ifdef QKV_HAVE_AVX_VNNI
-#define VNNI256_FORM(VEX, EVEX) (cpu_has_avx_vnni() ? VEX : EVEX)
-#else
-#define VNNI256_FORM(VEX, EVEX) EVEX
-#endif
+/* ISA_AVX_VNNI's kernels: the VEX form where the CPU has AVX-VNNI
+ * (VNNI256_FORM) */
 static void matmul_q8_avxvnni(float *out, int os, const Activations *a, const void *w, int cols, int begin, int end) {
     VNNI256_FORM(matmul_q8_avxvnni_vex, matmul_q8_vnni256_evex)(out, os, a, w, cols, begin, end);
 }

@@ -79,6 +79,14 @@ static inline float dot_f32(const float *w, const float *x, int n) {
 #define TARGET_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 #endif
 #define TARGET_VNNI256_EVEX __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+/* Of a kernel's two forms, the one this CPU runs: the VEX form where it has
+ * AVX-VNNI, else the EVEX one (cpu.h: isa_available gives ISA_AVX_VNNI
+ * only where one of them is) */
+#ifdef QKV_HAVE_AVX_VNNI
+#define VNNI256_FORM(VEX, EVEX) (cpu_has_avx_vnni() ? VEX : EVEX)
+#else
+#define VNNI256_FORM(VEX, EVEX) EVEX
+#endif
 /* AMX: compilers that know its intrinsics (GCC 11, clang 12), on Linux,
  * where a process asks the kernel before it uses the tiles (probe_cpu). */
 #if defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11))

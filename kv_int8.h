@@ -755,129 +755,7 @@ TARGET_VNNI static void q8_decode_partials_vnni(Q8Values v, const float *scores,
     }
 }
 
-/* query_int16 and abs_max with vectors of 8 */
-TARGET_AVX2 INLINE void query_int16_256(const float *q, int count, float inverse, int16_t *p) {
-    __m256 scale = _mm256_set1_ps(inverse);
-    for (int i = 0; i < (count + 31) / 32 * 32; i += 16) {
-        __m256 x0 = _mm256_mul_ps(_mm256_maskload_ps(q + i, lanes_below(count - i)), scale);
-        __m256 x1 = _mm256_mul_ps(_mm256_maskload_ps(q + i + 8, lanes_below(count - i - 8)), scale);
-        __m256i packed = _mm256_packs_epi32(_mm256_cvtps_epi32(x0), _mm256_cvtps_epi32(x1)); /* 128-bit lanes */
-        _mm256_storeu_si256((__m256i *)(p + i), _mm256_permute4x64_epi64(packed, 0xD8));
-    }
-}
-
-TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
-    __m256 amax = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
-    for (int i = 0; i < n; i += 8) {
-        __m256 v = _mm256_maskload_ps(x + i, lanes_below(n - i));
-        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v));
-        nonfinite = _mm256_add_ps(nonfinite, _mm256_mul_ps(v, _mm256_setzero_ps()));
-    }
-    if (_mm256_movemask_ps(_mm256_cmp_ps(nonfinite, _mm256_setzero_ps(), _CMP_NEQ_UQ))) return NAN;
-    float lanes[8], m = 0.0f;
-    _mm256_storeu_ps(lanes, amax);
-    for (int l = 0; l < 8; l++) m = fmaxf(m, lanes[l]);
-    return m;
-}
-
-
-/* 8 sums in order from two int32 lanes each: sums 0-3's in low, 4-7's in
- * high (add_lane_pairs_512's; hadd adds within 128-bit halves) */
-TARGET_AVX2 INLINE __m256i add_lane_pairs_256(__m256i low, __m256i high) {
-    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(low, high), 0xD8);
-}
-
-/* Column quad c of a panel (x) widened to int16 (the stored k + 128),
- * times q's quad c (p): keys 0-3, 4-7, 8-11 and 12-15's into sums[0..3] */
-#define Q8_QUAD_256(x, p, c, sums)                                                                           \
-    do {                                                                                                     \
-        __m256i pc = _mm256_set1_epi64x(quad_weights(p, c));                                                 \
-        const __m128i *column = (const __m128i *)((x) + KV_Q8_QUAD * KV_Q8_PANEL * (size_t)(c));             \
-        for (int g = 0; g < 4; g++)                                                                          \
-            sums[g] = _mm256_add_epi32(sums[g], _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(column + g)), pc)); \
-    } while (0)
-
-/* q8_scores_avx512 with vectors of 8: each panel in four groups of 4 keys */
-TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n, float *scores, Fetch fetch) {
-    QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
-    int16_t p[KV_Q8_COLUMNS];
-    int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_256, q, 0, k.hs, qs.inverse, p, 0) : 0;
-    __m256 q_scale = _mm256_set1_ps(qs.scale);
-    size_t panel_bytes = q8_panel_bytes(k.hs);
-    for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
-        const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);
-        __m256i sums[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
-        for (int from = 0; from < k.hs; from += KV_Q8_COLUMNS) {
-            int count = k.hs - from < KV_Q8_COLUMNS ? k.hs - from : KV_Q8_COLUMNS;
-            const unsigned char *x = panel + (size_t)from * KV_Q8_PANEL;
-            if (k.hs > KV_Q8_COLUMNS) offset = query_columns(query_int16_256, q, from, count, qs.inverse, p, offset);
-            for (int c = 0; c < KV_Q8_ROUND(count) / KV_Q8_QUAD; c++) Q8_QUAD_256(x, p, c, sums);
-        }
-        __m256i offsets = _mm256_set1_epi32(offset);
-        __m256 scale0 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale);
-        __m256 scale1 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale);
-        float lanes[KV_Q8_PANEL];
-        __m256i dots0 = _mm256_sub_epi32(add_lane_pairs_256(sums[0], sums[1]), offsets);
-        __m256i dots1 = _mm256_sub_epi32(add_lane_pairs_256(sums[2], sums[3]), offsets);
-        _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(dots0), scale0));
-        _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(dots1), scale1));
-        q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
-    }
-}
-
-/* q8_weights_512 with vectors of 8 */
-TARGET_AVX2 static void q8_weights_256(Q8Values v, const float *w, int n, Q8Weights *q) {
-    float wt[KV_Q8_CHUNK];
-    for (int t = 0; t < n; t += 8) {
-        __m256i m = lanes_below(n - t);
-        _mm256_storeu_ps(wt + t, _mm256_mul_ps(_mm256_maskload_ps(w + t, m), _mm256_maskload_ps(v.scales + t, m)));
-    }
-    float amax = abs_max_256(wt, n);
-    q->step = q8_weights_step(amax);
-    if (q->step != 0.0f) query_int16_256(wt, n, 32767.0f / amax, q->c);
-}
-
-/* q8_quads_512 with V whole vectors of 8, each in two halves of 4 elements */
-TARGET_AVX2 INLINE void q8_quads_256(Q8Values v, const Q8Weights *q, int n, int d, int V, Fetch fetch, float *out) {
-    __m256i first_half[KV_SLICE_256], second_half[KV_SLICE_256];
-    size_t quad_bytes = KV_Q8_QUAD * (size_t)v.hs;
-    const unsigned char *x = v.quads + KV_Q8_QUAD * (size_t)d;
-    for (int j = 0; j < V; j++) first_half[j] = second_half[j] = _mm256_setzero_si256();
-    for (int t = 0; t < n; t += KV_Q8_QUAD, x += quad_bytes) {
-        fetch_range(x + KV_Q8_PREFETCH_BYTES, quad_bytes, fetch);
-        __m256i w = _mm256_set1_epi64x(quad_weights(q->c, t / KV_Q8_QUAD));
-        for (int j = 0; j < V; j++) {
-            __m256i rows0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j)));
-            __m256i rows1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + 32 * j + 16)));
-            first_half[j] = _mm256_add_epi32(first_half[j], _mm256_madd_epi16(rows0, w));
-            second_half[j] = _mm256_add_epi32(second_half[j], _mm256_madd_epi16(rows1, w));
-        }
-    }
-    __m256 step = _mm256_set1_ps(q->step);
-    for (int j = 0; j < V; j++) {
-        float *o = out + d + 8 * j;
-        __m256 sum = _mm256_cvtepi32_ps(add_lane_pairs_256(first_half[j], second_half[j]));
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(sum, step, _mm256_loadu_ps(o)));
-    }
-}
-
-/* out += a chunk's products: whole vectors of 8 in slices of
- * KV_SLICE_256; the last hs % 8 elements by the portable loop (the same
- * integers) */
-TARGET_AVX2 static void q8_sums_avx2(Q8Values v, const Q8Weights *q, int n, float *out, Fetch fetch) {
-    int whole = v.hs / 8 * 8;
-    for (int d = 0; d < whole; d += 8 * KV_SLICE_256) {
-        int V = (whole - d) / 8 < KV_SLICE_256 ? (whole - d) / 8 : KV_SLICE_256;
-        Fetch f = d == 0 ? fetch : FETCH_NONE;
-        switch (V) {
-        case 1: q8_quads_256(v, q, n, d, 1, f, out); break;
-        case 2: q8_quads_256(v, q, n, d, 2, f, out); break;
-        case 3: q8_quads_256(v, q, n, d, 3, f, out); break;
-        default: q8_quads_256(v, q, n, d, KV_SLICE_256, f, out); break;
-        }
-    }
-    if (whole < v.hs) q8_add_sums_portable(v, q, n, whole, v.hs, out);
-}
+#include "kv_int8_256.h" /* the 256-bit kernels: AVX2, and VNNI on 256-bit vectors */
 
 #endif /* QKV_HAVE_X86_KERNELS */
 
@@ -890,10 +768,10 @@ typedef struct {
 
 static Q8Kernels q8_kernels(Isa isa) {
 #ifdef QKV_HAVE_X86_KERNELS
-    static const Q8Kernels by_isa[ISA_AVX512_VNNI + 1] = { /* 256-bit VNNI: AVX2's rows */
+    static const Q8Kernels by_isa[ISA_AVX512_VNNI + 1] = {
         [ISA_PORTABLE] = { q8_scores_portable, q8_weights_portable, q8_sums_portable },
         [ISA_AVX2] = { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
-        [ISA_AVX_VNNI] = { q8_scores_avx2, q8_weights_256, q8_sums_avx2 },
+        [ISA_AVX_VNNI] = { q8_scores_avxvnni, q8_weights_256, q8_sums_avxvnni },
         [ISA_AVX512] = { q8_scores_avx512, q8_weights_512, q8_sums_avx512 },
         [ISA_AVX512_VNNI] = { q8_scores_vnni, q8_weights_512, q8_sums_vnni },
     };

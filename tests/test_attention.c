@@ -917,6 +917,7 @@ int main(int argc, char **argv) {
     Isa widest = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI;
     for (int isa = 0; isa <= (int)widest; isa++)
         for (int type = 0; type < KV_TYPE_COUNT; type++) {
+            if (!isa_runs((Isa)isa)) continue; /* 256-bit VNNI on an AVX-512 CPU without VNNI */
             if (isa == ISA_AVX512_VNNI && type != KV_Q8) continue;
             test_against_float64((KVType)type, (Isa)isa);
             test_split_equals_one_block((KVType)type, (Isa)isa);
@@ -924,7 +925,8 @@ int main(int argc, char **argv) {
             test_fetch_ahead((KVType)type, (Isa)isa);
         }
     Isa vnni = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI; /* int8 keys' scores use it */
-    for (int isa = 0; isa <= (int)vnni; isa++) test_q8_kernels((Isa)isa);
+    for (int isa = 0; isa <= (int)vnni; isa++)
+        if (isa_runs((Isa)isa)) test_q8_kernels((Isa)isa);
     test_q8_decode_blocks(QKV_KEY_BLOCK, 2 * QKV_KEY_BLOCK, "one block");
     test_q8_decode_blocks(0, KEYS, "every block");
     test_long_decode();
