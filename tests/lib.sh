@@ -40,15 +40,18 @@ matches() {
     return $found
 }
 
-# engine_disassembly NAME: build/engine.o's disassembly, each instruction
-# line after its function's name ("<f>: mov ..."; a compiler's clone of a
-# function, f.isra.0, .constprop.0 or .part.0, named as the function), for
-# the tests that read the compiled kernels; without objdump or the object,
-# NAME's skip or FAIL line instead, and status 1.
+# engine_disassembly NAME: dis = build/engine.o's disassembly, each
+# instruction line after its function's name ("<f>: mov ..."; a compiler's
+# clone of a function, f.isra.0, .constprop.0 or .part.0, named as the
+# function), for the tests that read the compiled kernels; without objdump
+# or the object, NAME's skip or FAIL line on stdout instead, and status 1.
+# (It sets dis rather than printing it: in a $(...) the skip or FAIL line
+# would be captured, and lost.)
 engine_disassembly() {
+    dis=""
     if ! command -v objdump >/dev/null 2>&1; then skip "$1" "no objdump"; return 1; fi
     if [ ! -f build/engine.o ]; then fail "$1" "no build/engine.o"; return 1; fi
-    objdump -d --no-show-raw-insn build/engine.o | awk '
+    dis=$(objdump -d --no-show-raw-insn build/engine.o | awk '
         /^[0-9a-f]+ <[^>]*>:$/ { f = $2; gsub(/\.(isra|constprop|part)(\.[0-9]+)+/, "", f); print f; next }
-        /^ / { print f, $0 }'
+        /^ / { print f, $0 }')
 }

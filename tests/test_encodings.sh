@@ -12,7 +12,7 @@
 # Prints "ok NAME" / "FAIL NAME: why" / "skip NAME: why" lines.
 . "$(dirname "$0")/lib.sh"
 name="256-bit VNNI kernels in build/engine.o (int8 and 4-bit weights, int8 KV rows' scores and sums): the VEX forms {vex} vpdpbusd and no EVEX-only register; the EVEX forms EVEX vpdpbusd"
-dis=$(engine_disassembly "$name") || exit 0
+engine_disassembly "$name" || exit 0
 # every function's counts, one line each: "<name>: vex-dpbusd other-dpbusd evex-only"
 counts=$(awk '
     NF == 1 { seen[$1] = 1; next }
