@@ -276,7 +276,7 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
 }
 
 /* 256-bit VNNI (ISA_AVX_VNNI): a panel (rows row0..row0+15, two vectors of
- * eight) times positions t..t+P-1, P at most 2, both halves at once (each
+ * eight) times positions t..t+P-1, P at most 3, both halves at once (each
  * broadcast of four activations serves the sixteen rows, as with
  * AVX-512). vpdpbusd takes the stored q + 128 (Q8_0) and the nibbles (Q4_0)
  * as they are, each lane starting from the offset's share (-128 or -8 sum
