@@ -111,13 +111,18 @@ static int amx_usable(unsigned cpuid7_edx, unsigned xcr0) {
 #endif
 }
 
-/* AVX-VNNI (VEX-encoded vpdpbusd on ymm): CPUID.(7,1):EAX bit 4 */
+/* AVX-VNNI (VEX-encoded vpdpbusd on ymm): CPUID.(7,1):EAX bit 4, where
+ * leaf 7 has a subleaf 1 (CPUID.(7,0):EAX, its last subleaf). Its kernels
+ * need only AVX's registers, which probe_cpu checks the OS saves before it
+ * gives any set above AVX2's. */
 static int probe_avx_vnni(void) {
-#ifndef QKV_HAVE_AVX_VNNI
+#ifdef QKV_HAVE_AVX_VNNI
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || a < 1) return 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+#else
     return 0; /* a compiler without its VEX form: ISA_AVX_VNNI only where AVX-512 VNNI is */
 #endif
-    unsigned a, b, c, d;
-    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
 }
 
 /* CPUID and XGETBV: the CPU has the instructions and the OS saves their

@@ -72,9 +72,11 @@ static inline float dot_f32(const float *w, const float *x, int n) {
 #define TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")))
 #define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 /* 256-bit VNNI (cpu.h's ISA_AVX_VNNI): AVX-VNNI's VEX form where compilers
- * know it (GCC 11, clang 12), and AVX-512 VNNI's EVEX form of the same
+ * know it (GCC 11, LLVM's clang 12; Apple's clang numbers its own releases,
+ * so it is left out), and AVX-512 VNNI's EVEX form of the same
  * instruction, for the CPUs with that instead. */
-#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
+#if (defined(__clang__) && __clang_major__ >= 12 && !defined(__apple_build_version__)) || \
+    (!defined(__clang__) && __GNUC__ >= 11)
 #define QKV_HAVE_AVX_VNNI 1
 #define TARGET_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 #endif

@@ -451,7 +451,11 @@ static void info(const Model *m, const char *path, int ctx) {
                      biases_all_zero(m) ? "; all zero: trained without biases" : "");
     print_weight_bytes(m);
     printf("CPU               %s, family %d (QKV_VENDOR, QKV_FAMILY)\n", vendor_name(cpu_vendor()), cpu_family());
-    printf("kernels           %s (%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m));
+    /* 256-bit VNNI's kernels come in two encodings (cpu.h: ISA_AVX_VNNI) */
+    const char *form = !strstr(model_kernel_name(m), "avxvnni") ? ""
+                       : cpu_has_avx_vnni()                   ? ", its VEX form"
+                                                              : ", in AVX-512 VNNI's EVEX form";
+    printf("kernels           %s (%s%s; QKV_ISA)\n", isa_name(isa_available()), model_kernel_name(m), form);
     size_t step = weight_bytes_per_token(m), llc = last_level_cache_bytes();
     printf("weights a step    %zu bytes: %s (half the last-level cache: %zu bytes; QKV_CACHE_BYTES)\n", step,
            weights_from_memory(step) ? "from memory" : "cached", llc / 2);

@@ -912,13 +912,14 @@ int main(int argc, char **argv) {
         test_prefill_memory();
         return failures ? 1 : 0;
     }
-    /* VNNI has kernels of int8 rows only (their products, and a decode
-     * row's blocks made together: kv_decode_partials) */
+    /* VNNI, on 256-bit vectors or 512-bit ones, has kernels of int8 rows
+     * only (their products, and with AVX-512 a decode row's blocks made
+     * together: kv_decode_partials); float rows there are AVX2's or AVX-512's */
     Isa widest = isa_available() < ISA_AVX512_VNNI ? isa_available() : ISA_AVX512_VNNI;
     for (int isa = 0; isa <= (int)widest; isa++)
         for (int type = 0; type < KV_TYPE_COUNT; type++) {
             if (!isa_runs((Isa)isa)) continue; /* 256-bit VNNI on an AVX-512 CPU without VNNI */
-            if (isa == ISA_AVX512_VNNI && type != KV_Q8) continue;
+            if ((isa == ISA_AVX_VNNI || isa == ISA_AVX512_VNNI) && type != KV_Q8) continue;
             test_against_float64((KVType)type, (Isa)isa);
             test_split_equals_one_block((KVType)type, (Isa)isa);
             test_prompt_rows((KVType)type, (Isa)isa);
