@@ -171,9 +171,10 @@ static int probe_family(void) { return 0; }
 
 /* probe_cpu, probe_vendor, probe_family and probe_avx_vnni, asked once, as
  * one value (the instruction set in the low byte, the maker in the next,
- * the family in the 12 bits above, AVX-VNNI above that): CPUID is slow in a virtual machine (a trap to the host), and a
- * prompt quantizes its activations hundreds of times. Two threads that
- * both ask store the same answer. */
+ * the family in the 12 bits above, AVX-VNNI in bit 28): CPUID is slow in a
+ * virtual machine (a trap to the host), and a prompt quantizes its
+ * activations hundreds of times. Two threads that both ask store the same
+ * answer. */
 static int cpu_of_this_machine(void) {
     static _Atomic int known = -1;
     int cpu = known;

@@ -276,15 +276,16 @@ TARGET_AVX2 INLINE void panel_avx2(float *out, int os, const Activations *a, con
 }
 
 /* 256-bit VNNI (ISA_AVX_VNNI): a panel (rows row0..row0+15, two vectors of
- * eight) times positions t..t+P-1, P at most 3, both halves at once (each
- * broadcast of four activations serves the sixteen rows, as with
- * AVX-512). vpdpbusd takes the stored q + 128 (Q8_0) and the nibbles (Q4_0)
- * as they are, each lane starting from the offset's share (-128 or -8 sum
- * x): the same exact integer sums as block_dots_avx2, one instruction where
- * AVX2 takes three or four; then panel_avx2's scales, in its order (the
- * same bits). Written once for both encodings: DPBUSD is the VEX intrinsic
- * or the EVEX one, TARGET to match. */
-/* A prompt's positions a tile: 2 x 3 accumulators, 2 x 3 dots, the two
+ * eight) times positions t..t+P-1, P at most VNNI256_POSITIONS, both
+ * halves at once (each broadcast of four activations serves the sixteen
+ * rows, as with AVX-512). vpdpbusd takes the stored q + 128 (Q8_0) and
+ * the nibbles (Q4_0) as they are, each lane starting from the offset's
+ * share (-128 or -8 sum x): the same exact integer sums as
+ * block_dots_avx2, one instruction where AVX2 takes three or four; then
+ * panel_avx2's scales, in its order (the same bits). Written once for both
+ * encodings: DPBUSD is the VEX intrinsic or the EVEX one, TARGET to match.
+ *
+ * A prompt's positions a tile: 2 x 3 accumulators, 2 x 3 dots, the two
  * halves' weights and a broadcast: 15 of the 16 vector registers AVX-VNNI
  * has (the EVEX form has 32); 3 ran faster than 2 on the Zen 4 (EVEX form,
  * 42M shape's Q8_0 and Q4_0 prompts, 1 thread: 1.2-1.3x) */

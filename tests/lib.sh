@@ -41,8 +41,8 @@ matches() {
 }
 
 # engine_disassembly NAME: dis = build/engine.o's disassembly, each
-# instruction line, its raw bytes first, after its function's name
-# ("<f>: 4782c: c5 fd 6f ... vmovdqa ..."; a compiler's
+# instruction a line, its raw bytes first (all of them: 16 a line), after
+# its function's name ("<f>: 4782c: c5 fd 6f ... vmovdqa ..."; a compiler's
 # clone of a function, f.isra.0, .constprop.0 or .part.0, named as the
 # function), for the tests that read the compiled kernels; without objdump
 # or the object, NAME's skip or FAIL line on stdout instead, and status 1.
@@ -52,7 +52,7 @@ engine_disassembly() {
     dis=""
     if ! command -v objdump >/dev/null 2>&1; then skip "$1" "no objdump"; return 1; fi
     if [ ! -f build/engine.o ]; then fail "$1" "no build/engine.o"; return 1; fi
-    dis=$(objdump -d build/engine.o | awk '
+    dis=$(objdump -d --insn-width=16 build/engine.o | awk '
         /^[0-9a-f]+ <[^>]*>:$/ { f = $2; gsub(/\.(isra|constprop|part)(\.[0-9]+)+/, "", f); print f; next }
         /^ / { print f, $0 }')
 }
