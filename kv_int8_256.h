@@ -39,6 +39,21 @@ TARGET_AVX2 INLINE __m256i add_lane_pairs_256(__m256i low, __m256i high) {
     return _mm256_permute4x64_epi64(_mm256_hadd_epi32(low, high), 0xD8);
 }
 
+/* A panel's 16 scores from its int32 dots (keys 0-7 in dots0, 8-15 in
+ * dots1), the offset taken: each times its key's scale times q's, as the
+ * portable path (q8_panel_scores_512 with vectors of 8) */
+TARGET_AVX2 INLINE void q8_panel_scores_256(__m256i dots0, __m256i dots1, int32_t offset, Q8Keys k, int first,
+                                            float q_scale, int skip, int n, float *scores) {
+    __m256i offsets = _mm256_set1_epi32(offset);
+    __m256 scale = _mm256_set1_ps(q_scale);
+    float lanes[KV_Q8_PANEL];
+    _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(dots0, offsets)),
+                                          _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), scale)));
+    _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(dots1, offsets)),
+                                              _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), scale)));
+    q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
+}
+
 /* Column quad c of a panel (x) widened to int16 (the stored k + 128),
  * times q's quad c (p): keys 0-3, 4-7, 8-11 and 12-15's into sums[0..3] */
 #define Q8_QUAD_256(x, p, c, sums)                                                                           \
@@ -54,7 +69,6 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
     QueryScale qs = query_scale(abs_max_256(q, k.hs), k.hs);
     int16_t p[KV_Q8_COLUMNS];
     int32_t offset = k.hs <= KV_Q8_COLUMNS ? query_columns(query_int16_256, q, 0, k.hs, qs.inverse, p, 0) : 0;
-    __m256 q_scale = _mm256_set1_ps(qs.scale);
     size_t panel_bytes = q8_panel_bytes(k.hs);
     for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {
         const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);
@@ -65,15 +79,8 @@ TARGET_AVX2 static void q8_scores_avx2(Q8Keys k, int skip, const float *q, int n
             if (k.hs > KV_Q8_COLUMNS) offset = query_columns(query_int16_256, q, from, count, qs.inverse, p, offset);
             for (int c = 0; c < KV_Q8_ROUND(count) / KV_Q8_QUAD; c++) Q8_QUAD_256(x, p, c, sums);
         }
-        __m256i offsets = _mm256_set1_epi32(offset);
-        __m256 scale0 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale);
-        __m256 scale1 = _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale);
-        float lanes[KV_Q8_PANEL];
-        __m256i dots0 = _mm256_sub_epi32(add_lane_pairs_256(sums[0], sums[1]), offsets);
-        __m256i dots1 = _mm256_sub_epi32(add_lane_pairs_256(sums[2], sums[3]), offsets);
-        _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(dots0), scale0));
-        _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(dots1), scale1));
-        q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);
+        q8_panel_scores_256(add_lane_pairs_256(sums[0], sums[1]), add_lane_pairs_256(sums[2], sums[3]), offset, k,
+                            first, qs.scale, skip, n, scores);
     }
 }
 
@@ -158,8 +165,8 @@ TARGET_AVX2 INLINE void query_bytes_256(const int16_t *p, int count, unsigned ch
 }
 
 /* A chunk's weights as VNNI's unsigned bytes, c = 128 · high + low (count
- * rounded up to 32); 0 if a weight is negative (then the bytes are not,
- * and AVX2's widening kernel sums them) */
+ * rounded up to 32); 0 if a weight is negative (then the bytes are not
+ * its weights, and AVX2's widening kernel sums them) */
 TARGET_AVX2 INLINE int weight_bytes_256(const int16_t *c, int count, unsigned char *high, unsigned char *low) {
     const __m256i low7 = _mm256_set1_epi16(127);
     __m256i any = _mm256_setzero_si256();
@@ -187,7 +194,6 @@ TARGET_AVX2 INLINE int weight_bytes_256(const int16_t *c, int count, unsigned ch
             offset = query_columns(query_int16_256, q, 0, k.hs, qs.inverse, p, 0);                             \
             query_bytes_256(p, k.hs, high, low);                                                               \
         }                                                                                                      \
-        __m256 q_scale = _mm256_set1_ps(qs.scale);                                                             \
         size_t panel_bytes = q8_panel_bytes(k.hs);                                                             \
         for (int first = 0; first < skip + n; first += KV_Q8_PANEL) {                                          \
             const unsigned char *panel = q8_fetch_panel(k, first, panel_bytes, fetch);                         \
@@ -209,15 +215,9 @@ TARGET_AVX2 INLINE int weight_bytes_256(const int16_t *c, int count, unsigned ch
                     h1 = DPBUSD(h1, keys1, hb), l1 = DPBUSD(l1, keys1, lb);                                    \
                 }                                                                                              \
             }                                                                                                  \
-            __m256i offsets = _mm256_set1_epi32(offset);                                                       \
-            __m256i dots0 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(h0, 7), l0), offsets);         \
-            __m256i dots1 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(h1, 7), l1), offsets);         \
-            float lanes[KV_Q8_PANEL];                                                                          \
-            _mm256_storeu_ps(lanes, _mm256_mul_ps(_mm256_cvtepi32_ps(dots0),                                   \
-                                                  _mm256_mul_ps(_mm256_loadu_ps(k.scales + first), q_scale))); \
-            _mm256_storeu_ps(lanes + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(dots1),                               \
-                                                      _mm256_mul_ps(_mm256_loadu_ps(k.scales + first + 8), q_scale))); \
-            q8_store_lanes(scores, first - skip, n, lanes, KV_Q8_PANEL);                                       \
+            q8_panel_scores_256(_mm256_add_epi32(_mm256_slli_epi32(h0, 7), l0),                                \
+                                _mm256_add_epi32(_mm256_slli_epi32(h1, 7), l1), offset, k, first, qs.scale, skip, n, \
+                                scores);                                                                       \
         }                                                                                                      \
     }                                                                                                          \
                                                                                                                \

@@ -43,9 +43,10 @@ matches() {
 # engine_disassembly NAME: dis = build/engine.o's disassembly, each
 # instruction a line, its raw bytes first (all of them: 16 a line), after
 # its function's name ("<f>: 4782c: c5 fd 6f ... vmovdqa ..."; a compiler's
-# clone of a function, f.isra.0, .constprop.0 or .part.0, named as the
-# function), for the tests that read the compiled kernels; without objdump
-# or the object, NAME's skip or FAIL line on stdout instead, and status 1.
+# clone of a function, f.isra.0, .constprop.0 or .part.0, and the part it
+# moved to .text.unlikely, f.cold, named as the function), for the tests
+# that read the compiled kernels; without objdump or the object, NAME's
+# skip or FAIL line on stdout instead, and status 1.
 # (It sets dis rather than printing it: in a $(...) the skip or FAIL line
 # would be captured, and lost.)
 engine_disassembly() {
@@ -53,6 +54,6 @@ engine_disassembly() {
     if ! command -v objdump >/dev/null 2>&1; then skip "$1" "no objdump"; return 1; fi
     if [ ! -f build/engine.o ]; then fail "$1" "no build/engine.o"; return 1; fi
     dis=$(objdump -d --insn-width=16 build/engine.o | awk '
-        /^[0-9a-f]+ <[^>]*>:$/ { f = $2; gsub(/\.(isra|constprop|part)(\.[0-9]+)+/, "", f); print f; next }
+        /^[0-9a-f]+ <[^>]*>:$/ { f = $2; gsub(/\.(isra|constprop|part)(\.[0-9]+)+/, "", f); sub(/\.cold>:$/, ">:", f); print f; next }
         /^ / { print f, $0 }')
 }

@@ -55,5 +55,6 @@ for isa in avx2 avx512; do
 done
 for k in q8_sums_avx2 q8_sums_avx512 q8_sums_vnni q8_scores_avx2 q8_scores_avx512 q8_scores_vnni q8_decode_partials_vnni \
     q8_scores_vnni256_evex q8_sums_vnni256_evex; do expect $k both; done
-if [ "$(hints q8_scores_avxvnni_vex)" != absent ]; then expect q8_scores_avxvnni_vex both; expect q8_sums_avxvnni_vex both; fi # a compiler with AVX-VNNI
+# a compiler with AVX-VNNI's intrinsics (its weights' kernels there: then the KV rows' must be too)
+if [ "$(hints matmul_q8_avxvnni_vex)" != absent ]; then expect q8_scores_avxvnni_vex both; expect q8_sums_avxvnni_vex both; fi
 if [ -z "$bad" ]; then echo "ok $name"; else echo "FAIL $name:$bad"; fi
