@@ -121,8 +121,11 @@ TARGET_AVX2 INLINE void q8_quads_256(int d, int V, Fetch fetch, Q8Values v, cons
 }
 
 /* out += a chunk's products, whole vectors of 8 in slices of KV_SLICE_256
- * (a constant V in each call: QUADS(d, V, fetch, its own arguments...)),
- * the last hs % 8 elements by the portable loop (the same integers) */
+ * (a constant V in each call, so the sums stay in registers: QUADS(d, V,
+ * fetch, v, q, n, out, then the kernel's own arguments, if any)), the last
+ * hs % 8 elements by the portable loop (the same integers). Unlike
+ * Q8_SLICES_512, whose masked loads take a last partial vector, it needs
+ * the chunk (v, q, n, out) for that tail. */
 #define Q8_SLICES_256(QUADS, v, q, n, out, fetch, ...)                                                         \
     do {                                                                                                       \
         int whole = (v).hs / 8 * 8;                                                                            \
