@@ -28,7 +28,7 @@ TARGET_AVX2 INLINE float abs_max_256(const float *x, int n) {
     if (_mm256_movemask_ps(_mm256_cmp_ps(nonfinite, _mm256_setzero_ps(), _CMP_NEQ_UQ))) return NAN;
     float lanes[8], m = 0.0f;
     _mm256_storeu_ps(lanes, amax);
-    for (int l = 0; l < 8; l++) m = fmaxf(m, lanes[l]);
+    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m; /* NaN is caught above; fmaxf is a call */
     return m;
 }
 
