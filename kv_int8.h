@@ -605,7 +605,9 @@ TARGET_AVX512 INLINE void q8_quads_512(int d, int V, int rest, Fetch fetch, Q8Va
  * instead (a block's exps, a vector after each panel scored in the next
  * block; the rounding among the values' loads) it paired at 67-77%
  * against 88-92% (4 runs each), perhaps because the short scores' loop
- * keeps q's bytes in 24 of the 32 registers. */
+ * keeps q's bytes in 24 of the 32 registers. Made the same way among
+ * AVX2's and 256-bit VNNI's sums (vectors of 8) it ran level with block by
+ * block (Zen 4, 1 thread): those loops have no idle slots to fill. */
 typedef struct {
     const float *scores, *scales; /* the block's raw scores; its value rows' scales */
     float *e;                     /* exp(x - max) */
