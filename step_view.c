@@ -79,12 +79,12 @@ static void print_text_so_far(FILE *out, int width, const Tracer *tr, const Step
     fprintf(out, "  text: %s%s\n", cut || tail > text ? "…" : "", tail);
 }
 
-/* "(the last step: ...)" when no step follows this one: the sampled token
+/* "(the last step: ...)" when no step follows this one: the next token
  * ends the text (generate prints neither BOS nor EOS), or the run's last
  * position (-n, or the context) is reached */
 static void print_last_step_note(FILE *out, int width, const Tracer *tr, const Step *st) {
     char note[128];
-    if (step_ends_text(tr, st)) snprintf(note, sizeof note, "(the last step: the sampled token ends the text)");
+    if (step_ends_text(tr, st)) snprintf(note, sizeof note, "(the last step: its next token ends the text)");
     else if (tr->opt.positions > 0 && st->pos + 1 >= tr->opt.positions)
         snprintf(note, sizeof note, "(the last step: position %d is the run's last, -n or the context)", st->pos);
     else return;

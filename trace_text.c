@@ -403,6 +403,11 @@ const char *method_name(SampleMethod m) {
     return "?";
 }
 
+/* How a step's next token was chosen, in a word or three */
+static const char *chosen_by(const Step *st) {
+    return st->forced ? "forced by the prompt" : st->info.method == SAMPLE_GREEDY ? "greedy" : "sampled";
+}
+
 /* "== pos P: input ... -> next ..., how ==", on two lines if one is wider than width */
 void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
     char a[256], b[256], position[32], input_id[32], next_id[48];
@@ -410,7 +415,7 @@ void print_step_header(FILE *out, int width, const Tracer *tr, const Step *st) {
     quoted_piece(b, sizeof b, tr->tok, st->next);
     snprintf(position, sizeof position, "== pos %d:", st->pos);
     snprintf(input_id, sizeof input_id, " (id %d)", st->token);
-    snprintf(next_id, sizeof next_id, " (id %d), %s ==", st->next, st->forced ? "forced by the prompt" : "sampled");
+    snprintf(next_id, sizeof next_id, " (id %d), %s ==", st->next, chosen_by(st));
     const char *items[] = { position, " input ", a, input_id, "-> next ", b, next_id }; /* the input's 4, the next's 3 */
     int columns = 1;
     for (int i = 0; i < 7; i++) columns += display_width(items[i]);
@@ -623,7 +628,9 @@ static int digits(int n) {
  * at a temperature) and a bare arrow, which the title explains */
 static void print_top_logits(FILE *out, int width, const Tracer *tr, const Step *st) {
     int with_t = !st->forced && tr->temperature > 0.0f && tr->temperature != 1.0f, longest = 5;
-    const char *arrow = st->forced ? "  <- next (prompt)" : "  <- sampled";
+    char arrow[32], marks[64];
+    snprintf(arrow, sizeof arrow, "  <- %s", st->forced ? "next (prompt)" : chosen_by(st));
+    snprintf(marks, sizeof marks, "; <- the %s token", st->forced ? "prompt's next" : chosen_by(st));
     char piece[256], title[192], temperature[64] = "";
     for (int i = 0; i < st->n_top; i++) {
         quoted_piece(piece, sizeof piece, tr->tok, st->top[i].id);
@@ -635,7 +642,7 @@ static void print_top_logits(FILE *out, int width, const Tracer *tr, const Step 
     if (with_t) snprintf(temperature, sizeof temperature, "p@T = softmax of the logits / %g", tr->temperature);
     snprintf(title, sizeof title, "top %d logits (%s%s%s%s)", st->n_top, !with_t || wide ? "p = softmax of the logits" : "",
              with_t && wide ? "; " : "", temperature,
-             wide ? "" : st->forced ? "; <- the prompt's next token" : "; <- the sampled token");
+             wide ? "" : marks);
     print_hanging(out, width, title);
     if (wide) fprintf(out, "  rank      id  %-16s %9s %9s%s\n", "token", "logit", "p", with_t ? "       p@T" : "");
     else fprintf(out, " %*s %*s %-*s %7s %5s\n", rank, "#", id, "id", longest, "token", "logit",
@@ -667,10 +674,10 @@ void print_sampling(FILE *out, int width, const Tracer *tr, const Step *st) {
         snprintf(text, sizeof text, "next %s (id %d) is the prompt's next token\n(teacher forcing: nothing is "
                                     "sampled)", piece, st->next);
     else if (in->method == SAMPLE_GREEDY && tr->temperature > 0.0f) /* the sampler's limit T -> 0: logit / T overflowed */
-        snprintf(text, sizeof text, "sampled %s (id %d): greedy, the largest logit (-t %g: a logit over T\n"
+        snprintf(text, sizeof text, "next %s (id %d): greedy, the largest logit (-t %g: a logit over T\n"
                                     "overflows a float, so T is taken as 0)", piece, st->next, tr->temperature);
     else if (in->method == SAMPLE_GREEDY)
-        snprintf(text, sizeof text, "sampled %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
+        snprintf(text, sizeof text, "next %s (id %d): greedy (-t 0), the largest logit", piece, st->next);
     else if (in->method == SAMPLE_TEMPERATURE)
         snprintf(text, sizeof text, "sampled %s (id %d): temperature %g over all %d tokens;\ncoin %.4f fell on "
                                     "it in the cumulative distribution, the tokens\nin id order (as llama2.c "

@@ -103,8 +103,10 @@ last=$(awk -v p="$((steps - 1))" '$0 ~ "^== pos "p":"{on=1} on' "$tmp/p.txt")
 if ! grep -q "masked" <<<"$(grep '^  weight' <<<"$last")" && grep -q "later positions do not exist yet" <<<"$last"; then
     ok "decode rows: every cached key visible, the note says the future does not exist yet"
 else fail "decode mask" "a decode row shows masked keys"; fi
-if grep -q "<- sampled" <<<"$last" && grep -q "greedy" <<<"$last" && grep -q "^top 10 logits" <<<"$last"; then
-    ok "each step lists the top 10 logits and how the token was chosen"
+# -t 0: the header, the logits' arrow and the last line all say greedy, none "sampled"
+if grep -q "), greedy ==$" <<<"$last" && grep -q "<- greedy$" <<<"$last" && grep -q '^next ".*greedy (-t 0)' <<<"$last" \
+    && ! grep -q "sampled" <<<"$last" && grep -q "^top 10 logits" <<<"$last"; then
+    ok "each step lists the top 10 logits and how the token was chosen (greedy: said so, never \"sampled\")"
 else fail "logits and sampling" "missing in the last block"; fi
 if [ $have_python = 1 ]; then $CHECK text-vs-json "$tmp/p.txt" "$tmp/p.jsonl"; fi
 $RUN $MODEL -t 0 -n 8 -i "$PROMPT" --trace --top 3 >/dev/null 2>"$tmp/top3.txt"
@@ -238,10 +240,10 @@ else fail "next tokens at p@T" "lists and unstarred: $bad"; fi
 # (the sampler goes greedy): p@T is 1 on the largest logit and 0 elsewhere,
 # never the NaN of softmax(inf - inf)
 $RUN models/grammar.bin -i "the cat" -t 1e-38 -n 4 --trace --top 3 --pos 3 --layer 0 --head 0 >"$tmp/tiny.txt" 2>&1
-if ! grep -qi nan "$tmp/tiny.txt" && grep -qE '^ +1 .* 1\.0000  <- sampled$' "$tmp/tiny.txt" \
+if ! grep -qi nan "$tmp/tiny.txt" && grep -qE '^ +1 .* 1\.0000  <- greedy$' "$tmp/tiny.txt" \
     && [ "$(grep -cE '^ +[23] .* 0\.0000$' "$tmp/tiny.txt")" = 2 ] && grep -q "T is taken as 0" "$tmp/tiny.txt"; then
     ok "-t 1e-38: p@T is 1 on the largest logit and 0 on the others (the limit T -> 0), no NaN"
-else fail "-t 1e-38 trace" "$(grep -m2 -i 'nan\|<- sampled' "$tmp/tiny.txt" | tr '\n' ' ')"; fi
+else fail "-t 1e-38 trace" "$(grep -m2 -i 'nan\|<- ' "$tmp/tiny.txt" | tr '\n' ' ')"; fi
 # display width: UTF-8 continuation bytes take no column
 wide=$(LC_ALL=C sed 's/[\x80-\xbf]//g' "$tmp/p.txt" | LC_ALL=C awk 'length($0) > 106' | head -n 1)
 if [ -z "$wide" ] && grep -q "^  key pos  .* 11$" "$tmp/p.txt"; then ok "a trace file keeps 106 columns: 12 keys a block"
@@ -362,7 +364,7 @@ if grep -q -- '-> next "<s>" (id 1)' <<<"$last" && grep -q "stopped by end of te
     && [ "$(grep -c "^  text: " "$tmp/end.txt")" -eq "$(grep -c "^== pos" "$tmp/end.txt")" ] \
     && grep -q "^  text: Once upon a time$" "$tmp/end.txt" \
     && [ "$(grep -c "^  (the last step" "$tmp/end.txt")" -eq 1 ] \
-    && [ "$(grep -A2 "^$last" "$tmp/end.txt" | tail -n 1)" = "  (the last step: the sampled token ends the text)" ]; then
+    && [ "$(grep -A2 "^$last" "$tmp/end.txt" | tail -n 1)" = "  (the last step: its next token ends the text)" ]; then
     ok "step mode pauses on the step that ends the text, and says it is the last; every view shows the text so far"
 else fail "step mode at end of text" "last [$last]; $(grep "^  (the last step" "$tmp/end.txt"); $(tail -n 1 "$tmp/end.txt")"; fi
 yes '' 2>/dev/null | head -n 30 | $RUN models/grammar.bin -i "the cat" -t 0 -n 8 --step >/dev/null 2>"$tmp/last.txt"
@@ -462,7 +464,7 @@ else
     start "$RUN models/grammar.bin -t 0 -n 12 -i 'the cat' --step" 24
     if wait_for "\[q\] quit" && tm send-keys -t t '?' && wait_for "Ctrl-L" && tm send-keys -t t C-l &&
         sleep 0.5 && tm capture-pane -p -t t >"$tmp/screen" && tm send-keys -t t q && wait_for "^DONE"; then
-        if [ "$(grep -c '^== pos 2:' "$tmp/pane")" -eq 2 ] && grep -v '^$' "$tmp/screen" | tail -n 2 | head -n 1 | grep -q '^sampled'; then
+        if [ "$(grep -c '^== pos 2:' "$tmp/pane")" -eq 2 ] && grep -v '^$' "$tmp/screen" | tail -n 2 | head -n 1 | grep -q '^next .*greedy'; then
             ok "step mode: Ctrl-L draws the view again, after the keys' list"
         else fail "step mode Ctrl-L" "$(grep -c '^== pos 2:' "$tmp/pane") views; $(grep -v '^$' "$tmp/screen" | tail -n 2)"; fi
     else fail "step mode Ctrl-L in tmux" "$(tail -n 3 "$tmp/pane")"; fi
