@@ -51,6 +51,8 @@ Usage as a module:
     result.scores[pos][layer][head]  # float64 [pos+1], raw q.k
     result.weights[pos][layer][head] # float64 [pos+1], softmax
     result.outputs[pos][layer][head] # float64 [head_size], sum of weight * value
+    result.queries[pos][layer]       # float64 [n_heads, head_size], q (rotated as it meets the keys)
+    result.keys[layer][t]            # float64 [n_kv_heads, head_size], the keys as cached (kv_type)
 """
 import argparse
 import os
@@ -129,6 +131,32 @@ def quantize_activation(x):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(-1)
 
 
+KV_TYPES = ("f32", "f16", "q8")
+
+
+def kv_stored(x, kv_type):
+    """A key or value row of one kv head as the engine's KV cache stores it
+    (--kv-type): float32 (f32: kept in float64 here, as every product is),
+    float16 (f16: rounded to nearest even), or int8 with a scale per row
+    (q8: as kv_cache.h's q8_scale and kv_store_row in float32: scale =
+    max|x| / 127, q = roundf(x * (1/scale)), the row read back as q * scale;
+    a row of zeros stays zeros).  Only the storage: the engine's int8
+    kernels also round q and the softmax weights to int16 (kv_int8.h), a
+    relative 3e-5 and 1.5e-5 that this leaves out."""
+    if kv_type == "f32":
+        return x
+    if kv_type == "f16":
+        return np.asarray(x, dtype=np.float16).astype(np.float64)
+    if kv_type != "q8":
+        raise ValueError("kv_type %r is not one of %s" % (kv_type, ", ".join(KV_TYPES)))
+    row = np.asarray(x, dtype=np.float32)
+    scale = np.abs(row).max() / np.float32(127)
+    if not scale > 0:
+        return np.zeros(len(row))
+    q = qkvfile.roundf(row * (np.float32(1) / scale))
+    return q.astype(np.float64) * np.float64(scale)
+
+
 class Result:
     """Per-position outputs of forward()."""
 
@@ -137,6 +165,8 @@ class Result:
         self.scores = []   # [pos][layer][head] -> array [pos+1], raw q.k
         self.weights = []  # [pos][layer][head] -> array [pos+1], softmax weights
         self.outputs = []  # [pos][layer][head] -> array [head_size], the head's sum of weight * value
+        self.queries = []  # [pos][layer] -> array [n_heads, head_size], q as it meets the keys
+        self.keys = []     # [layer][t] -> array [n_kv_heads, head_size], the cache's keys as stored
 
 
 def cached_positions(pos, window, sinks):
@@ -148,12 +178,15 @@ def cached_positions(pos, window, sinks):
     return list(range(sinks)) + list(range(pos + 1 - (window - sinks), pos + 1))
 
 
-def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
+def forward(config, tensors, tokens, quantized=(), window=None, sinks=0, kv_type="f32"):
     """Run tokens[0], tokens[1], ... at positions 0, 1, ... and return a Result.
 
     quantized: names of matrices (the classifier as "tok_embeddings" or
     "output") whose input is quantized per block of 32 as the engine does for
     Q8_0/Q4_0 matrices (see quantize_activation).
+
+    kv_type: "f32", "f16" or "q8", the KV cache's rows as the engine stores
+    them (kv_stored), every later product in float64; without a window.
 
     window, sinks: attention sinks and a sliding window as StreamingLLM's
     paper states them (Xiao et al. 2023, section 3.2): the cache keeps the
@@ -190,6 +223,8 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
 
     # keys[layer][t], values[layer][t]: arrays [n_kv_heads, head_size]
     # (with a window the keys are kept unrotated)
+    if window is not None and kv_type != "f32":
+        raise ValueError("kv_type %s with a window is not modelled" % kv_type)
     keys = [[] for _ in range(n_layers)]
     values = [[] for _ in range(n_layers)]
     result = Result()
@@ -200,7 +235,7 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
         x = w["tok_embeddings"][token].copy()
         if gpt2:  # GPT-2: a learned embedding of the position is added; no RoPE
             x = x + w["pos_embeddings"][pos]
-        pos_scores, pos_weights, pos_outputs = [], [], []
+        pos_scores, pos_weights, pos_outputs, pos_queries = [], [], [], []
         for layer in range(n_layers):
             p = "layers.%d." % layer
             h = norm(x, p + "attention_norm")
@@ -210,8 +245,8 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
             if window is None and not gpt2:
                 q = rope(q, pos, theta)
                 k = rope(k, pos, theta)
-            keys[layer].append(k)
-            values[layer].append(v)
+            keys[layer].append(np.array([kv_stored(row, kv_type) for row in k]))
+            values[layer].append(np.array([kv_stored(row, kv_type) for row in v]))
             seen = cached_positions(pos, window, sinks)
             if window is None:
                 cached = [keys[layer][t] for t in seen]
@@ -219,6 +254,7 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
                 cached = [rope(keys[layer][t], slot, theta) for slot, t in enumerate(seen)]
                 q = rope(q, len(seen) - 1, theta)
 
+            pos_queries.append(q)
             out = np.zeros((n_heads, head_size))
             layer_scores, layer_weights = [], []
             for head in range(n_heads):
@@ -247,6 +283,8 @@ def forward(config, tensors, tokens, quantized=(), window=None, sinks=0):
         result.scores.append(pos_scores)
         result.weights.append(pos_weights)
         result.outputs.append(pos_outputs)
+        result.queries.append(pos_queries)
+    result.keys = keys
     return result
 
 
@@ -256,18 +294,18 @@ def nll(logits, target):
     return m + np.log(np.sum(np.exp(logits - m))) - logits[target]
 
 
-def mean_nll(config, tensors, tokens, window=None, sinks=0, recompute=False, quantized=()):
+def mean_nll(config, tensors, tokens, window=None, sinks=0, recompute=False, quantized=(), kv_type="f32"):
     """Mean -log p(tokens[p+1]) over p = 0..n-2: the engine's -m ppl with
     --window and --sinks (one stream through the cache) or --recompute (each
     p past the window from scratch over tokens[:sinks] + the window - sinks
     tokens up to p, at positions 0..window-1)."""
     n = len(tokens)
-    stream = forward(config, tensors, tokens[:-1], quantized, window, sinks)
+    stream = forward(config, tensors, tokens[:-1], quantized, window, sinks, kv_type)
     total = 0.0
     for p in range(n - 1):
         if recompute and p + 1 > window:
             view = tokens[:sinks] + tokens[p + 1 - (window - sinks):p + 1]
-            logits = forward(config, tensors, view, quantized).logits[-1]
+            logits = forward(config, tensors, view, quantized, kv_type=kv_type).logits[-1]
         else:
             logits = stream.logits[p]
         total += nll(logits, tokens[p + 1])
@@ -319,7 +357,11 @@ def main(argv=None):
     ap.add_argument("--ppl", action="store_true",
                     help="print 'nats/token X', the mean loss of predicting each token from those before")
     ap.add_argument("--recompute", action="store_true", help="with --ppl --window: each window from scratch")
+    ap.add_argument("--kv-type", choices=KV_TYPES, default="f32",
+                    help="the KV cache's rows as the engine stores them (kv_stored; without --window)")
     args = ap.parse_args(argv)
+    if args.window is not None and args.kv_type != "f32":
+        ap.error("--kv-type %s with --window is not modelled" % args.kv_type)
     if args.window is None and args.sinks:
         ap.error("--sinks needs --window")
     if args.window is not None and not 0 <= args.sinks < args.window:  # the engine's rule
@@ -341,9 +383,10 @@ def main(argv=None):
     name = args.name or os.path.basename(args.model).split(".")[0]
     quantized = quantized_matrices(qkvfile.read_tensor_types(args.model)) if args.quantized_activations else ()
     if args.ppl:
-        print("nats/token %.9g" % mean_nll(config, tensors, tokens, args.window, args.sinks, args.recompute, quantized))
+        print("nats/token %.9g" % mean_nll(config, tensors, tokens, args.window, args.sinks, args.recompute, quantized,
+                                           args.kv_type))
         return
-    result = forward(config, tensors, tokens, quantized, args.window, args.sinks)
+    result = forward(config, tensors, tokens, quantized, args.window, args.sinks, args.kv_type)
     sys.stdout.write(golden_text(name, config, tokens, positions, result, args.comment))
 
 

@@ -48,6 +48,11 @@ if [ -r models/grammar.bin ] && [ $have_python = 1 ]; then
     $RUN models/grammar.bin -t 0 -n 12 -i "$PROMPT" --trace-prompt --layer 0 --head 0 --trace-out "$tmp/gh.txt" \
         --trace-json "$tmp/gh.jsonl" >/dev/null 2>&1
     $CHECK text-vs-json "$tmp/gh.txt" "$tmp/gh.jsonl" "text trace of models/grammar.bin"
+    # the KV cache's float16 and int8 rows against NumPy's model of them
+    for kv in f16 q8; do
+        $RUN models/grammar.bin -t 0 -n 48 -i "$LONG_PROMPT" --kv-type $kv --trace-json "$tmp/kv.jsonl" >/dev/null 2>&1
+        $CHECK kv-type models/grammar.bin "$tmp/kv.jsonl" $kv "trace-json --kv-type $kv, models/grammar.bin, layer 0"
+    done
 fi
 
 # sampling: the sample object says how each token was chosen

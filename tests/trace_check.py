@@ -55,6 +55,66 @@ def reference(model, tokens):
     return config, ref.forward(config, tensors, tokens)
 
 
+def rounding_slack(rows, kv_type, near=1e-5):
+    """Per element of key rows [n, head_size] (float64, unrounded): one step
+    of the cache's rounding where the element lies within `near` (relative)
+    of a rounding boundary, where the engine's float32 key and this float64
+    one may round apart; else 0."""
+    import numpy as np
+    x = np.asarray(rows, dtype=np.float64)
+    if kv_type == "f16":
+        step = np.spacing(np.abs(x).astype(np.float16)).astype(np.float64)
+        t = np.abs(x) / np.maximum(step, 1e-300)
+    else:  # q8: a row's step is its scale, max|x| / 127
+        step = np.repeat(np.abs(x).max(axis=1, keepdims=True) / 127, x.shape[1], axis=1)
+        t = np.abs(x) / np.where(step > 0, step, 1.0)
+    return np.where(np.abs(t - np.floor(t) - 0.5) <= near * np.maximum(t, 1.0), step, 0.0)
+
+
+def cmd_kv_type(model, path, kv_type, name):
+    """A run with --kv-type f16 or q8 against reference.py's model of the
+    cache's rows (kv_stored), layer 0 (its keys come from the embeddings
+    alone): every raw score within float32's SCORE_TOL of the modelled one,
+    plus a step of the rounding times |q_i| for each element near a rounding
+    boundary (rounding_slack), plus, for q8, the engine's rounding of q to
+    int16 (kv_int8.h: at most q_scale / 2 * sum |k_i| as stored, q_scale =
+    max|q| / 16383); and the same test against a float32 cache's scores
+    fails somewhere, so that it tells the types apart."""
+    import numpy as np
+    import qkvfile
+    import reference as ref
+    steps = read_jsonl(path, name)
+    if not steps:
+        return
+    config, tensors, _ = qkvfile.read_model(model)
+    tokens = [st["token"] for st in steps]
+    modelled = ref.forward(config, tensors, tokens, kv_type=kv_type)
+    plain = ref.forward(config, tensors, tokens)
+    per_kv = config["n_heads"] // config["n_kv_heads"]
+    worst = worst_plain = 0.0
+    rows = 0
+    for st in steps:
+        p = st["pos"]
+        for L in st["layers"][:1]:
+            layer = L["layer"]
+            for H in L["heads"]:
+                h = H["head"]
+                q = modelled.queries[p][layer][h]
+                keys = np.array([modelled.keys[layer][t][h // per_kv] for t in range(p + 1)])
+                unrounded = np.array([plain.keys[layer][t][h // per_kv] for t in range(p + 1)])
+                got, want = np.array(H["scores"]), modelled.scores[p][layer][h]
+                bound = SCORE_TOL * np.maximum(1.0, np.abs(want)) + rounding_slack(unrounded, kv_type) @ np.abs(q)
+                if kv_type == "q8":
+                    bound = bound + np.abs(q).max() / 16383 / 2 * np.abs(keys).sum(axis=1)
+                worst = max(worst, float(np.max(np.abs(got - want) / bound)))
+                worst_plain = max(worst_plain, float(np.max(np.abs(got - plain.scores[p][layer][h]) / bound)))
+                rows += 1
+    check(rows > 0 and worst <= 1.0 < worst_plain,
+          "%s: %d rows of raw scores within their bound of reference.py's %s cache (worst %.2f of it), "
+          "a float32 cache's outside it (%.1f)" % (name, rows, kv_type, worst, worst_plain),
+          "worst %.3g of the bound against the %s model, %.3g against float32 rows" % (worst, kv_type, worst_plain))
+
+
 def read_jsonl(path, name):
     steps, bad = [], []
     with open(path, "rb") as f:
@@ -647,6 +707,7 @@ COMMANDS = {
     "padded-vocab-model": cmd_padded_vocab_model,
     "escapes": cmd_escapes,
     "html": cmd_html,
+    "kv-type": cmd_kv_type,
 }
 
 
