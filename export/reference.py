@@ -137,23 +137,32 @@ KV_TYPES = ("f32", "f16", "q8")
 def kv_stored(x, kv_type):
     """A key or value row of one kv head as the engine's KV cache stores it
     (--kv-type): float32 (f32: kept in float64 here, as every product is),
-    float16 (f16: rounded to nearest even), or int8 with a scale per row
-    (q8: as kv_cache.h's q8_scale and kv_store_row in float32: scale =
-    max|x| / 127, q = roundf(x * (1/scale)), the row read back as q * scale;
-    a row of zeros stays zeros).  Only the storage: the engine's int8
-    kernels also round q and the softmax weights to int16 (kv_int8.h), a
-    relative 3e-5 and 1.5e-5 that this leaves out."""
+    float16 (f16: the float32 the engine holds, rounded to nearest even;
+    straight from float64 it would round twice apart near a tie), or int8
+    with a scale per row (q8: as kv_cache.h's q8_scale and kv_store_row in
+    float32: scale = max|x| / 127, q = roundf(x * (1/scale)), the row read
+    back as q * scale; a row of zeros, or one whose 1/scale overflows
+    (inverse_scale: max|x| under about 3.7e-37), is stored as zeros; a row
+    with a NaN or an infinity gets a NaN scale, so it reads back as NaNs).
+    Only the storage: the engine's int8 kernels also round q and the
+    softmax weights to int16 (kv_int8.h), a relative 3e-5 and 1.5e-5 that
+    this leaves out."""
     if kv_type == "f32":
         return x
-    if kv_type == "f16":
-        return np.asarray(x, dtype=np.float16).astype(np.float64)
-    if kv_type != "q8":
+    if kv_type not in KV_TYPES:
         raise ValueError("kv_type %r is not one of %s" % (kv_type, ", ".join(KV_TYPES)))
     row = np.asarray(x, dtype=np.float32)
-    scale = np.abs(row).max() / np.float32(127)
-    if not scale > 0:
+    if kv_type == "f16":
+        return row.astype(np.float16).astype(np.float64)
+    amax = np.abs(row).max()
+    if not np.isfinite(amax):
+        return np.full(len(row), np.nan)
+    scale = amax / np.float32(127)
+    with np.errstate(divide="ignore", over="ignore"):
+        inverse = np.float32(1) / scale if scale > 0 else np.float32(0)
+    if not 0 < inverse < np.inf:
         return np.zeros(len(row))
-    q = qkvfile.roundf(row * (np.float32(1) / scale))
+    q = qkvfile.roundf(row * inverse)
     return q.astype(np.float64) * np.float64(scale)
 
 
