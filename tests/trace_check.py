@@ -62,9 +62,11 @@ def rounding_slack(rows, kv_type, near=1e-5):
     one may round apart; else 0."""
     import numpy as np
     x = np.asarray(rows, dtype=np.float64)
-    if kv_type == "f16":
-        step = np.spacing(np.abs(x).astype(np.float16)).astype(np.float64)
-        t = np.abs(x) / np.maximum(step, 1e-300)
+    if kv_type == "f16":  # the spacing of |x|'s binade (2^-24 below 2^-14), not of |x| rounded:
+        # just under a power of two the tie with it is a step below's half
+        _, e = np.frexp(np.abs(x))
+        step = np.ldexp(1.0, np.maximum(e - 1, -14) - 10)
+        t = np.abs(x) / step
     else:  # q8: a row's step is its scale, max|x| / 127
         step = np.repeat(np.abs(x).max(axis=1, keepdims=True) / 127, x.shape[1], axis=1)
         t = np.abs(x) / np.where(step > 0, step, 1.0)
