@@ -1063,6 +1063,29 @@ static void test_kv_q8_extremes(void) {
            "1e-38s (its inverse scale overflows) stored as zeros", "a NaN, a value off, or out of memory");
 }
 
+/* int8 rows' halves go away from zero, as C's roundf (round_half_away;
+ * reference.py's kv_stored models them so): a row of largest value 127 has
+ * scale 1, so x / scale is x exactly and 0.5, 2.5, 126.5 are ties, which
+ * rounding to even would store as 0, 2, 126. */
+static void test_kv_q8_halves(void) {
+    enum { HS = 8 };
+    const float row[HS] = { 127, 0.5f, -0.5f, 2.5f, -2.5f, 126.5f, -1.5f, 0 };
+    float back[HS];
+    KVCache kv;
+    int ok = kv_cache_init(&kv, KV_Q8, 1, 1, 1, HS) == 0;
+    if (ok) {
+        kv_cache_store(&kv, 0, 0, row, row);
+        for (int which = 0; which < 2; which++) {
+            if (which) kv_value_to_float(&kv, kv_values(&kv, 0, 0), 0, back);
+            else kv_key_to_float(&kv, kv_keys(&kv, 0, 0), 0, back);
+            for (int i = 0; i < HS; i++) ok &= back[i] == roundf(row[i]);
+        }
+        kv_cache_free(&kv);
+    }
+    report(ok, "q8 KV cache: halves stored away from zero (0.5 -> 1, 2.5 -> 3, -2.5 -> -3), as roundf",
+           "a half rounded another way, or out of memory");
+}
+
 static void test_kv_types(void) {
     enum { HS = 40, N = 37 };
     static float q[HS], keys[N][HS], values[N][HS], back[HS], scores[N], weights[N], out[HS];
@@ -2005,6 +2028,7 @@ int main(void) {
     test_quantizers();
     test_kv_types();
     test_kv_q8_extremes();
+    test_kv_q8_halves();
     test_golden_fixtures();
     test_golden_models();
     test_tokenizer();
