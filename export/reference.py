@@ -27,7 +27,7 @@ of q carries on through the KV cache; the tests use shallow models.
 Usage as a program (prints a golden file, format below):
 
     python3 export/reference.py MODEL [-z TOKENIZER] --tokens 1,5,9,... --positions 0,3,7 \
-        [--quantized-activations] > golden.txt
+        [--quantized-activations] [--kv-type f32|f16|q8] > golden.txt
 
 Golden file format (one item per line, numbers printed with %.9g):
 
