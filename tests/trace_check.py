@@ -80,7 +80,7 @@ def cmd_kv_type(model, path, kv_type, name):
     plus a step of the rounding times |q_i| for each element near a rounding
     boundary (rounding_slack), plus, for q8, the engine's rounding of q to
     int16 (kv_int8.h: at most q_scale / 2 * sum |k_i| as stored, q_scale =
-    max|q| / 16383); and the same test against a float32 cache's scores
+    max|q| / p_max, 16383 up to head size 1032); and the same test against a float32 cache's scores
     fails somewhere, so that it tells the types apart."""
     import numpy as np
     import qkvfile
@@ -106,8 +106,9 @@ def cmd_kv_type(model, path, kv_type, name):
                 unrounded = np.array([plain.keys[layer][t][h // per_kv] for t in range(p + 1)])
                 got, want = np.array(H["scores"]), modelled.scores[p][layer][h]
                 bound = SCORE_TOL * np.maximum(1.0, np.abs(want)) + rounding_slack(unrounded, kv_type) @ np.abs(q)
-                if kv_type == "q8":
-                    bound = bound + np.abs(q).max() / 16383 / 2 * np.abs(keys).sum(axis=1)
+                if kv_type == "q8":  # q_scale = max|q| / p_max, kv_int8.h's query_scale
+                    p_max = min(16383, (2 ** 31 - 1) // 127 // config["head_size"])
+                    bound = bound + np.abs(q).max() / p_max / 2 * np.abs(keys).sum(axis=1)
                 worst = max(worst, float(np.max(np.abs(got - want) / bound)))
                 worst_plain = max(worst_plain, float(np.max(np.abs(got - plain.scores[p][layer][h]) / bound)))
                 rows += 1
