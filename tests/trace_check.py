@@ -80,8 +80,9 @@ def cmd_kv_type(model, path, kv_type, name):
     plus a step of the rounding times |q_i| for each element near a rounding
     boundary (rounding_slack), plus, for q8, the engine's rounding of q to
     int16 (kv_int8.h: at most q_scale / 2 * sum |k_i| as stored, q_scale =
-    max|q| / p_max, 16383 up to head size 1032); and the same test against a float32 cache's scores
-    fails somewhere, so that it tells the types apart."""
+    max|q| / p_max, 16383 up to head size 1032); and the same test against
+    a float32 cache's scores fails somewhere, so that it tells the types
+    apart."""
     import numpy as np
     import qkvfile
     import reference as ref
