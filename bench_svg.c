@@ -194,8 +194,11 @@ static void draw_markers(const Panel *p, const Marker *m, int n) {
         fprintf(p->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\"%s/>\n",
                 x, p->y.to, x, p->y.from, COLOR_CROSSOVER, m[i].dashed ? " stroke-dasharray=\"3 3\"" : "");
         int left = x - p->x.from > 200; /* the label beside the line, inside the plot */
+        /* a white outline under the letters: a curve through the label leaves it readable */
         svg_text(p->f, left ? x - 4 : x + 4, p->y.to + 14 + 14 * i, left ? "end" : "start",
-                 " fill=\"" COLOR_CROSSOVER "\"", m[i].label);
+                 " fill=\"" COLOR_CROSSOVER "\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\""
+                 " paint-order=\"stroke\"",
+                 m[i].label);
     }
 }
 
