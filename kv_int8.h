@@ -362,7 +362,7 @@ TARGET_AVX512 INLINE __m256i int16_of_floats_512(const float *q, int i, int coun
  * stored 32 lanes at a time because weight_bytes_512 and query_bytes_512
  * read them back so: a 512-bit load of two 256-bit stores just made is not
  * forwarded, and a decode row's sums stalled on it every 32 weights (a
- * tenth of their samples in `perf`; AMD EPYC Zen 4, 4-5% of its int8
+ * tenth of their samples in `perf`; AMD EPYC Zen 4, about 6% of its int8
  * attention at 16,384 positions) */
 TARGET_AVX512 INLINE void query_int16_512(const float *q, int count, float inverse, int16_t *p) {
     __m512 scale = _mm512_set1_ps(inverse);
