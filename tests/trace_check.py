@@ -94,6 +94,7 @@ def cmd_kv_type(model, path, kv_type, name):
     modelled = ref.forward(config, tensors, tokens, kv_type=kv_type)
     plain = ref.forward(config, tensors, tokens)
     per_kv = config["n_heads"] // config["n_kv_heads"]
+    p_max = min(16383, (2 ** 31 - 1) // 127 // config["head_size"])  # kv_int8.h's query_scale
     worst = worst_plain = 0.0
     rows = 0
     for st in steps:
@@ -107,8 +108,7 @@ def cmd_kv_type(model, path, kv_type, name):
                 unrounded = np.array([plain.keys[layer][t][h // per_kv] for t in range(p + 1)])
                 got, want = np.array(H["scores"]), modelled.scores[p][layer][h]
                 bound = SCORE_TOL * np.maximum(1.0, np.abs(want)) + rounding_slack(unrounded, kv_type) @ np.abs(q)
-                if kv_type == "q8":  # q_scale = max|q| / p_max, kv_int8.h's query_scale
-                    p_max = min(16383, (2 ** 31 - 1) // 127 // config["head_size"])
+                if kv_type == "q8":  # q_scale = max|q| / p_max
                     bound = bound + np.abs(q).max() / p_max / 2 * np.abs(keys).sum(axis=1)
                 worst = max(worst, float(np.max(np.abs(got - want) / bound)))
                 worst_plain = max(worst_plain, float(np.max(np.abs(got - plain.scores[p][layer][h]) / bound)))
